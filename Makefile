@@ -1,0 +1,42 @@
+# The course's commands. Each target first runs `setup`, which creates/updates .venv and skips what is
+# already installed, so every target works on a fresh machine and is cheap the second time.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch range for the course environment: 2.13.0 (the CPU wheel on the course machines) satisfies it.
+TORCH_SPEC ?= torch>=2.4,<2.14
+STAMP := $(VENV)/.installed
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: setup serve test lab labs build lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e ".[docs,lab,test]"
+	@touch $(STAMP)
+
+serve: setup
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+test: setup
+	$(BIN)/python -m pytest
+
+lab: setup
+	$(BIN)/jupyter lab labs/
+
+labs: setup
+	$(BIN)/python tools/labs.py sync
+
+build: setup
+	$(BIN)/mkdocs build --strict
+
+lint: setup
+	$(BIN)/ruff check src tests tools benchmarks
+
+clean:
+	rm -rf site .cache docs/labs docs/solutions build

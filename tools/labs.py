@@ -1,0 +1,173 @@
+"""Generate the student labs from the solution notebooks, and store real outputs in both.
+
+The notebooks in ``solutions/`` are the source. Code between ``### BEGIN SOLUTION`` and
+``### END SOLUTION`` (nbgrader's convention) is the answer; in ``labs/`` it becomes a TODO stub that raises
+``NotImplementedError`` with a hint in the notebook's language. Everything else is copied unchanged.
+
+    python tools/labs.py sync     # regenerate labs/, execute labs/ and solutions/, store the outputs
+    python tools/labs.py check    # exit 1 when labs/ is out of date with solutions/ (used by the tests)
+
+Executing is what puts outputs on the site: nothing is typed by hand. Each notebook runs in a fresh kernel
+of this Python, with ``DEVICEKIT_LANG`` set from its file name so self-check hints match its language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS, LABS = ROOT / "solutions", ROOT / "labs"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+INSTALL_LINE = re.compile(r'(%pip install -q "devicekit @ git\+)[^"]*(")')
+
+STUB = {
+    "en": 'raise NotImplementedError("Exercise: write your code here, then run the check cell below.")',
+    "zh": 'raise NotImplementedError("练习：在这里写下你的代码，然后运行下面的自测单元格。")',
+}
+TODO = {"en": "# TODO: your code here", "zh": "# TODO：在这里写你的代码"}
+
+
+class LabSourceError(ValueError):
+    """A solution notebook that cannot be turned into a lab (unbalanced regions, unknown language...)."""
+
+
+def language_of(path: Path) -> str:
+    return "zh" if path.name.endswith(".zh.ipynb") else "en"
+
+
+def repo_url() -> str:
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    match = re.search(r"^repo_url:\s*(\S+)", text, re.MULTILINE)
+    if not match:
+        raise LabSourceError("mkdocs.yml has no repo_url setting")
+    return match.group(1)
+
+
+def strip_solution(source: str, lang: str, where: str) -> tuple[str, bool]:
+    """Replace each solution region of one cell's source by a stub. Returns (source, had_region)."""
+    out, inside, had_region = [], False, False
+    for number, line in enumerate(source.splitlines(), start=1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if inside:
+                raise LabSourceError(f"{where}, line {number}: {BEGIN} inside another solution region")
+            inside, had_region = True, True
+            indent = line[: len(line) - len(line.lstrip())]
+            out += [indent + TODO[lang], indent + STUB[lang]]
+        elif marker == END:
+            if not inside:
+                raise LabSourceError(f"{where}, line {number}: {END} without {BEGIN}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise LabSourceError(f"{where}: {BEGIN} is never closed by {END}")
+    return "\n".join(out), had_region
+
+
+def set_install_url(nb: nbformat.NotebookNode, url: str) -> None:
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = INSTALL_LINE.sub(lambda m: f"{m.group(1)}{url}{m.group(2)}", cell.source)
+
+
+def student_version(solution: nbformat.NotebookNode, lang: str, name: str) -> nbformat.NotebookNode:
+    """The student lab for one solution notebook (sources only; outputs are cleared)."""
+    lab = copy.deepcopy(solution)
+    lab.metadata.setdefault("devicekit", {})["role"] = "student"
+    for index, cell in enumerate(lab.cells):
+        if cell.cell_type != "code":
+            continue
+        cell.outputs, cell.execution_count = [], None
+        cell.source, had_region = strip_solution(cell.source, lang, f"{name}, cell {index}")
+        tags = cell.metadata.get("tags", [])
+        # A stub at the top level raises as soon as the cell runs: tag it so "Run all" and nbval go on.
+        if had_region and re.search(r"^raise NotImplementedError", cell.source, re.MULTILINE):
+            cell.metadata["tags"] = [*tags, "raises-exception"] if "raises-exception" not in tags else tags
+    return lab
+
+
+def _sources(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def execute(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
+    from nbclient import NotebookClient
+
+    os.environ["DEVICEKIT_LANG"] = language_of(path)
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()
+    return nb
+
+
+def sync(execute_notebooks: bool = True) -> list[Path]:
+    """Regenerate every lab, execute labs and solutions, write the files that changed."""
+    url, written = repo_url(), []
+    for solution_path in sorted(SOLUTIONS.glob("*.ipynb")):
+        lang = language_of(solution_path)
+        solution = nbformat.read(solution_path, as_version=4)
+        set_install_url(solution, url)
+        lab_path = LABS / solution_path.name
+        lab = student_version(solution, lang, solution_path.name)
+        for nb, path in ((solution, solution_path), (lab, lab_path)):
+            if execute_notebooks:
+                print(f"executing {path.relative_to(ROOT)}", flush=True)
+                execute(nb, path)
+            nbformat.validate(nb)
+            text = nbformat.writes(nb) + "\n"
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+                written.append(path)
+    return written
+
+
+def out_of_date() -> list[str]:
+    """Why labs/ differs from what the solutions generate (an empty list when it is in sync)."""
+    problems, url = [], repo_url()
+    solutions = {p.name for p in SOLUTIONS.glob("*.ipynb")}
+    for extra in sorted({p.name for p in LABS.glob("*.ipynb")} - solutions):
+        problems.append(f"labs/{extra} has no solutions/{extra}")
+    for name in sorted(solutions):
+        solution = nbformat.read(SOLUTIONS / name, as_version=4)
+        expected_solution = copy.deepcopy(solution)
+        set_install_url(expected_solution, url)
+        if _sources(expected_solution) != _sources(solution):
+            problems.append(f"solutions/{name}: its install command does not use repo_url {url}")
+        lab_path = LABS / name
+        if not lab_path.exists():
+            problems.append(f"labs/{name} is missing")
+            continue
+        expected = student_version(expected_solution, language_of(lab_path), name)
+        if _sources(expected) != _sources(nbformat.read(lab_path, as_version=4)):
+            problems.append(f"labs/{name} differs from what solutions/{name} generates")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["sync", "check"])
+    parser.add_argument("--no-execute", action="store_true", help="sync sources only, keep no outputs")
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        problems = out_of_date()
+        for problem in problems:
+            print(problem)
+        if problems:
+            print("Run `make labs` to regenerate labs/ from solutions/.")
+        return 1 if problems else 0
+    written = sync(execute_notebooks=not args.no_execute)
+    print(f"{len(written)} notebook(s) written" + "".join(f"\n  {p.relative_to(ROOT)}" for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""MkDocs hooks that make mkdocs-jupyter and mkdocs-static-i18n work together.
+
+Each fix below answers a failure that is silent out of the box (measured facts in
+``shared/notes/toolchain.md``); ``tests/test_site.py`` fails if any of them comes back.
+
+1. Labs live outside ``docs/``. mkdocs-jupyter cannot include files outside ``docs_dir`` and files added
+   from a hook break ``--strict`` under i18n, so ``labs/`` and ``solutions/`` are mirrored into the
+   git-ignored ``docs/labs`` and ``docs/solutions`` before files are collected. Only changed files are
+   copied, so ``mkdocs serve`` does not rebuild in a loop.
+2. Raw-JSON lab pages. i18n rebuilds every file as a plain ``File`` and drops mkdocs-jupyter's wrapper,
+   so ``.ipynb`` stopped being a documentation page and its JSON was copied as ``index.html``. Adding
+   ``.ipynb`` to MkDocs' page extensions makes i18n keep it as a page; mkdocs-jupyter then renders it.
+3. Dead Chinese anchors. mkdocs-jupyter ASCII-folds heading ids, so Chinese headings got ``id=""``.
+   Notebook headings and their TOC now use the same unicode slug as the Markdown pages.
+4. Render cache that never hits. mkdocs-jupyter evicts cache entries not used by the *current* build,
+   and i18n runs one build per language, so each language evicted the other's entries. Every notebook's
+   key is marked as used before each build. The cache folder is salted with this file's hash, so a change
+   here never serves stale HTML.
+5. Colab and download buttons need a URL per notebook, derived from the one ``repo_url`` setting.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import hashlib
+import logging
+import re
+import shutil
+from pathlib import Path
+
+import mkdocs.utils
+from mkdocs.plugins import event_priority
+from pymdownx.slugs import slugify
+
+log = logging.getLogger("mkdocs.hooks.site_hooks")
+
+#: Folders at the repository root that are published as pages (source -> mirror under docs/).
+MIRRORED = ("labs", "solutions")
+
+#: The slug used for every heading id on the site, Markdown and notebooks alike.
+unicode_slug = slugify(case="lower")
+
+
+def _root(config) -> Path:
+    return Path(config.config_file_path).resolve().parent
+
+
+def mirror_notebooks(root: Path, docs_dir: Path) -> list[str]:
+    """Copy ``labs/*.ipynb`` and ``solutions/*.ipynb`` into ``docs_dir`` (only what changed).
+
+    Notebooks removed from the source are removed from the mirror. Returns the relative paths written.
+    """
+    written = []
+    for folder in MIRRORED:
+        source, mirror = root / folder, docs_dir / folder
+        mirror.mkdir(parents=True, exist_ok=True)
+        wanted = {p.name for p in source.glob("*.ipynb")}
+        for stale in mirror.glob("*.ipynb"):
+            if stale.name not in wanted:
+                stale.unlink()
+        for name in sorted(wanted):
+            src, dst = source / name, mirror / name
+            if not dst.exists() or not filecmp.cmp(src, dst, shallow=False):
+                shutil.copyfile(src, dst)
+                written.append(f"{folder}/{name}")
+    return written
+
+
+def _patch_notebook_slugs() -> None:
+    """Notebook heading ids and TOC entries: the same unicode slug, from the same heading text."""
+    import json
+
+    import mkdocs_jupyter.convert
+    import mkdocs_jupyter.plugin
+    import nbconvert.filters.strings
+    from markdown import Markdown
+    from markdown.extensions.toc import TocExtension
+
+    mkdocs_jupyter.convert.slugify = lambda text: unicode_slug(text, "-")
+    # nbconvert percent-encodes non-ASCII ids ("1-%E5%87%86"); the slug is already a valid fragment.
+    nbconvert.filters.strings._convert_header_id = lambda text: text.replace(" ", "-")
+
+    def notebook_toc(path: str, toc_depth: int):
+        # mkdocs-jupyter builds the TOC from nbconvert's Markdown export, which drops `code` spans from
+        # headings, so its anchors missed headings such as "5. `Tensor.to` vs `Module.to`". Read the
+        # notebook's own Markdown cells instead.
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+        source = "\n\n".join(
+            "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in cells
+            if c["cell_type"] == "markdown"
+        )
+        md = Markdown(extensions=[TocExtension(toc_depth=toc_depth, slugify=unicode_slug)])
+        md.convert(source)
+        title = next((t["name"] for t in md.toc_tokens if t["level"] == 1), None)
+        return md.toc_tokens, title
+
+    mkdocs_jupyter.plugin._get_nb_toc_tokens = notebook_toc
+
+
+def _repo_slug(repo_url: str) -> str:
+    match = re.match(r"https?://github\.com/([^/]+/[^/#?]+?)(?:\.git)?/?$", repo_url or "")
+    if not match:
+        raise ValueError(f"repo_url in mkdocs.yml must be a GitHub repository URL, got {repo_url!r}")
+    return match.group(1)
+
+
+def on_config(config):
+    root = _root(config)
+    docs_dir = Path(config.docs_dir)
+    written = mirror_notebooks(root, docs_dir)
+    if written:
+        log.info("mirrored into docs/: %s", ", ".join(written))
+
+    if ".ipynb" not in mkdocs.utils.markdown_extensions:
+        mkdocs.utils.markdown_extensions = (*mkdocs.utils.markdown_extensions, ".ipynb")
+    _patch_notebook_slugs()
+
+    jupyter = config.plugins.get("mkdocs-jupyter")
+    if jupyter is not None:
+        salt = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+        jupyter.config["cache_dir"] = str(root / ".cache" / "mkdocs-jupyter" / salt)
+
+    extra = config.extra
+    branch = extra.get("branch", "main")
+    extra["colab_base"] = f"https://colab.research.google.com/github/{_repo_slug(config.repo_url)}/blob/{branch}"
+    return config
+
+
+@event_priority(-100)  # after mkdocs-jupyter's own on_pre_build reset its set of used cache entries
+def on_pre_build(config):
+    jupyter = config.plugins.get("mkdocs-jupyter")
+    if jupyter is None or not jupyter.config["cache"]:
+        return
+    from mkdocs_jupyter.plugin import _compute_cache_key, _get_cache_path
+
+    for folder in MIRRORED:
+        for notebook in (Path(config.docs_dir) / folder).glob("*.ipynb"):
+            key = _compute_cache_key(str(notebook), jupyter.config, jupyter.config["execute"])
+            jupyter._used_cache_paths.add(_get_cache_path(jupyter.config["cache_dir"], key))
+
+
+def on_page_context(context, page, config, nav):
+    """Give notebook pages the Open-in-Colab URL of their source notebook in the repository."""
+    src = page.file.src_uri
+    if src.endswith(".ipynb") and src.split("/", 1)[0] in MIRRORED:
+        page.colab_url = f"{config.extra['colab_base']}/{src}"
+    return context
