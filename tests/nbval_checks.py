@@ -1,0 +1,39 @@
+"""pytest plugin (loaded with `-p nbval_checks`): nbval runs each lab in its language, and a cell tagged
+to raise must really raise. A plugin, not a conftest, because it must also apply to labs/ and solutions/."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+try:
+    from nbval.plugin import IPyNbCell
+except ImportError:  # nbval not installed: notebooks are simply not collected
+    IPyNbCell = None
+
+
+def _is_cell(item) -> bool:
+    return IPyNbCell is not None and isinstance(item, IPyNbCell)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Runs before the notebook's kernel starts (in the first cell's setup), so the kernel inherits it.
+    if _is_cell(item):
+        os.environ["DEVICEKIT_LANG"] = "zh" if item.path.name.endswith(".zh.ipynb") else "en"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    outcome = yield
+    # nbval passes a cell tagged `raises-exception` whether or not it raised. A lab whose trigger cell
+    # stopped raising teaches nothing, so that is a failure here.
+    if _is_cell(item) and item.options.get("check_exception") and outcome.excinfo is None:
+        raised = any(out.get("output_type") == "error" for out in item.test_outputs or [])
+        if not raised:
+            outcome.force_exception(
+                AssertionError(
+                    f"{item.path.name} cell {item.cell_num} is tagged raises-exception but did not raise"
+                )
+            )

@@ -1,0 +1,113 @@
+"""DeviceManager: the automatic choice, the environment override, and clear errors for bad devices."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import devicekit
+from devicekit import DeviceManager, UnknownDeviceError, available_devices, best_device, mismatch_device
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+@pytest.fixture(autouse=True)
+def _no_override(monkeypatch):
+    monkeypatch.delenv(devicekit.ENV_VAR, raising=False)
+
+
+def test_automatic_choice_is_the_best_device():
+    dm = DeviceManager()
+    assert dm.device == best_device()
+    assert dm.source == "automatic choice"
+    if not HAS_CUDA and dm.device.type == "cpu":
+        assert not dm.is_accelerator
+
+
+def test_cuda_is_chosen_with_its_index_when_present():
+    if not HAS_CUDA:
+        assert best_device().type in ("cpu", "mps", "xpu")
+        return
+    assert DeviceManager().device == torch.device("cuda", torch.cuda.current_device())
+
+
+@pytest.mark.parametrize("spec", ["cpu", torch.device("cpu"), " cpu ", "meta"])
+def test_explicit_devices(spec):
+    dm = DeviceManager(spec)
+    assert dm.device == torch.device(str(spec).strip())
+    assert dm.source == "explicit argument"
+    assert dm.type == dm.device.type
+
+
+def test_environment_variable_overrides(monkeypatch):
+    monkeypatch.setenv(devicekit.ENV_VAR, "meta")
+    dm = DeviceManager()
+    assert dm.device == torch.device("meta")
+    assert devicekit.ENV_VAR in dm.source
+    assert DeviceManager("cpu").device.type == "cpu", "an explicit argument beats the environment"
+
+
+def test_bad_environment_variable_says_where_it_came_from(monkeypatch):
+    monkeypatch.setenv(devicekit.ENV_VAR, "tpu")
+    with pytest.raises(UnknownDeviceError, match=r"DEVICEKIT_DEVICE='tpu'.*Available here: .*cpu"):
+        DeviceManager()
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [
+        ("tpu", "not a device name PyTorch knows"),
+        ("", "is empty"),
+        ("cuda:x", "not a device name PyTorch knows"),
+        (f"cuda:{torch.cuda.device_count() + 6}", "not available on this machine"),
+        (3.5, "must be a string"),
+        (True, "must be a string"),
+        ([], "must be a string"),
+    ],
+)
+def test_unknown_or_unavailable_devices_name_what_is_available(spec, reason):
+    with pytest.raises(UnknownDeviceError) as info:
+        DeviceManager(spec)
+    message = str(info.value)
+    assert reason in message
+    assert "Available here: " in message
+    for device in available_devices():
+        assert device in message
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="checks the message on a machine without CUDA")
+def test_cuda_without_cuda_is_refused_clearly():
+    with pytest.raises(UnknownDeviceError, match=r"'cuda:0' is not available on this machine"):
+        DeviceManager("cuda:0")
+    with pytest.raises(UnknownDeviceError, match="not available"):
+        DeviceManager(0)
+
+
+def test_unknown_device_error_is_a_value_error():
+    assert issubclass(UnknownDeviceError, ValueError)
+
+
+def test_available_devices_always_lists_cpu_and_meta_last():
+    devices = available_devices()
+    assert devices[-2:] == ["cpu", "meta"]
+    assert len(devices) == len(set(devices))
+
+
+def test_mismatch_device_is_the_accelerator_or_meta():
+    device = mismatch_device()
+    if best_device().type == "cpu":
+        assert device == torch.device("meta")
+    else:
+        assert device == best_device()
+    # It must really provoke PyTorch's own device check against a CPU tensor.
+    with pytest.raises(RuntimeError):
+        torch.ones(3, device=device) + torch.ones(3)
+
+
+def test_describe_is_one_readable_line():
+    text = DeviceManager().describe()
+    assert str(DeviceManager().device) in text
+    assert torch.__version__ in text
+    assert "\n" not in text
+    assert "no data" in DeviceManager("meta").describe()
+    assert repr(DeviceManager("cpu")) == "DeviceManager(device='cpu')"

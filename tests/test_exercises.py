@@ -1,0 +1,95 @@
+"""Lab self-checks pass on correct answers and fail with a hint (in both languages) on wrong ones."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from devicekit import mismatch_device
+from devicekit.exercises import check, exercises_for, run
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def correct_mask(x):
+    n = x.shape[-2]
+    return torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+
+
+CASES = [
+    ("move-batch", lambda x, d: x.to(d), None),
+    ("move-batch", lambda x, d: (x.to(d), x)[1], "is on cpu, not on"),
+    ("move-batch", lambda x, d: None, "returns None"),
+    ("move-batch", _stub, "not done yet"),
+    ("causal-mask", correct_mask, None),
+    ("causal-mask", lambda x: torch.ones(5, 5, dtype=torch.bool).tril(), "device=..."),
+    ("causal-mask", lambda x: torch.ones(5, 5, dtype=torch.bool, device=x.device).triu(), "wrong values"),
+    ("causal-mask", lambda x: torch.ones(5, 5, device=x.device).tril(), "bool"),
+    ("causal-mask", lambda x: 1 / 0, "ZeroDivisionError"),
+    ("predict-raises", lambda: {"a": False, "b": True, "c": False, "d": True}, None),
+    ("predict-raises", lambda: {"a": True, "b": True, "c": False, "d": True}, "1 of the 4 predictions is wrong"),
+    ("predict-raises", lambda: {"a": 1}, "keys"),
+    ("predict-raises", _stub, "not done yet"),
+]
+
+
+@pytest.mark.parametrize(("key", "answer", "hint"), CASES)
+def test_checks(key, answer, hint):
+    result = run("01-devices", key, answer)
+    assert result.passed is (hint is None)
+    assert result.en.startswith("✓" if hint is None else "✗")
+    assert result.zh.startswith("✓" if hint is None else "✗")
+    if hint:
+        assert hint in result.en
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), "the Chinese hint is written in Chinese"
+
+
+def test_hints_never_reveal_the_prediction_answers():
+    result = run("01-devices", "predict-raises", lambda: {"a": True, "b": False, "c": True, "d": False})
+    for key in "abcd":
+        assert f"({key})" not in result.en
+
+
+def test_the_predictions_check_is_grounded_in_real_pytorch():
+    # The truth the check compares against is computed by running the operations, not typed in.
+    from devicekit.exercises.lab01 import _raises, mix_cases
+
+    truth = {k: _raises(f) for k, f in mix_cases(mismatch_device()).items()}
+    assert truth == {"a": False, "b": True, "c": False, "d": True}
+
+
+@pytest.mark.parametrize(("lang", "word"), [("en", "Exercise"), ("zh", "练习")])
+def test_check_prints_one_line_in_the_lab_language(capsys, monkeypatch, lang, word):
+    monkeypatch.setenv("DEVICEKIT_LANG", lang)
+    assert check("01-devices", "move-batch", lambda x, d: x.to(d)) is None
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"✓ {word} 1")
+    assert "\n" not in out
+
+
+def test_unknown_language_prints_both(capsys, monkeypatch):
+    monkeypatch.delenv("DEVICEKIT_LANG", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    check("01-devices", "move-batch", _stub)
+    out = capsys.readouterr().out
+    assert "Exercise 1" in out and "练习 1" in out
+
+
+def test_language_from_the_notebook_file_name(monkeypatch):
+    from devicekit.lang import current_language
+
+    monkeypatch.delenv("DEVICEKIT_LANG", raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/me/labs/01-devices.zh.ipynb")
+    assert current_language() == "zh"
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/me/labs/01-devices.ipynb")
+    assert current_language() == "en"
+
+
+def test_unknown_lab_or_exercise_is_a_clear_error():
+    with pytest.raises(KeyError, match="labs with checks: 01-devices"):
+        run("99-nope", "x", None)
+    with pytest.raises(KeyError, match="its exercises: move-batch, causal-mask, predict-raises"):
+        run("01-devices", "nope", None)
+    assert [e.number for e in exercises_for("01-devices")] == [1, 2, 3]
