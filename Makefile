@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch>=2.4,<2.14
 STAMP := $(VENV)/.installed
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup serve test lab labs build lint bench clean
+.PHONY: setup serve test lab labs build students dist lint bench clean
 
 setup: $(STAMP)
 
@@ -35,8 +35,16 @@ labs: setup
 build: setup
 	$(BIN)/mkdocs build --strict
 
+# The site without solutions, for a class that is still working on the labs.
+students: setup
+	COURSE_STUDENTS_ONLY=1 $(BIN)/mkdocs build --strict -d site-students
+
+# One zip per lab (student notebooks, both languages) in dist/.
+dist: setup
+	$(BIN)/python tools/dist.py --out dist
+
 lint: setup
 	$(BIN)/ruff check src tests tools benchmarks
 
 clean:
-	rm -rf site .cache docs/labs docs/solutions build
+	rm -rf site site-students .cache docs/labs docs/solutions build dist

@@ -29,7 +29,11 @@ CASES = [
     ("causal-mask", lambda x: torch.ones(5, 5, device=x.device).tril(), "bool"),
     ("causal-mask", lambda x: 1 / 0, "ZeroDivisionError"),
     ("predict-raises", lambda: {"a": False, "b": True, "c": False, "d": True}, None),
-    ("predict-raises", lambda: {"a": True, "b": True, "c": False, "d": True}, "1 of the 4 predictions is wrong"),
+    (
+        "predict-raises",
+        lambda: {"a": True, "b": True, "c": False, "d": True},
+        "1 of the 4 predictions is wrong",
+    ),
     ("predict-raises", lambda: {"a": 1}, "keys"),
     ("predict-raises", _stub, "not done yet"),
 ]

@@ -8,7 +8,6 @@ import io
 import re
 
 import pytest
-
 from _paths import DOCS, english, zh_twin
 from test_parity import python_blocks
 
@@ -40,4 +39,6 @@ def test_lesson_snippets_run_and_shown_output_is_real(page):
     for twin in (page, zh_twin(page)):
         for block in MARKED_OUTPUT.findall(twin.read_text(encoding="utf-8")):
             for line in block.splitlines():
-                assert line.strip() in printed, f"{twin.name} shows {line.strip()!r}, which the snippets never print"
+                assert line.strip() in printed, (
+                    f"{twin.name} shows {line.strip()!r}, which the snippets never print"
+                )

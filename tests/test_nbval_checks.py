@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import nbformat
-
 from _paths import ROOT
 
 
@@ -21,7 +20,17 @@ def _run_nbval(tmp_path, source: str, tags: list[str]):
     nbformat.write(nb, path)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
     args = [sys.executable, "-m", "pytest", "-p", "nbval_checks", "--nbval-lax", "--nbval-current-env"]
-    args += ["-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", str(tmp_path), str(path)]
+    args += [
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "--rootdir",
+        str(tmp_path),
+        str(path),
+    ]
     return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True)
 
 

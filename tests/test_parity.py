@@ -6,10 +6,11 @@ import re
 
 import nbformat
 import pytest
-
 from _paths import DOCS, LABS, SOLUTIONS, english, notebooks, zh_twin
 
-PAGES = english(sorted(p for p in DOCS.rglob("*.md") if "overrides" not in p.parts and p.parts[-2:-1] != ("labs",)))
+PAGES = english(
+    sorted(p for p in DOCS.rglob("*.md") if "overrides" not in p.parts and p.parts[-2:-1] != ("labs",))
+)
 NOTEBOOKS = english(notebooks(SOLUTIONS) + notebooks(LABS))
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -36,7 +37,11 @@ def test_pages_have_twins_with_identical_code(page):
 def _code(nb):
     """Code cells with the lab stubs (the one line written in the notebook's language) normalised."""
     stub = re.compile(r"^(\s*)(# TODO[:：].*|raise NotImplementedError\(.*\))$", re.MULTILINE)
-    return [(stub.sub(r"\1<stub>", c.source), c.metadata.get("tags", [])) for c in nb.cells if c.cell_type == "code"]
+    return [
+        (stub.sub(r"\1<stub>", c.source), c.metadata.get("tags", []))
+        for c in nb.cells
+        if c.cell_type == "code"
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -48,7 +53,9 @@ def test_notebooks_have_twins_with_identical_code_cells(path):
     assert [c.cell_type for c in en.cells] == [c.cell_type for c in zh.cells], "same cell structure"
     for cell_en, cell_zh in zip(en.cells, zh.cells, strict=True):
         if cell_en.cell_type == "markdown":
-            assert CJK.search(cell_zh.source), f"untranslated markdown cell in {twin.name}: {cell_zh.source[:60]}"
+            assert CJK.search(cell_zh.source), (
+                f"untranslated markdown cell in {twin.name}: {cell_zh.source[:60]}"
+            )
     assert en.metadata["devicekit"]["lang"] == "en" and zh.metadata["devicekit"]["lang"] == "zh"
     meta_en = {k: v for k, v in en.metadata["devicekit"].items() if k != "lang"}
     meta_zh = {k: v for k, v in zh.metadata["devicekit"].items() if k != "lang"}

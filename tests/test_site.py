@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _paths import DOCS, LABS, ROOT, english, notebooks
 
 MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]
-LAB_PAGES = [f"{folder}/{p.stem}" for folder in ("labs", "solutions") for p in english(notebooks(ROOT / folder))]
+LAB_PAGES = [
+    f"{folder}/{p.stem}" for folder in ("labs", "solutions") for p in english(notebooks(ROOT / folder))
+]
 
 
 def _build(site: Path) -> str:
@@ -57,7 +58,9 @@ def test_lab_pages_are_rendered_notebooks(built, url, lang):
     source = ROOT / f"{url}{'' if lang == 'en' else '.zh'}.ipynb"
     title = next(c for c in json.loads(source.read_text())["cells"] if c["cell_type"] == "markdown")
     heading = "".join(title["source"]).splitlines()[0].lstrip("# ").split("`")[0].strip()
-    assert html.escape(heading, quote=False) in page, f"{url} ({lang}) does not show its own title {heading!r}"
+    assert html.escape(heading, quote=False) in page, (
+        f"{url} ({lang}) does not show its own title {heading!r}"
+    )
     assert 'class="jp-Cell' in page or "jp-Notebook" in page
 
 
@@ -87,7 +90,9 @@ def test_every_in_page_anchor_exists(built):
         ids = set(re.findall(r'\sid="([^"]*)"', page))
         assert "" not in ids, f'{path.relative_to(site)} has an empty id=""'
         for anchor in set(re.findall(r'href="#([^"]+)"', page)):
-            assert html.unescape(anchor) in {html.unescape(i) for i in ids}, f"{path.relative_to(site)}: #{anchor}"
+            assert html.unescape(anchor) in {html.unescape(i) for i in ids}, (
+                f"{path.relative_to(site)}: #{anchor}"
+            )
             checked += 1
     assert checked > 20
 
@@ -113,10 +118,16 @@ def test_chinese_search_finds_chinese_words(built):
     separator = re.compile(index["config"]["separator"])
     zh_docs = [d for d in index["docs"] if d["location"].startswith("zh/")]
     assert zh_docs, "the search index has no Chinese pages"
-    hits = {d["location"].split("#")[0] for d in zh_docs if "设备" in separator.split(d["text"] + " " + d["title"])}
+    hits = {
+        d["location"].split("#")[0]
+        for d in zh_docs
+        if "设备" in separator.split(d["text"] + " " + d["title"])
+    }
     assert "zh/lessons/01-devices/" in hits
     assert "zh/labs/01-devices/" in hits
-    en_hits = {d["location"].split("#")[0] for d in index["docs"] if "device" in separator.split(d["text"].lower())}
+    en_hits = {
+        d["location"].split("#")[0] for d in index["docs"] if "device" in separator.split(d["text"].lower())
+    }
     assert "lessons/01-devices/" in en_hits
 
 
@@ -141,3 +152,45 @@ def test_no_outside_fonts_or_scripts(built):
         page = path.read_text(encoding="utf-8")
         assert "fonts.googleapis.com" not in page, path
         assert not re.search(r'<script[^>]+src="https?://', page), path
+
+
+def test_course_map_and_badges_come_from_lab_metadata(built):
+    site, _, _ = built
+    import course
+
+    for lab in course.labs():
+        for lang in ("en", "zh"):
+            home = (site / ("" if lang == "en" else "zh") / "index.html").read_text(encoding="utf-8")
+            page = _page(site, f"labs/{lab.id}", lang)
+            for badge in lab.badges(lang):
+                assert html.escape(badge, quote=False) in home
+                assert f'lab-badge">{html.escape(badge, quote=False)}' in page
+
+
+def test_students_only_build_has_no_solutions(tmp_path):
+    site = tmp_path / "students"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "COURSE_STUDENTS_ONLY": "1"}
+    run = subprocess.run([*MKDOCS, "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (site / "labs" / "01-devices" / "index.html").exists()
+    assert not (site / "solutions").exists() and not (site / "zh" / "solutions").exists()
+    solution_lines = {
+        line.strip()
+        for nb in notebooks(ROOT / "solutions")
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        if "### BEGIN SOLUTION" in "".join(cell["source"])
+        for line in "".join(cell["source"])
+        .split("### BEGIN SOLUTION")[1]
+        .split("### END SOLUTION")[0]
+        .splitlines()
+        if line.strip()
+    }
+    assert solution_lines
+    for path in site.rglob("*"):
+        if path.suffix not in (".html", ".json", ".ipynb", ".xml"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "solutions/" not in text, f"{path.relative_to(site)} links to a solution"
+        assert "BEGIN SOLUTION" not in text
+        for line in solution_lines:
+            assert html.escape(line, quote=False) not in text and line not in text, f"{path}: {line}"

@@ -103,7 +103,11 @@ def execute(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
 
     os.environ["DEVICEKIT_LANG"] = language_of(path)
     client = NotebookClient(
-        nb, timeout=300, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
     return nb

@@ -17,6 +17,11 @@ Each fix below answers a failure that is silent out of the box (measured facts i
    key is marked as used before each build. The cache folder is salted with this file's hash, so a change
    here never serves stale HTML.
 5. Colab and download buttons need a URL per notebook, derived from the one ``repo_url`` setting.
+
+Course features (not fixes): the home page's course map and the badges on lab pages are generated
+from the notebooks' metadata (``tools/course.py``); ``COURSE_STUDENTS_ONLY=1`` builds the site without
+solutions: no solution pages, no links to them, and every ``<!-- solution -->...<!-- /solution -->``
+region of a Markdown page removed.
 """
 
 from __future__ import annotations
@@ -26,13 +31,19 @@ import hashlib
 import logging
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import mkdocs.utils
 from mkdocs.plugins import event_priority
 from pymdownx.slugs import slugify
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course  # noqa: E402  (tools/course.py, next to this file)
+
 log = logging.getLogger("mkdocs.hooks.site_hooks")
+SOLUTION_REGION = re.compile(r"<!-- solution -->.*?<!-- /solution -->", re.DOTALL)
+COURSE_MAP = "<!-- course-map -->"
 
 #: Folders at the repository root that are published as pages (source -> mirror under docs/).
 MIRRORED = ("labs", "solutions")
@@ -45,13 +56,21 @@ def _root(config) -> Path:
     return Path(config.config_file_path).resolve().parent
 
 
-def mirror_notebooks(root: Path, docs_dir: Path) -> list[str]:
+def students_only(config) -> bool:
+    """True for the build without solutions (``COURSE_STUDENTS_ONLY=1``, read by ``extra.students_only``)."""
+    return str(config.extra.get("students_only", "")).strip().lower() in ("1", "true", "yes")
+
+
+def mirror_notebooks(root: Path, docs_dir: Path, folders: tuple[str, ...] = MIRRORED) -> list[str]:
     """Copy ``labs/*.ipynb`` and ``solutions/*.ipynb`` into ``docs_dir`` (only what changed).
 
-    Notebooks removed from the source are removed from the mirror. Returns the relative paths written.
+    Notebooks removed from the source are removed from the mirror, and so is the mirror of a folder not
+    in ``folders``. Returns the relative paths written.
     """
     written = []
-    for folder in MIRRORED:
+    for folder in set(MIRRORED) - set(folders):
+        shutil.rmtree(docs_dir / folder, ignore_errors=True)
+    for folder in folders:
         source, mirror = root / folder, docs_dir / folder
         mirror.mkdir(parents=True, exist_ok=True)
         wanted = {p.name for p in source.glob("*.ipynb")}
@@ -105,10 +124,31 @@ def _repo_slug(repo_url: str) -> str:
     return match.group(1)
 
 
+def _without_solutions(nav):
+    """The nav with every entry that leads to a solution page removed."""
+    kept = []
+    for item in nav:
+        if isinstance(item, dict):
+            ((title, value),) = item.items()
+            if isinstance(value, list):
+                value = _without_solutions(value)
+                if value:
+                    kept.append({title: value})
+            elif not str(value).startswith("solutions/"):
+                kept.append(item)
+        elif not str(item).startswith("solutions/"):
+            kept.append(item)
+    return kept
+
+
 def on_config(config):
     root = _root(config)
     docs_dir = Path(config.docs_dir)
-    written = mirror_notebooks(root, docs_dir)
+    if students_only(config):
+        config.nav = _without_solutions(config.nav)
+        written = mirror_notebooks(root, docs_dir, folders=("labs",))
+    else:
+        written = mirror_notebooks(root, docs_dir)
     if written:
         log.info("mirrored into docs/: %s", ", ".join(written))
 
@@ -123,7 +163,9 @@ def on_config(config):
 
     extra = config.extra
     branch = extra.get("branch", "main")
-    extra["colab_base"] = f"https://colab.research.google.com/github/{_repo_slug(config.repo_url)}/blob/{branch}"
+    extra["colab_base"] = (
+        f"https://colab.research.google.com/github/{_repo_slug(config.repo_url)}/blob/{branch}"
+    )
     return config
 
 
@@ -140,9 +182,25 @@ def on_pre_build(config):
             jupyter._used_cache_paths.add(_get_cache_path(jupyter.config["cache_dir"], key))
 
 
+def on_page_markdown(markdown, page, config, files):
+    """Fill in the course map; drop solution regions from the students-only build."""
+    lang = getattr(page.file, "locale", None) or "en"
+    if COURSE_MAP in markdown:
+        markdown = markdown.replace(
+            COURSE_MAP, course.course_map(lang, with_solutions=not students_only(config))
+        )
+    if students_only(config):
+        markdown = SOLUTION_REGION.sub("", markdown)
+    return markdown
+
+
 def on_page_context(context, page, config, nav):
-    """Give notebook pages the Open-in-Colab URL of their source notebook in the repository."""
+    """Give notebook pages the Open-in-Colab URL of their source notebook and the lab's badges."""
     src = page.file.src_uri
     if src.endswith(".ipynb") and src.split("/", 1)[0] in MIRRORED:
         page.colab_url = f"{config.extra['colab_base']}/{src}"
+        lab_id = Path(src).name.split(".")[0]
+        lab = next((lab for lab in course.labs(_root(config)) if lab.id == lab_id), None)
+        lang = getattr(page.file, "locale", None) or "en"
+        page.lab_badges = lab.badges(lang) if lab else []
     return context

@@ -38,6 +38,8 @@ class Exercise:
     title_en: str
     title_zh: str
     run: Callable[..., None] = field(repr=False)
+    #: Name of the notebook variable the check receives; the grader re-runs checks the learner skipped.
+    target: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,14 @@ _REGISTRY: dict[tuple[str, str], Exercise] = {}
 results: list[CheckResult] = []
 
 
-def exercise(lab: str, key: str, number: int, title_en: str, title_zh: str):
-    """Register the decorated function as the check for exercise ``key`` of ``lab``."""
+def exercise(lab: str, key: str, number: int, title_en: str, title_zh: str, target: str | None = None):
+    """Register the decorated function as the check for exercise ``key`` of ``lab``.
+
+    ``target`` names the notebook variable the check is called with (e.g. ``"move_batch"``).
+    """
 
     def register(run: Callable[..., None]) -> Callable[..., None]:
-        _REGISTRY[(lab, key)] = Exercise(lab, key, number, title_en, title_zh, run)
+        _REGISTRY[(lab, key)] = Exercise(lab, key, number, title_en, title_zh, run, target)
         return run
 
     return register

@@ -10,7 +10,7 @@ from devicekit.exercises import Fail, exercise
 LAB = "01-devices"
 
 
-@exercise(LAB, "move-batch", 1, "return the moved tensor", "返回搬运后的张量")
+@exercise(LAB, "move-batch", 1, "return the moved tensor", "返回搬运后的张量", target="move_batch")
 def check_move_batch(move_batch) -> None:
     target = mismatch_device()
     x = torch.arange(6.0).reshape(2, 3)
@@ -40,7 +40,14 @@ def check_move_batch(move_batch) -> None:
         )
 
 
-@exercise(LAB, "causal-mask", 2, "create the mask on the input's device", "在输入所在的设备上创建掩码")
+@exercise(
+    LAB,
+    "causal-mask",
+    2,
+    "create the mask on the input's device",
+    "在输入所在的设备上创建掩码",
+    target="causal_mask",
+)
 def check_causal_mask(causal_mask) -> None:
     for device in (torch.device("cpu"), mismatch_device()):
         x = torch.zeros(2, 5, 8, device=device)
@@ -62,7 +69,8 @@ def check_causal_mask(causal_mask) -> None:
             raise Fail(
                 f"expected a (5, 5) bool mask for an input of shape (2, 5, 8), got {tuple(mask.shape)} "
                 f"{mask.dtype}.",
-                f"输入形状为 (2, 5, 8) 时应得到 (5, 5) 的 bool 掩码，实际是 {tuple(mask.shape)} {mask.dtype}。",
+                "输入形状为 (2, 5, 8) 时应得到 (5, 5) 的 bool 掩码，"
+                f"实际是 {tuple(mask.shape)} {mask.dtype}。",
             )
         if device.type == "cpu" and not torch.equal(mask, torch.ones(5, 5, dtype=torch.bool).tril()):
             raise Fail(
@@ -91,7 +99,9 @@ def mix_cases(acc: torch.device) -> dict[str, object]:
     }
 
 
-@exercise(LAB, "predict-raises", 3, "predict which mixes raise", "预测哪些组合会报错")
+@exercise(
+    LAB, "predict-raises", 3, "predict which mixes raise", "预测哪些组合会报错", target="my_predictions"
+)
 def check_predictions(predictions) -> None:
     if callable(predictions):
         predictions = predictions()
@@ -103,8 +113,9 @@ def check_predictions(predictions) -> None:
     truth = {key: _raises(case) for key, case in mix_cases(mismatch_device()).items()}
     wrong = sum(bool(predictions[k]) != truth[k] for k in truth)
     if wrong:
+        verb = "is" if wrong == 1 else "are"
         raise Fail(
-            f"{wrong} of the 4 predictions {'is' if wrong == 1 else 'are'} wrong. Hint: a 0-dim CPU tensor and a Python number can be "
+            f"{wrong} of the 4 predictions {verb} wrong. Hint: a 0-dim CPU tensor and a Python number can be "
             "combined with a tensor on any device; any other CPU tensor cannot.",
             f"4 个预测中有 {wrong} 个不对。提示：0 维的 CPU 张量和 Python 数字可以与任何设备上的张量一起"
             "运算；其他 CPU 张量都不行。",
