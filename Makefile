@@ -43,6 +43,12 @@ students: setup
 dist: setup
 	$(BIN)/python tools/dist.py --out dist
 
+# Speed against the peers (accelerate, Lightning); prints ratios. Not part of `make test`.
+bench: setup
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	$(BIN)/python benchmarks/bench_transfer.py
+	$(BIN)/python benchmarks/bench_check.py
+
 lint: setup
 	$(BIN)/ruff check src tests tools benchmarks
 

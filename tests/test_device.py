@@ -111,3 +111,29 @@ def test_describe_is_one_readable_line():
     assert "\n" not in text
     assert "no data" in DeviceManager("meta").describe()
     assert repr(DeviceManager("cpu")) == "DeviceManager(device='cpu')"
+
+
+def test_manager_methods_use_its_device():
+    import warnings
+
+    dm = DeviceManager("meta")
+    batch = {"x": torch.ones(2, 3), "ids": [torch.arange(3)], "name": "a"}
+    moved = dm.to(batch)
+    assert moved["x"].device.type == "meta" and moved["ids"][0].device.type == "meta"
+    assert moved["name"] is batch["name"] and batch["x"].device.type == "cpu"
+    assert [b.device.type for b in dm.loader([torch.ones(1), torch.ones(1)])] == ["meta", "meta"]
+
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    same_model, same_opt = dm.prepare(model, optimizer)
+    assert same_model is model and same_opt is optimizer and model.weight.device.type == "meta"
+    assert dm.check(model, moved["x"]) is not None
+    with pytest.raises(devicekit.DeviceMismatchError, match="expected"):
+        dm.check(model, batch["x"])
+
+    cpu = DeviceManager("cpu")
+    with cpu.autocast():
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch.amp, never the deprecated torch.cuda.amp
+        assert not cpu.grad_scaler().is_enabled()  # bf16 needs no loss scaling

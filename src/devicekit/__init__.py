@@ -1,26 +1,53 @@
 """devicekit: put every tensor on the right device, and understand the error when one is not.
 
-The helper library of the PyTorch device-consistency course.
+The helper library of the PyTorch device-consistency course. Importing it patches nothing and adds no
+hooks: a model's normal forward pass runs exactly as without it.
 """
 
+from devicekit.amp import autocast, autocast_dtype, grad_scaler
+from devicekit.check import DeviceFinding, DeviceReport, check_devices
 from devicekit.device import (
-    ENV_VAR,
-    DeviceManager,
     UnknownDeviceError,
     available_devices,
     best_device,
     mismatch_device,
     resolve_device,
 )
+from devicekit.errors import DeviceMismatchError
+from devicekit.explain import FAMILIES, Explanation, explain, load_catalog
+from devicekit.loader import DeviceLoader
+from devicekit.locate import MismatchReport, locate_mismatch
+from devicekit.manager import ENV_VAR, DeviceManager
+from devicekit.prepare import prepare
+from devicekit.strict import StrictDevicesMode, strict_devices
+from devicekit.transfer import to_device
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ENV_VAR",
+    "DeviceFinding",
+    "DeviceLoader",
     "DeviceManager",
+    "DeviceMismatchError",
+    "DeviceReport",
+    "Explanation",
+    "FAMILIES",
+    "MismatchReport",
+    "StrictDevicesMode",
     "UnknownDeviceError",
+    "autocast",
+    "autocast_dtype",
     "available_devices",
     "best_device",
+    "check_devices",
+    "explain",
+    "grad_scaler",
+    "load_catalog",
+    "locate_mismatch",
     "mismatch_device",
+    "prepare",
     "resolve_device",
+    "strict_devices",
+    "to_device",
 ]

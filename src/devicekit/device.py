@@ -1,28 +1,21 @@
-"""Choosing the device a program runs on, and saying clearly when that choice is impossible.
+"""Which devices exist here, which one is best, and a clear error for a device that does not exist.
 
-`DeviceManager` is the one place a lab (or a learner's project) decides where tensors live. The rest of
-the code asks it (`dm.device`) instead of sprinkling ``"cuda" if torch.cuda.is_available() else "cpu"``
-around, which is how half of all device mismatches start.
+`devicekit.manager.DeviceManager` builds on these functions; they are public for code that only needs
+one answer (``best_device()``) without a manager.
 """
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 __all__ = [
-    "ENV_VAR",
-    "DeviceManager",
+    "DeviceLike",
     "UnknownDeviceError",
     "available_devices",
     "best_device",
     "mismatch_device",
     "resolve_device",
 ]
-
-#: Environment variable that overrides the automatic choice, e.g. ``DEVICEKIT_DEVICE=cpu``.
-ENV_VAR = "DEVICEKIT_DEVICE"
 
 DeviceLike = str | int | torch.device
 
@@ -142,67 +135,3 @@ def mismatch_device() -> torch.device:
     """
     best = best_device()
     return best if best.type != "cpu" else torch.device("meta")
-
-
-def _gib(n_bytes: int) -> str:
-    return f"{n_bytes / 2**30:.1f} GiB"
-
-
-class DeviceManager:
-    """Decides once where this program's tensors live, and moves things there.
-
-    Args:
-        device: ``None`` to pick automatically (the ``DEVICEKIT_DEVICE`` environment variable if set, else
-            the best available accelerator, else the CPU), or an explicit device (``"cuda:1"``,
-            ``torch.device("mps")``, ``0``). An unknown or unavailable device raises `UnknownDeviceError`
-            naming the devices this machine does have.
-    """
-
-    def __init__(self, device: DeviceLike | None = None) -> None:
-        if device is None:
-            override = os.environ.get(ENV_VAR)
-            if override is not None:
-                self._device = resolve_device(override, origin=f"{ENV_VAR}=")
-                self.source = f"the {ENV_VAR} environment variable"
-            else:
-                self._device = best_device()
-                self.source = "automatic choice"
-        else:
-            self._device = resolve_device(device)
-            self.source = "explicit argument"
-
-    @property
-    def device(self) -> torch.device:
-        """The chosen `torch.device`, always with an index for indexed backends (``cuda:0``, not ``cuda``)."""
-        return self._device
-
-    @property
-    def type(self) -> str:
-        """``"cuda"``, ``"mps"``, ``"xpu"``, ``"cpu"`` or ``"meta"``: the string ``torch.autocast`` wants."""
-        return self._device.type
-
-    @property
-    def is_accelerator(self) -> bool:
-        """True when the chosen device is a real accelerator (not the CPU, not ``meta``)."""
-        return self._device.type not in ("cpu", "meta")
-
-    def describe(self) -> str:
-        """One or two human-readable lines: the device, what hardware it is, and why it was chosen."""
-        dev = self._device
-        torch_line = f"torch {torch.__version__}"
-        if dev.type == "cuda":
-            props = torch.cuda.get_device_properties(dev)
-            hw = f"{props.name}, {_gib(props.total_memory)}, CUDA {torch.version.cuda}"
-        elif dev.type == "mps":
-            hw = "Apple GPU (Metal Performance Shaders)"
-        elif dev.type == "xpu":
-            hw = torch.xpu.get_device_name(dev)
-        elif dev.type == "meta":
-            hw = "no data: tensors carry only shape, dtype and device"
-        else:
-            others = [d for d in available_devices() if d not in ("cpu", "meta")]
-            hw = "no accelerator found" if not others else f"accelerators present but not chosen: {others}"
-        return f"{dev} ({hw}; {torch_line}; {self.source})"
-
-    def __repr__(self) -> str:
-        return f"DeviceManager(device={str(self._device)!r})"

@@ -1,0 +1,127 @@
+"""`DeviceManager`: decide once where this program's tensors live, then move, load and check against it.
+
+The rest of the code asks the manager (`dm.device`, `dm.to(batch)`) instead of sprinkling
+``"cuda" if torch.cuda.is_available() else "cpu"`` around, which is how many device mismatches start.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Iterable
+from typing import TypeVar
+
+import torch
+
+from devicekit.amp import autocast, grad_scaler
+from devicekit.check import check_devices
+from devicekit.device import DeviceLike, available_devices, best_device, resolve_device
+from devicekit.loader import DeviceLoader
+from devicekit.prepare import prepare
+from devicekit.transfer import to_device
+
+__all__ = ["ENV_VAR", "DeviceManager"]
+
+#: Environment variable that overrides the automatic choice, e.g. ``DEVICEKIT_DEVICE=cpu``.
+ENV_VAR = "DEVICEKIT_DEVICE"
+
+T = TypeVar("T")
+
+
+def _gib(n_bytes: int) -> str:
+    return f"{n_bytes / 2**30:.1f} GiB"
+
+
+class DeviceManager:
+    """Decides once where this program's tensors live, and moves things there.
+
+    Args:
+        device: ``None`` to pick automatically (the ``DEVICEKIT_DEVICE`` environment variable if set, else
+            the best available accelerator, else the CPU), or an explicit device (``"cuda:1"``,
+            ``torch.device("mps")``, ``0``). An unknown or unavailable device raises `UnknownDeviceError`
+            naming the devices this machine does have.
+    """
+
+    def __init__(self, device: DeviceLike | None = None) -> None:
+        if device is None:
+            override = os.environ.get(ENV_VAR)
+            if override is not None:
+                self._device = resolve_device(override, origin=f"{ENV_VAR}=")
+                self.source = f"the {ENV_VAR} environment variable"
+            else:
+                self._device = best_device()
+                self.source = "automatic choice"
+        else:
+            self._device = resolve_device(device)
+            self.source = "explicit argument"
+
+    @property
+    def device(self) -> torch.device:
+        """The chosen `torch.device`, always with an index for indexed backends (``cuda:0``, not ``cuda``)."""
+        return self._device
+
+    @property
+    def type(self) -> str:
+        """``"cuda"``, ``"mps"``, ``"xpu"``, ``"cpu"`` or ``"meta"``: the string ``torch.autocast`` wants."""
+        return self._device.type
+
+    @property
+    def is_accelerator(self) -> bool:
+        """True when the chosen device is a real accelerator (not the CPU, not ``meta``)."""
+        return self._device.type not in ("cpu", "meta")
+
+    def describe(self) -> str:
+        """One or two human-readable lines: the device, what hardware it is, and why it was chosen."""
+        dev = self._device
+        torch_line = f"torch {torch.__version__}"
+        if dev.type == "cuda":
+            props = torch.cuda.get_device_properties(dev)
+            hw = f"{props.name}, {_gib(props.total_memory)}, CUDA {torch.version.cuda}"
+        elif dev.type == "mps":
+            hw = "Apple GPU (Metal Performance Shaders)"
+        elif dev.type == "xpu":
+            hw = torch.xpu.get_device_name(dev)
+        elif dev.type == "meta":
+            hw = "no data: tensors carry only shape, dtype and device"
+        else:
+            others = [d for d in available_devices() if d not in ("cpu", "meta")]
+            hw = "no accelerator found" if not others else f"accelerators present but not chosen: {others}"
+        return f"{dev} ({hw}; {torch_line}; {self.source})"
+
+    # -- moving things to the device -------------------------------------------------------------
+
+    def to(self, obj: T, non_blocking: bool | None = None, skip_keys: Iterable[Hashable] | str = ()) -> T:
+        """Return ``obj`` (a tensor or any nested batch) with every tensor on this device.
+
+        See `devicekit.to_device` for what is walked; ``non_blocking=None`` is on only for host->CUDA/XPU.
+        """
+        return to_device(obj, self._device, non_blocking=non_blocking, skip_keys=skip_keys)
+
+    def loader(self, dataloader: Iterable, non_blocking: bool | None = None) -> DeviceLoader:
+        """Wrap ``dataloader`` so it yields batches already on this device (prefetched on CUDA)."""
+        return DeviceLoader(dataloader, self._device, non_blocking=non_blocking)
+
+    def prepare(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None):
+        """Move ``model`` (in place) and ``optimizer``'s existing state here; returns what was given."""
+        return prepare(model, self._device, optimizer)
+
+    # -- mixed precision ---------------------------------------------------------------------------
+
+    def autocast(self, dtype: torch.dtype | None = None, enabled: bool = True):
+        """``torch.autocast`` for this device's type, with a dtype the device supports (bf16 on CPU)."""
+        return autocast(self._device, dtype=dtype, enabled=enabled)
+
+    def grad_scaler(self, dtype: torch.dtype | None = None, enabled: bool = True) -> torch.amp.GradScaler:
+        """``torch.amp.GradScaler`` for this device, enabled only for float16 autocast."""
+        return grad_scaler(self._device, dtype=dtype, enabled=enabled)
+
+    # -- checking ------------------------------------------------------------------------------------
+
+    def check(self, model: torch.nn.Module, *inputs, **kw_inputs):
+        """Static pre-flight check of ``model`` and its inputs against this device (runs nothing).
+
+        Raises `devicekit.DeviceMismatchError` naming every misplaced parameter, buffer, attribute or input.
+        """
+        return check_devices(model, *inputs, device=self._device, **kw_inputs)
+
+    def __repr__(self) -> str:
+        return f"DeviceManager(device={str(self._device)!r})"

@@ -1,0 +1,454 @@
+"""Tests for devicekit.explain and the error catalog it reads (src/devicekit/catalog.json).
+
+The catalog is data shared with the atlas pages and the browser widget, so besides
+the behaviour of ``explain()`` these tests check that the catalog stays complete,
+traceable (every example names a torch version and a source) and portable (every
+regex means the same in Python ``re`` and JavaScript ``RegExp``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+import warnings
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from devicekit.explain import FAMILIES, Explanation, explain, load_catalog
+
+CATALOG = load_catalog()
+FAMILY_BY_ID = {fam["id"]: fam for fam in CATALOG["families"]}
+LABS = {
+    "01-devices",
+    "02-propagation",
+    "03-models",
+    "04-data",
+    "05-debugging",
+    "06-checkpoints",
+    "07-amp",
+    "08-multi-gpu",
+}
+BACKENDS = {"cpu", "cuda", "mps", "meta", "xpu", "hip"}
+
+
+def _example_text(example: dict) -> str:
+    """The text a learner would paste: traceback context (if recorded) plus the message."""
+    context = example.get("context")
+    return f"{context}\n{example['message']}" if context else example["message"]
+
+
+def _all_regex_specs() -> list[tuple[str, dict]]:
+    """Every regex in the catalog, with a label saying where it lives."""
+    specs: list[tuple[str, dict]] = []
+    for fam in CATALOG["families"]:
+        for i, pat in enumerate(fam["patterns"]):
+            specs.append((f"{fam['id']}.patterns[{i}]", pat))
+            if "ignore" in pat:
+                specs.append((f"{fam['id']}.patterns[{i}].ignore", {"regex": pat["ignore"]}))
+        for i, pat in enumerate(fam.get("context", {}).get("patterns", [])):
+            specs.append((f"{fam['id']}.context[{i}]", pat))
+        for i, det in enumerate(fam.get("details", [])):
+            specs.append((f"{fam['id']}.details[{i}]", det))
+    for i, rule in enumerate(CATALOG["device_rules"]):
+        specs.append((f"device_rules[{i}]", rule))
+    for i, hint in enumerate(CATALOG["not_device"]["hints"]):
+        specs.append((f"not_device.hints[{i}]", hint))
+    return specs
+
+
+EXAMPLES = [
+    pytest.param(fam["id"], ex, id=f"{fam['id']}-{i}")
+    for fam in CATALOG["families"]
+    for i, ex in enumerate(fam["examples"])
+]
+
+
+# --- the catalog ---------------------------------------------------------------------------------
+
+
+def test_every_family_present_exactly_once_in_match_order():
+    ids = [fam["id"] for fam in CATALOG["families"]]
+    assert ids == list(FAMILIES)
+    assert len(set(ids)) == len(ids) == 13
+
+
+@pytest.mark.parametrize("family_id", FAMILIES)
+def test_family_texts_complete(family_id):
+    fam = FAMILY_BY_ID[family_id]
+    for lang in ("en", "zh"):
+        assert fam["title"][lang].strip()
+        assert fam["cause"][lang].strip()
+        assert fam["fix"][lang].strip()
+    assert fam["fix"]["code"].strip()
+    assert fam["lab"] in LABS
+    assert fam["lesson"] in LABS
+    assert fam["patterns"], "a family needs at least one pattern"
+    assert fam["examples"], "a family needs at least one traceable example"
+    for text in (fam["title"]["zh"], fam["cause"]["zh"], fam["fix"]["zh"]):
+        assert re.search(r"[\u4e00-\u9fff]", text), "zh text must be Chinese"
+
+
+@pytest.mark.parametrize("label,spec", _all_regex_specs(), ids=lambda v: v if isinstance(v, str) else "")
+def test_regex_is_portable(label, spec):
+    """Valid in Python, and free of syntax JavaScript lacks or reads differently."""
+    regex = spec["regex"]
+    assert spec.get("flags") in (None, "i"), label
+    re.compile(regex)
+    forbidden = {
+        "(?P": "named group",
+        "(?<=": "lookbehind",
+        "(?<!": "lookbehind",
+        "(?#": "comment group",
+        "(?>": "atomic group",
+        "(?(": "conditional group",
+        "\\A": "\\A anchor",
+        "\\Z": "\\Z anchor",
+        "\\z": "\\z anchor",
+    }
+    for token, what in forbidden.items():
+        assert token not in regex, f"{label}: {what} is Python-only"
+    assert not re.search(r"\(\?[aiLmsux-]+[:)]", regex), f"{label}: inline flags; use 'flags': 'i'"
+    assert not re.search(r"(?<!\\)[*+?}]\+", regex), f"{label}: possessive quantifier"
+
+
+def test_regexes_compile_and_agree_in_javascript():
+    """Run every catalog regex in node against every example; Python and JS must agree."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("node is not installed")
+    specs = [spec for _, spec in _all_regex_specs()]
+    texts = [ex["message"] for fam in CATALOG["families"] for ex in fam["examples"]]
+    script = (
+        "const d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "const out = d.specs.map(s => { const r = new RegExp(s.regex, s.flags || '');"
+        " return d.texts.map(t => r.test(t)); });"
+        "process.stdout.write(JSON.stringify(out));"
+    )
+    payload = json.dumps({"specs": specs, "texts": texts})
+    done = subprocess.run([node, "-e", script], input=payload, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    js = json.loads(done.stdout)
+    for spec, js_row in zip(specs, js, strict=True):
+        rx = re.compile(spec["regex"], re.IGNORECASE if spec.get("flags") == "i" else 0)
+        py_row = [bool(rx.search(t)) for t in texts]
+        assert py_row == js_row, spec["regex"]
+
+
+@pytest.mark.parametrize("family_id,example", EXAMPLES)
+def test_example_is_traceable(family_id, example):
+    assert example["message"].strip()
+    assert example["torch"].strip(), "every example records the torch version(s) it comes from"
+    assert example["backend"] in BACKENDS
+    source = example["source"]
+    assert source.startswith("https://github.com/") or "torch 2.13.0" in source or "pytorch/pytorch" in source
+
+
+def test_zh_uses_the_course_terms():
+    """The glossary terms appear, and Taiwanese/odd variants do not."""
+    zh = json.dumps(
+        [[f["title"]["zh"], f["cause"]["zh"], f["fix"]["zh"]] for f in CATALOG["families"]],
+        ensure_ascii=False,
+    )
+    zh += json.dumps(CATALOG["not_device"], ensure_ascii=False)
+    for term in (
+        "设备",
+        "加速器",
+        "张量",
+        "显存",
+        "主机内存",
+        "缓冲区（buffer）",
+        "设备不匹配",
+        "混合精度（AMP）",
+        "梯度缩放",
+        "分布式数据并行（DDP）",
+        "进程组",
+        "检查点",
+        "回溯信息（traceback）",
+    ):
+        assert term in zh, term
+    for wrong in ("装置", "張量", "檢查點", "显卡内存"):
+        assert wrong not in zh, wrong
+
+
+def test_load_catalog_returns_a_copy():
+    first = load_catalog()
+    first["families"].clear()
+    assert load_catalog()["families"]
+
+
+# --- classification -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family_id,example", EXAMPLES)
+def test_every_example_classifies_to_its_family(family_id, example):
+    result = explain(_example_text(example))
+    assert result.family == family_id
+    assert result.lab == FAMILY_BY_ID[family_id]["lab"]
+    for text in (result.en, result.zh):
+        assert "[[" not in text and "{devices}" not in text and "{first}" not in text
+
+
+@pytest.mark.parametrize(
+    "message,devices",
+    [
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+            "cuda:0 and cpu!",
+            ("cuda:0", "cpu"),
+        ),
+        (
+            "Expected all tensors to be on the same device, but got mat1 is on cpu, different from other "
+            "tensors "
+            "on cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
+            ("cpu", "cuda:0"),
+        ),
+        (
+            "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+            "cuda:1! "
+            "(when checking argument for argument index in method wrapper_CUDA_scatter__value)",
+            ("cuda:0", "cuda:1"),
+        ),
+        ("RuntimeError: Tensor on device meta is not on the expected device cpu!", ("meta", "cpu")),
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+            "mps:0 and cpu!",
+            ("mps:0", "cpu"),
+        ),
+        (
+            "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+            ("cpu", "cuda"),
+        ),
+        (
+            "Input type (CPUFloatType) and weight type (CUDAFloatType) should be the same or input should be "
+            "a MKLDNN tensor and weight is a dense tensor",
+            ("cpu", "cuda"),
+        ),
+        (
+            "Input type (torch.mps.FloatTensor) and weight type (torch.FloatTensor) should be the same",
+            ("mps", "cpu"),
+        ),
+        (
+            "Input and hidden tensors are not at the same device, found input tensor at cuda:0 and hidden "
+            "tensor at cpu",
+            ("cuda:0", "cpu"),
+        ),
+        (
+            "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+            "tensor "
+            "to host memory first.",
+            ("cuda:0",),
+        ),
+        (
+            "RuntimeError: Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() "
+            "is 1. "
+            "Please use torch.load with map_location to map your storages to an existing device.",
+            ("cuda:1",),
+        ),
+        (
+            "module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of "
+            "them "
+            "on device: cpu",
+            ("cuda:0", "cpu"),
+        ),
+        ("Expected a 'cuda' device type for generator but found 'cpu'", ("cuda", "cpu")),
+        (
+            "but got device_ids [1], output_device 1, and module parameters {device(type='cuda', index=0), "
+            "device(type='cuda', index=1)}. DistributedDataParallel device_ids and output_device arguments "
+            "only "
+            "work with single-device/multiple-device GPU modules or CPU modules",
+            ("cuda:0", "cuda:1"),
+        ),
+        (
+            "Expected tensor for argument #1 'input' to have the same device as tensor for argument #2 "
+            "'weight'; "
+            "but device 0 does not equal 1 (while checking arguments for cudnn_convolution)",
+            ("cuda:0", "cuda:1"),
+        ),
+        ("indices should be either on cpu or on the same device as the indexed tensor (xpu:1)", ("xpu:1",)),
+    ],
+)
+def test_devices_extracted_in_order(message, devices):
+    assert explain(message).devices == devices
+
+
+@pytest.mark.parametrize(
+    "message,family",
+    [
+        # differ in device (and maybe dtype): conv-input-weight
+        (
+            "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be "
+            "the same",
+            "conv-input-weight",
+        ),
+        (
+            "Input type (torch.cuda.HalfTensor) and weight type (torch.FloatTensor) should be the same",
+            "conv-input-weight",
+        ),
+        (
+            "Input type (CPUFloatType) and weight type (CUDAFloatType) should be the same or input should "
+            "be a "
+            "MKLDNN tensor and weight is a dense tensor",
+            "conv-input-weight",
+        ),
+        # same device, different dtype: dtype-mismatch
+        (
+            "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) "
+            "should be "
+            "the same",
+            "dtype-mismatch",
+        ),
+        (
+            "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.HalfTensor) should be the "
+            "same "
+            "or input should be a MKLDNN tensor and weight is a dense tensor",
+            "dtype-mismatch",
+        ),
+        ("RuntimeError: Input type (float) and bias type (c10::Half) should be the same", "dtype-mismatch"),
+        ("Input type (float) and bias type (struct c10::Half) should be the same", "dtype-mismatch"),
+    ],
+)
+def test_conv_message_split_by_device(message, family):
+    assert explain(message).family == family
+
+
+def test_live_meta_vs_cpu_error_is_same_device():
+    with pytest.raises(RuntimeError) as info:
+        torch.nn.Linear(3, 4, device="meta")(torch.ones(2, 3))
+    result = explain(info.value)
+    assert result.family == "same-device"
+    assert result.devices == ("meta", "cpu")
+    assert "meta" in result.en and "to_empty" in result.en  # the meta device note
+    assert result.message.startswith("RuntimeError: ")
+
+
+def test_live_error_inside_optimizer_step_is_optimizer_state():
+    param = torch.nn.Parameter(torch.ones(3))
+    opt = torch.optim.Adam([param], foreach=False)
+    param.grad = torch.ones(3)
+    opt.step()
+    for key in ("exp_avg", "exp_avg_sq"):
+        opt.state[param][key] = opt.state[param][key].to("meta")
+    with pytest.raises(RuntimeError) as info:
+        opt.step()
+    assert explain(info.value).family == "optimizer-state"
+    # the bare message, without the traceback, is only a same-device error
+    assert explain(str(info.value)).family == "same-device"
+
+
+def test_live_warning_message_is_accepted():
+    if torch.cuda.is_available():
+        pytest.skip("GradScaler('cuda') only warns when CUDA is missing")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.amp.GradScaler("cuda")
+    amp = [w for w in caught if "GradScaler is enabled" in str(w.message)]
+    assert amp
+    assert explain(amp[0]).family == "amp"
+    assert explain(amp[0].message).family == "amp"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+        "ValueError: too many values to unpack (expected 2)",
+        "ModuleNotFoundError: No module named 'torchvision'",
+        "",
+    ],
+)
+def test_non_device_errors_give_none(message):
+    result = explain(message)
+    assert result.family is None
+    assert result.lab is None
+    assert "not look like a device error" in result.en
+    assert "不是设备" in result.zh
+
+
+def test_non_device_hints():
+    assert "out-of-memory" in explain("CUDA out of memory. Tried to allocate 2.00 GiB").en
+    with pytest.raises(RuntimeError) as info:
+        torch.ones(2, 3) @ torch.ones(4, 5)
+    result = explain(info.value)
+    assert result.family is None
+    assert "shape" in result.en and "形状" in result.zh
+
+
+def test_pasted_traceback_uses_the_last_exception_and_its_continuation_lines():
+    warning = (
+        "/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:266: UserWarning: "
+        "User provided device_type of 'cuda', but CUDA is not available. Disabling"
+    )
+    pasted = (
+        "Epoch 1: 100%|██████████| 10/10\n"
+        + warning
+        + """
+Traceback (most recent call last):
+  File "train.py", line 42, in <module>
+    loss = model(x).sum()
+  File "/venv/lib/python3.10/site-packages/torch/nn/modules/linear.py", line 116, in forward
+    return F.linear(input, self.weight, self.bias)
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu
+and cuda:0! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)
+"""
+    )
+    result = explain(pasted)
+    assert result.family == "same-device"
+    assert result.devices == ("cpu", "cuda:0")
+    assert result.message.endswith("wrapper_CUDA_addmm)")
+    assert "'mat1'" in result.en and "'mat1'" in result.zh
+
+
+def test_chained_exception_falls_back_to_the_device_error():
+    try:
+        try:
+            raise RuntimeError(
+                "Expected all tensors to be on the same device, but found at least two "
+                "devices, cuda:0 and cpu!"
+            )
+        except RuntimeError as inner:
+            raise ValueError("training step failed") from inner
+    except ValueError as outer:
+        result = explain(outer)
+    assert result.family == "same-device"
+
+
+def test_explanation_is_frozen_and_str_is_english():
+    result = explain("Torch not compiled with CUDA enabled")
+    assert isinstance(result, Explanation)
+    assert result.family == "no-accelerator"
+    assert str(result) == result.en
+    assert result.title_en and result.title_zh and result.lesson == "01-devices"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.family = "ddp"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("bad", [None, 42, 3.5, b"CUDA error", ["a"], {"message": "x"}, RuntimeError])
+def test_type_error_for_other_inputs(bad):
+    with pytest.raises(TypeError, match=r"exception|str"):
+        explain(bad)
+
+
+_REAL_FRAGMENTS = [ex["message"] for fam in CATALOG["families"] for ex in fam["examples"]]
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=400))
+def test_random_text_never_raises(text):
+    result = explain(text)
+    assert result.family is None or result.family in FAMILIES
+    assert isinstance(result.devices, tuple)
+    assert result.en and result.zh
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(st.lists(st.one_of(st.text(max_size=60), st.sampled_from(_REAL_FRAGMENTS)), max_size=5))
+def test_random_mixtures_of_real_messages_never_raise(parts):
+    result = explain("\n".join(parts))
+    assert result.family is None or result.family in FAMILIES

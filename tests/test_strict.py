@@ -1,0 +1,149 @@
+"""strict_devices: every op that mixes devices raises, including the mixes PyTorch lets through silently."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from devicekit.errors import DeviceMismatchError
+from devicekit.strict import StrictDevicesMode, strict_devices
+
+META = torch.device("meta")
+
+
+def meta(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, device=META)
+
+
+# Ops that PyTorch runs without complaint on a meta tensor and a cpu tensor (verified below).
+SILENT = {
+    "mm": (lambda: torch.mm(torch.randn(3, 3), meta(3, 3)), "aten.mm.default"),
+    "matmul operator": (lambda: meta(3, 3) @ torch.randn(3, 3), "aten.mm.default"),
+    "batched matmul": (lambda: torch.matmul(meta(2, 3, 3), torch.randn(3, 3)), "aten.mm.default"),
+    "linear without bias": (lambda: F.linear(meta(2, 3), torch.randn(4, 3)), "aten.mm.default"),
+    "conv2d": (lambda: F.conv2d(meta(1, 1, 5, 5), torch.randn(1, 1, 3, 3)), "aten.convolution.default"),
+    "embedding": (
+        lambda: F.embedding(torch.tensor([0, 1], device=META), torch.randn(4, 3)),
+        "aten.embedding.default",
+    ),
+}
+
+
+def dispatch_depth() -> int:
+    return torch._C._len_torch_dispatch_stack()
+
+
+@pytest.mark.parametrize("name", list(SILENT))
+def test_pytorch_itself_is_silent_for_these_mixes(name):
+    make, _ = SILENT[name]
+    make()  # no error without strict_devices: this is why the mode exists
+
+
+@pytest.mark.parametrize("name", list(SILENT))
+def test_each_silent_mix_raises_under_strict_devices(name):
+    make, op = SILENT[name]
+    with pytest.raises(DeviceMismatchError) as info, strict_devices():
+        make()
+    err = info.value
+    assert isinstance(err, RuntimeError)
+    assert str(err).startswith(f"strict_devices: {op} got tensors on different devices: ")
+    assert err.op == op and set(err.devices) == {"cpu", "meta"}
+    assert dispatch_depth() == 0
+
+
+def test_message_names_the_schema_arguments():
+    with pytest.raises(DeviceMismatchError) as info, strict_devices():
+        torch.mm(torch.randn(3, 3), meta(3, 3))
+    assert str(info.value).startswith(
+        "strict_devices: aten.mm.default got tensors on different devices: "
+        "cpu (arg 0 'self'), meta (arg 1 'mat2')"
+    )
+    with pytest.raises(
+        DeviceMismatchError, match=r"meta \(arg 0 'tensors\[0\]'\), cpu \(arg 0 'tensors\[1\]'\)"
+    ):
+        with strict_devices():
+            torch.cat([meta(2), torch.randn(2)])
+
+
+def test_mixes_pytorch_already_rejects_still_raise_our_error_first():
+    with pytest.raises(DeviceMismatchError, match="aten.add.Tensor"), strict_devices():
+        meta(3) + torch.randn(3)
+    with pytest.raises(DeviceMismatchError, match="aten.addmm.default"), strict_devices():
+        nn.Linear(3, 3)(meta(2, 3))  # with bias
+
+
+def test_zero_dim_cpu_tensors_and_python_scalars_are_allowed():
+    with strict_devices():
+        y = meta(3) * torch.tensor(2.0) + 1
+        z = torch.where(meta(3) > 0, torch.tensor(1.0), torch.tensor(0.0))
+    assert y.device == META and z.device == META
+    with pytest.raises(DeviceMismatchError), strict_devices():
+        meta(3) + torch.tensor([2.0])  # 1-dim, one element: PyTorch rejects it too
+
+
+def test_moving_between_devices_is_allowed():
+    with strict_devices():
+        assert torch.randn(3).to(META).device == META
+        assert torch.randn(3).to("meta", non_blocking=True).device == META
+        model = nn.Linear(2, 2).to(META)
+        dst = torch.empty(3, device=META)
+        dst.copy_(torch.randn(3))
+        dst[torch.tensor([0])] = torch.tensor(1.0)  # CPU index on a meta tensor, as on CUDA
+        picked = meta(4, 2)[torch.tensor([0, 3])]
+    assert model.weight.device == META and picked.shape == (2, 2)
+
+
+def test_same_device_training_step_is_untouched():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LayerNorm(8), nn.Linear(8, 3))
+    x, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 0, 1])
+
+    def step() -> tuple[torch.Tensor, list[torch.Tensor]]:
+        model.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+    loss_plain, grads_plain = step()
+    with strict_devices():
+        loss_strict, grads_strict = step()
+        torch.optim.SGD(model.parameters(), lr=0.1).step()
+    assert torch.equal(loss_plain, loss_strict)
+    assert all(torch.equal(a, b) for a, b in zip(grads_plain, grads_strict, strict=True))
+
+
+def test_meta_only_model_runs_under_the_mode():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(144, 2)).to(META)
+    with strict_devices():
+        out = model(meta(2, 3, 8, 8))
+    assert out.shape == (2, 2) and out.device == META
+
+
+def test_nested_blocks_and_exception_safety():
+    assert dispatch_depth() == 0
+    with strict_devices() as outer:
+        assert isinstance(outer, StrictDevicesMode)
+        with strict_devices():
+            assert dispatch_depth() == 2
+            with pytest.raises(DeviceMismatchError):
+                torch.mm(meta(2, 2), torch.randn(2, 2))
+            assert dispatch_depth() == 2
+        assert dispatch_depth() == 1
+        with pytest.raises(DeviceMismatchError):  # the outer block still checks
+            torch.mm(meta(2, 2), torch.randn(2, 2))
+    assert dispatch_depth() == 0
+    with pytest.raises(DeviceMismatchError), strict_devices(), strict_devices():
+        F.linear(meta(2, 2), torch.randn(2, 2))
+    assert dispatch_depth() == 0
+    torch.mm(meta(2, 2), torch.randn(2, 2))  # outside the block: PyTorch's own (silent) behaviour again
+
+
+def test_the_error_pickles():
+    import pickle
+
+    with pytest.raises(DeviceMismatchError) as info, strict_devices():
+        torch.mm(meta(2, 2), torch.randn(2, 2))
+    clone = pickle.loads(pickle.dumps(info.value))
+    assert str(clone) == str(info.value) and clone.op == "aten.mm.default"
