@@ -30,10 +30,12 @@ def pytest_runtest_call(item):
     # nbval passes a cell tagged `raises-exception` whether or not it raised. A lab whose trigger cell
     # stopped raising teaches nothing, so that is a failure here.
     if _is_cell(item) and item.options.get("check_exception") and outcome.excinfo is None:
-        raised = any(out.get("output_type") == "error" for out in item.test_outputs or [])
+        raised = [out.get("ename") for out in item.test_outputs or [] if out.get("output_type") == "error"]
+        stored = [out.get("ename") for out in item.cell.outputs if out.get("output_type") == "error"]
+        where = f"{item.path.name} cell {item.cell_num}"
         if not raised:
-            outcome.force_exception(
-                AssertionError(
-                    f"{item.path.name} cell {item.cell_num} is tagged raises-exception but did not raise"
-                )
-            )
+            outcome.force_exception(AssertionError(f"{where} is tagged raises-exception but did not raise"))
+        elif stored and raised != stored:
+            # Checked even when the cell's output comparison is off (nbval-ignore-output).
+            message = f"{where} raised {raised}, the stored output shows {stored}"
+            outcome.force_exception(AssertionError(message))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-import course
 import pytest
+
+import course
 from _paths import SOLUTIONS, notebooks
 
 

@@ -6,6 +6,7 @@ import sys
 
 import nbformat
 import pytest
+
 from _paths import LABS, ROOT, SOLUTIONS, notebooks
 
 sys.path.insert(0, str(ROOT / "tools"))

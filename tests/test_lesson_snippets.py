@@ -8,10 +8,10 @@ import io
 import re
 
 import pytest
-from _paths import DOCS, english, zh_twin
 from test_parity import python_blocks
 
 import devicekit
+from _paths import DOCS, english, zh_twin
 
 LESSONS = english(sorted((DOCS / "lessons").glob("*.md")))
 MARKED_OUTPUT = re.compile(r"<!-- output: cpu-runner -->\s*\n\s*```text\n(.*?)\n\s*```", re.DOTALL)

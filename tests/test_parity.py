@@ -6,6 +6,7 @@ import re
 
 import nbformat
 import pytest
+
 from _paths import DOCS, LABS, SOLUTIONS, english, notebooks, zh_twin
 
 PAGES = english(

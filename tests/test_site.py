@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from _paths import DOCS, LABS, ROOT, english, notebooks
 
 MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]

@@ -106,8 +106,8 @@ def labs(root: Path = ROOT) -> list[Lab]:
     return found
 
 
-def course_map(lang: str, with_solutions: bool = True, root: Path = ROOT) -> str:
-    """The course-map table (Markdown) for the home page in ``lang``."""
+def course_map(lang: str, with_solutions: bool = True, root: Path = ROOT, base: str = "") -> str:
+    """The course-map table (Markdown) in ``lang``; ``base`` leads from the page to the docs root."""
     zh = lang == "zh"
     head = ["#", "课程" if zh else "Lesson", "实验" if zh else "Lab", "需要" if zh else "Needs"]
     if with_solutions:
@@ -118,11 +118,11 @@ def course_map(lang: str, with_solutions: bool = True, root: Path = ROOT) -> str
         lesson = lab.lesson_titles[lang] or lab.lesson_titles["en"]
         cells = [
             number,
-            f"[{lesson}](lessons/{lab.id}.md)",
-            f"[{'实验' if zh else 'Lab'} {number}](labs/{lab.id}.ipynb)",
+            f"[{lesson}]({base}lessons/{lab.id}.md)",
+            f"[{'实验' if zh else 'Lab'} {number}]({base}labs/{lab.id}.ipynb)",
             " · ".join(lab.badges(lang)),
         ]
         if with_solutions:
-            cells.append(f"[{'参考答案' if zh else 'Solution'} {number}](solutions/{lab.id}.ipynb)")
+            cells.append(f"[{'参考答案' if zh else 'Solution'} {number}]({base}solutions/{lab.id}.ipynb)")
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)

@@ -186,9 +186,9 @@ def on_page_markdown(markdown, page, config, files):
     """Fill in the course map; drop solution regions from the students-only build."""
     lang = getattr(page.file, "locale", None) or "en"
     if COURSE_MAP in markdown:
-        markdown = markdown.replace(
-            COURSE_MAP, course.course_map(lang, with_solutions=not students_only(config))
-        )
+        base = "../" * page.file.src_uri.count("/")
+        table = course.course_map(lang, with_solutions=not students_only(config), base=base)
+        markdown = markdown.replace(COURSE_MAP, table)
     if students_only(config):
         markdown = SOLUTION_REGION.sub("", markdown)
     return markdown

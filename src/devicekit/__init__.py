@@ -15,6 +15,7 @@ from devicekit.device import (
 )
 from devicekit.errors import DeviceMismatchError
 from devicekit.explain import FAMILIES, Explanation, explain, load_catalog
+from devicekit.ipython import load_ipython_extension, unload_ipython_extension
 from devicekit.loader import DeviceLoader
 from devicekit.locate import MismatchReport, locate_mismatch
 from devicekit.manager import ENV_VAR, DeviceManager
@@ -43,6 +44,7 @@ __all__ = [
     "check_devices",
     "explain",
     "grad_scaler",
+    "load_ipython_extension",
     "load_catalog",
     "locate_mismatch",
     "mismatch_device",
@@ -50,4 +52,5 @@ __all__ = [
     "resolve_device",
     "strict_devices",
     "to_device",
+    "unload_ipython_extension",
 ]

@@ -1,0 +1,374 @@
+"""Set up and tear down ``torch.distributed`` with the backend and device that fit the machine.
+
+Most multi-GPU device errors come from the first ten lines of a DDP script: the wrong backend for the
+hardware (``nccl`` on a CPU-only machine), every rank piling onto ``cuda:0`` because
+``torch.cuda.set_device`` came too late, a second ``init_process_group`` in a notebook, or a worker
+defined in a notebook cell that ``spawn`` cannot find.  This module does those lines once, correctly:
+
+* :func:`setup` reads what ``torchrun`` puts in the environment (``RANK``, ``LOCAL_RANK``,
+  ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), or starts a one-process group when they are absent
+  (a notebook, a plain ``python train.py``), picks ``nccl`` for CUDA, ``xccl`` for Intel XPU and ``gloo``
+  for CPU, binds the process to its GPU *before* creating the group, and returns a :class:`DistInfo`
+  saying which rank and device this process has.  Calling it again with compatible settings returns the
+  same information, so re-running a notebook cell is harmless.
+* :func:`teardown` destroys the group, and does nothing when there is none.
+* :func:`spawn` starts ``nprocs`` local processes the way ``torchrun`` would (same environment
+  variables, ``spawn`` start method), for notebooks where ``torchrun`` is not at hand.  The worker must
+  live in an importable module; :mod:`devicekit.dist_workers` has ready-made ones.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["BACKENDS", "ENV_VARS", "DistInfo", "DistributedSetupError", "setup", "spawn", "teardown"]
+
+#: Backends :func:`setup` knows, with the device type each one drives.
+BACKENDS: dict[str, str] = {"gloo": "cpu", "nccl": "cuda", "xccl": "xpu"}
+
+#: The variables torchrun (and :func:`spawn`) set for each process.
+ENV_VARS: tuple[str, ...] = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+)
+
+
+class DistributedSetupError(RuntimeError):
+    """The process group cannot be set up as asked; the message says what to change.
+
+    A :class:`RuntimeError`, like PyTorch's own ``init_process_group`` errors, so existing
+    ``except RuntimeError`` blocks keep working.
+    """
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """Who this process is in the process group, and where its tensors belong.
+
+    ``device`` is the device this rank must put its model and batches on: ``cuda:<local_rank>`` with
+    ``nccl``, ``xpu:<local_rank>`` with ``xccl``, ``cpu`` with ``gloo``.  ``local_rank`` numbers the
+    processes on this machine (it picks the GPU); ``rank`` numbers them across all machines (it picks
+    the data shard and who logs).
+    """
+
+    rank: int
+    local_rank: int
+    world_size: int
+    backend: str
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        """``True`` on rank 0, the process that should print, log and save checkpoints."""
+        return self.rank == 0
+
+
+# What the last successful setup() returned, so a second call can hand back the very same object.
+_current: DistInfo | None = None
+
+
+def _free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise DistributedSetupError(f"{name}={value!r} is not an integer") from None
+
+
+def _ranks_from_env() -> tuple[int, int, int, bool]:
+    """``(rank, local_rank, world_size, launched)``; ``launched`` is True when torchrun/spawn set RANK."""
+    launched = bool(os.environ.get("RANK", "").strip())
+    rank = _env_int("RANK", 0)
+    world_size = _env_int("WORLD_SIZE", 1)
+    # Without LOCAL_RANK (a launcher other than torchrun) assume one machine: the local rank is the rank.
+    local_rank = _env_int("LOCAL_RANK", rank)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise DistributedSetupError(
+            f"RANK={rank} and WORLD_SIZE={world_size} do not fit: need 0 <= RANK < WORLD_SIZE"
+        )
+    if launched:
+        missing = [name for name in ("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if not os.environ.get(name)]
+        if missing:
+            raise DistributedSetupError(
+                f"RANK is set but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: start the "
+                "processes with torchrun (or devicekit.distributed.spawn), which sets all of them"
+            )
+    return rank, local_rank, world_size, launched
+
+
+def _xccl_available() -> bool:
+    probe = getattr(dist, "is_xccl_available", None)
+    return bool(probe and probe()) and hasattr(torch, "xpu") and torch.xpu.is_available()
+
+
+def _auto_backend() -> str:
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        return "nccl"
+    if _xccl_available():
+        return "xccl"
+    return "gloo"
+
+
+def _check_backend(backend: str, local_rank: int) -> None:
+    """Raise a clear error when ``backend`` cannot work on this machine, before PyTorch's cryptic one."""
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"unknown backend {backend!r}; use 'gloo' (CPU), 'nccl' (CUDA GPUs) or 'xccl' (Intel GPUs), "
+            "or leave backend=None to pick the one that fits this machine"
+        )
+    if backend == "gloo" and not dist.is_gloo_available():
+        raise DistributedSetupError("this PyTorch build has no gloo backend")
+    if backend == "nccl":
+        if not dist.is_nccl_available() or not torch.cuda.is_available():
+            why = (
+                "this PyTorch build has no NCCL (a CPU-only, macOS or Windows build)"
+                if not dist.is_nccl_available()
+                else "no CUDA GPU is visible (torch.cuda.is_available() is False)"
+            )
+            raise DistributedSetupError(
+                f"nccl needs CUDA GPUs; use gloo on CPU: setup(backend='gloo'), or setup() to pick the "
+                f"backend automatically ({why})"
+            )
+        count = torch.cuda.device_count()
+        if local_rank >= count:
+            raise DistributedSetupError(
+                f"LOCAL_RANK={local_rank} but only {count} CUDA GPU(s) are visible: start at most {count} "
+                "processes per machine (torchrun --nproc-per-node), one per GPU"
+            )
+    if backend == "xccl":
+        if not _xccl_available():
+            raise DistributedSetupError(
+                "xccl needs Intel XPU devices and a PyTorch build with XCCL; use gloo on CPU"
+            )
+        count = torch.xpu.device_count()
+        if local_rank >= count:
+            raise DistributedSetupError(
+                f"LOCAL_RANK={local_rank} but only {count} XPU(s) are visible: start at most {count} "
+                "processes per machine, one per device"
+            )
+
+
+def _device_for(backend: str, local_rank: int) -> torch.device:
+    kind = BACKENDS.get(backend, "cpu")
+    return torch.device("cpu") if kind == "cpu" else torch.device(kind, local_rank)
+
+
+def _existing(backend: str | None, rank: int, local_rank: int, world_size: int) -> DistInfo:
+    """The info of the group that is already initialised, or an error when it does not match the request."""
+    have_backend = str(dist.get_backend()).lower()
+    have_rank, have_world = dist.get_rank(), dist.get_world_size()
+    wanted = [
+        ("backend", backend, have_backend),
+        ("rank", rank, have_rank),
+        ("world_size", world_size, have_world),
+    ]
+    clashes = [
+        f"{name} {want!r} (it has {have!r})"
+        for name, want, have in wanted
+        if want is not None and want != have
+    ]
+    if clashes:
+        raise DistributedSetupError(
+            f"a process group is already initialised (backend={have_backend!r}, rank {have_rank}, "
+            f"world_size {have_world}) and it does not match the requested {', '.join(clashes)}; "
+            "call devicekit.distributed.teardown() first, then setup() again"
+        )
+    if _current is not None and (_current.backend, _current.rank, _current.world_size) == (
+        have_backend,
+        have_rank,
+        have_world,
+    ):
+        return _current
+    # Initialised by someone else (plain init_process_group): describe it as setup() would have.
+    return DistInfo(have_rank, local_rank, have_world, have_backend, _device_for(have_backend, local_rank))
+
+
+def setup(backend: str | None = None, timeout: timedelta | float | None = None) -> DistInfo:
+    """Initialise the default process group from the environment and bind this process to its device.
+
+    Under ``torchrun`` (or :func:`spawn`) the rank, world size and rendezvous address come from
+    ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``.  Without them this is a
+    one-process group (rank 0 of 1, rendezvous on 127.0.0.1 and a free port): the same DDP code then runs
+    unchanged in a notebook, which is how the labs try it without several GPUs.
+
+    ``backend=None`` picks ``nccl`` when CUDA GPUs are visible, ``xccl`` on Intel GPUs, else ``gloo``.
+    ``gloo`` is the CPU backend: NCCL only moves CUDA tensors, so a CPU-only machine (or a CPU-only
+    PyTorch build) must use gloo, and asking for ``nccl`` there raises
+    :class:`DistributedSetupError` ("nccl needs CUDA GPUs; use gloo on CPU").
+
+    With ``nccl``, ``torch.cuda.set_device(local_rank)`` runs *before* ``init_process_group``: NCCL sets
+    up its communicator on the current device, and the current device defaults to ``cuda:0``, so without
+    it every rank on the machine would create a context on GPU 0 (wasting its memory) and the collectives
+    would hang or fail with "Duplicate GPU detected".  Where PyTorch supports it, ``device_id=`` is passed
+    as well, which binds the group to that GPU at once.
+
+    ``timeout`` (a :class:`~datetime.timedelta` or seconds) bounds how long a collective waits for the
+    other ranks; ``None`` keeps PyTorch's default.
+
+    Calling ``setup()`` when a group already exists returns its :class:`DistInfo` if the backend, rank and
+    world size agree with the request (``backend=None`` accepts any backend), and raises
+    :class:`DistributedSetupError` otherwise: call :func:`teardown` first.
+    """
+    global _current
+    if not dist.is_available():
+        raise DistributedSetupError(
+            "this PyTorch build has no torch.distributed (torch.distributed.is_available())"
+        )
+    rank, local_rank, world_size, launched = _ranks_from_env()
+    if backend is not None:
+        backend = backend.lower()
+    if dist.is_initialized():
+        return _existing(backend, rank, local_rank, world_size)
+
+    chosen = backend or _auto_backend()
+    _check_backend(chosen, local_rank)
+    device = _device_for(chosen, local_rank)
+    kwargs: dict[str, Any] = {"backend": chosen, "rank": rank, "world_size": world_size}
+    if timeout is not None:
+        kwargs["timeout"] = timeout if isinstance(timeout, timedelta) else timedelta(seconds=float(timeout))
+    if launched:
+        kwargs["init_method"] = "env://"
+    else:
+        # Not through os.environ: a notebook's environment is inherited by every process it starts later.
+        addr = os.environ.get("MASTER_ADDR") or "127.0.0.1"
+        port = os.environ.get("MASTER_PORT") or str(_free_port())
+        kwargs["init_method"] = f"tcp://{addr}:{port}"
+
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # before init_process_group: see the docstring
+        if "device_id" in inspect.signature(dist.init_process_group).parameters:
+            kwargs["device_id"] = device
+    elif device.type == "xpu":
+        torch.xpu.set_device(device)
+
+    dist.init_process_group(**kwargs)
+    _current = DistInfo(rank, local_rank, world_size, chosen, device)
+    return _current
+
+
+def teardown() -> bool:
+    """Destroy the default process group; ``True`` if there was one, ``False`` (and no error) if not.
+
+    Call it at the end of every worker (a ``finally:`` block): a group left alive keeps its port and, with
+    NCCL, its GPU memory, and a later :func:`setup` in the same notebook would find the old group.
+    """
+    global _current
+    _current = None
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+        return True
+    return False
+
+
+def _check_importable(fn: Callable[..., Any]) -> None:
+    """Fail early, with advice, for workers that a ``spawn``-ed child cannot import.
+
+    ``spawn`` pickles ``fn`` *by reference* (module and name); each child imports that module and looks
+    the name up.  A function typed into a notebook cell lives in ``__main__``, which in a child is a
+    different, empty module, so the child dies with
+    "Can't get attribute 'fn' on <module '__main__' (built-in)>".
+    A script's ``__main__`` (``python train.py``) is fine: the child re-imports the file.
+    """
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+    module = getattr(fn, "__module__", None)
+    if "<lambda>" in name or "<locals>" in name:
+        raise ValueError(
+            f"spawn() cannot send {name!r} to another process: lambdas and functions defined inside other "
+            "functions cannot be pickled. Define the worker at the top level of an importable module, e.g. "
+            "devicekit.dist_workers"
+        )
+    main = sys.modules.get("__main__")
+    if module == "__main__" and getattr(main, "__file__", None) is None:
+        raise ValueError(
+            f"spawn() cannot use {name!r}: it is defined in __main__ (a notebook cell or an interactive "
+            "session), which the new processes cannot import, so they would fail with \"Can't get attribute "
+            f"'{name}' on <module '__main__' (built-in)>\". Define the worker in an importable module, e.g. "
+            "devicekit.dist_workers (or a .py file next to the notebook) and import it from there"
+        )
+
+
+def _child(
+    local_rank: int,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    world_size: int,
+    master_addr: str,
+    master_port: int,
+) -> None:
+    """Runs in each new process: set the variables torchrun would set, then call ``fn(rank, *args)``."""
+    os.environ.update(
+        {
+            "MASTER_ADDR": master_addr,
+            "MASTER_PORT": str(master_port),
+            "RANK": str(local_rank),
+            "LOCAL_RANK": str(local_rank),
+            "WORLD_SIZE": str(world_size),
+            "LOCAL_WORLD_SIZE": str(world_size),
+        }
+    )
+    if "OMP_NUM_THREADS" not in os.environ:
+        # As torchrun does: several processes each using every core only fight over them.
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch.set_num_threads(1)
+    fn(local_rank, *args)
+
+
+def spawn(
+    fn: Callable[..., Any],
+    nprocs: int = 2,
+    args: Sequence[Any] = (),
+    *,
+    master_addr: str = "127.0.0.1",
+    master_port: int | None = None,
+    join: bool = True,
+) -> Any:
+    """Run ``fn(rank, *args)`` in ``nprocs`` new processes on this machine, like ``torchrun`` would.
+
+    Each process gets ``RANK`` = ``LOCAL_RANK`` = its index, ``WORLD_SIZE`` = ``nprocs``, and the same
+    ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls :func:`setup`.  The
+    processes are started with the ``spawn`` method, never ``fork``: a forked child inherits the parent's
+    CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess".
+
+    ``fn`` must be importable by the children (a top-level function of a module, not of a notebook cell);
+    otherwise this raises :class:`ValueError` before starting anything.  With ``join=True`` it waits for
+    all processes and re-raises the first worker error (``torch.multiprocessing.ProcessRaisedException``,
+    with the worker's traceback); with ``join=False`` it returns the ``ProcessContext`` to join yourself.
+    Return values of ``fn`` are discarded: have it write a file or put into a queue
+    (see :mod:`devicekit.dist_workers`).
+    """
+    if nprocs < 1:
+        raise ValueError(f"nprocs must be at least 1, got {nprocs}")
+    _check_importable(fn)
+    import torch.multiprocessing as mp
+
+    port = master_port if master_port is not None else _free_port()
+    return mp.start_processes(
+        _child,
+        args=(fn, tuple(args), nprocs, master_addr, port),
+        nprocs=nprocs,
+        join=join,
+        start_method="spawn",
+    )

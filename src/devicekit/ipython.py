@@ -1,0 +1,85 @@
+"""``%load_ext devicekit``: explain device errors right under the traceback, in the notebook's language.
+
+After ``%load_ext devicekit``, every cell that fails with a PyTorch device error (``Expected all tensors
+to be on the same device ...``) is followed by a short cause-and-fix explanation from
+:func:`devicekit.explain.explain`, in English or Chinese as :func:`devicekit.lang.current_language` says
+(both when the language is unknown, e.g. in Colab).  Errors that are not device errors print nothing.
+
+How: a ``post_run_cell`` event callback that looks at ``result.error_in_exec``.  IPython has already
+shown the traceback by then (Jupyter has already received the ``error`` output), so the explanation
+lands *under* it, and the extension never touches the exception: the cell still fails, "Run all" still
+stops, ``%debug``, ``%tb`` and ``sys.last_value`` behave exactly as without it.  The alternative,
+``shell.set_custom_exc``, would make the extension responsible for showing the traceback itself and
+would replace any custom handler the learner or another extension installed; it is not needed here.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["explanation_text", "load_ipython_extension", "unload_ipython_extension"]
+
+EVENT = "post_run_cell"
+# Attribute set on our callback, so a second load (``%load_ext devicekit`` then
+# ``%load_ext devicekit.ipython``, or a reloaded module) recognises an existing registration.
+_MARK = "_devicekit_explain_callback"
+
+
+def explanation_text(error: BaseException, lang: str | None = None) -> str | None:
+    """The text printed under the traceback of ``error``, or ``None`` when there is nothing to say.
+
+    ``None`` for anything that is not a device error (``explain()`` gives ``family=None``) and for
+    ``KeyboardInterrupt``/``SystemExit``.  ``lang`` is ``"en"``, ``"zh"`` or ``None``; ``None`` asks
+    :func:`devicekit.lang.current_language` each time, so changing ``DEVICEKIT_LANG`` takes effect at
+    once; when the language stays unknown both explanations are given, English first.
+    """
+    if not isinstance(error, Exception):
+        return None
+    from devicekit.explain import explain
+    from devicekit.lang import current_language
+
+    explanation = explain(error)
+    if explanation.family is None:
+        return None
+    lang = lang or current_language()
+    both = [explanation.en, explanation.zh]
+    blocks = {"en": [explanation.en], "zh": [explanation.zh]}.get(lang or "", both)
+    return "\n\n".join(f"[devicekit] {block}" for block in blocks)
+
+
+def _show_explanation(result: Any) -> None:
+    """``post_run_cell`` callback: print the explanation of the cell's device error, if it had one."""
+    error = getattr(result, "error_in_exec", None)
+    if error is None:
+        return
+    try:
+        text = explanation_text(error)
+    except Exception:  # a helper must never add a second traceback to a failed cell
+        return
+    if text:
+        # A blank line separates it from the traceback in a terminal; Jupyter shows it as its own output.
+        print("\n" + text, file=sys.stdout, flush=True)
+
+
+setattr(_show_explanation, _MARK, True)
+
+
+def _registered(ipython: Any) -> list[Any]:
+    return [cb for cb in ipython.events.callbacks.get(EVENT, []) if getattr(cb, _MARK, False)]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Called by ``%load_ext devicekit``: start explaining device errors under their traceback.
+
+    Loading again (also as ``%load_ext devicekit.ipython``) changes nothing, so each error is
+    explained once.
+    """
+    if not _registered(ipython):
+        ipython.events.register(EVENT, _show_explanation)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Called by ``%unload_ext devicekit``: stop explaining errors.  Safe when not loaded."""
+    for callback in _registered(ipython):
+        ipython.events.unregister(EVENT, callback)

@@ -1,0 +1,270 @@
+"""devicekit.distributed and devicekit.dist_workers: set-up/tear-down, clear errors, real 2-process DDP."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from devicekit import dist_workers, distributed
+from devicekit.distributed import DistInfo, DistributedSetupError, setup, spawn, teardown
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="this PyTorch build has no torch.distributed")
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.fixture(autouse=True)
+def clean(monkeypatch: pytest.MonkeyPatch):
+    """No torchrun variables from the outside, and no process group left behind by a failing test."""
+    for name in distributed.ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    teardown()
+    yield
+    teardown()
+
+
+def _torchrun_env(monkeypatch: pytest.MonkeyPatch, rank: int, world_size: int, local_rank: int | None = None):
+    monkeypatch.setenv("RANK", str(rank))
+    monkeypatch.setenv("WORLD_SIZE", str(world_size))
+    monkeypatch.setenv("LOCAL_RANK", str(rank if local_rank is None else local_rank))
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29555")
+
+
+# --- setup / teardown in one process --------------------------------------------------------------
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU machine setup() picks nccl")
+def test_single_process_setup_is_idempotent():
+    info = setup()
+    assert info == DistInfo(rank=0, local_rank=0, world_size=1, backend="gloo", device=torch.device("cpu"))
+    assert info.is_main
+    assert dist.is_initialized() and dist.get_backend() == "gloo" and dist.get_world_size() == 1
+    # Re-running the notebook cell: same group, same answer, no "initialize the default process group twice".
+    assert setup() is info
+    assert setup("gloo") is info
+    assert setup("GLOO") is info
+    # The one-process rendezvous does not leak into the environment that later child processes inherit.
+    assert not any(name in os.environ for name in distributed.ENV_VARS)
+    assert teardown() is True
+    assert not dist.is_initialized()
+    assert teardown() is False  # safe when nothing is initialised
+
+
+def test_setup_again_after_teardown_and_with_timeout():
+    first = setup("gloo", timeout=30)
+    teardown()
+    second = setup("gloo", timeout=timedelta(seconds=20))
+    assert second == first and dist.is_initialized()
+    t = torch.ones(3)
+    dist.all_reduce(t)  # a real collective on the one-process group
+    assert torch.equal(t, torch.ones(3))
+
+
+def test_teardown_when_never_initialised():
+    assert not dist.is_initialized()
+    assert teardown() is False
+
+
+def test_incompatible_backend_needs_teardown_first():
+    setup("gloo")
+    # The already-initialised check comes first: the message is about teardown(), not about nccl.
+    with pytest.raises(DistributedSetupError, match=r"already initialised.*teardown\(\) first"):
+        setup("nccl")
+    assert dist.is_initialized() and dist.get_backend() == "gloo"  # the existing group is left alone
+
+
+def test_incompatible_world_size_needs_teardown_first(monkeypatch: pytest.MonkeyPatch):
+    setup("gloo")
+    _torchrun_env(monkeypatch, rank=1, world_size=2)
+    with pytest.raises(DistributedSetupError, match=r"rank 1 \(it has 0\).*world_size 2 \(it has 1\)"):
+        setup()
+
+
+def test_group_made_by_plain_init_process_group_is_recognised():
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{distributed._free_port()}", rank=0, world_size=1
+    )
+    info = setup()
+    assert (info.backend, info.rank, info.world_size, info.device) == ("gloo", 0, 1, torch.device("cpu"))
+
+
+# --- clear errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA GPUs")
+def test_nccl_on_cpu_says_use_gloo():
+    with pytest.raises(DistributedSetupError, match="nccl needs CUDA GPUs; use gloo on CPU"):
+        setup("nccl")
+    assert not dist.is_initialized()
+
+
+def test_unknown_backend():
+    with pytest.raises(ValueError, match="unknown backend 'mpii'.*'gloo' \\(CPU\\)"):
+        setup("mpii")
+
+
+def test_rank_without_rendezvous_address(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(DistributedSetupError, match="MASTER_ADDR, MASTER_PORT are not.*torchrun"):
+        setup("gloo")
+
+
+@pytest.mark.parametrize(("rank", "world"), [("2", "2"), ("-1", "2"), ("0", "0"), ("x", "2")])
+def test_bad_rank_or_world_size(monkeypatch: pytest.MonkeyPatch, rank: str, world: str):
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setenv("WORLD_SIZE", world)
+    with pytest.raises(DistributedSetupError):
+        setup("gloo")
+
+
+def test_nccl_sets_the_device_before_init_process_group(monkeypatch: pytest.MonkeyPatch):
+    """The order that keeps every rank off cuda:0, checked without a GPU by recording the calls."""
+    calls: list[tuple[str, object]] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: calls.append(("set_device", device)))
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: True)
+
+    def fake_init(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, device_id=None):
+        calls.append(("init_process_group", locals()))
+
+    monkeypatch.setattr(dist, "init_process_group", fake_init)
+    _torchrun_env(monkeypatch, rank=3, world_size=4, local_rank=1)
+
+    info = setup()
+
+    assert info == DistInfo(
+        rank=3, local_rank=1, world_size=4, backend="nccl", device=torch.device("cuda", 1)
+    )
+    assert [name for name, _ in calls] == ["set_device", "init_process_group"]
+    assert calls[0][1] == torch.device("cuda", 1)
+    kwargs = calls[1][1]
+    assert isinstance(kwargs, dict)
+    assert kwargs["backend"] == "nccl" and kwargs["init_method"] == "env://"
+    assert (kwargs["rank"], kwargs["world_size"]) == (3, 4)
+    assert kwargs["device_id"] == torch.device("cuda", 1)
+
+
+def test_nccl_local_rank_beyond_visible_gpus(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: True)
+    _torchrun_env(monkeypatch, rank=1, world_size=2)
+    with pytest.raises(DistributedSetupError, match=r"LOCAL_RANK=1 but only 1 CUDA GPU\(s\)"):
+        setup("nccl")
+
+
+# --- spawn: what can be sent to a child process ---------------------------------------------------
+
+
+def _worker(rank: int) -> None:  # pragma: no cover - never started
+    pass
+
+
+def test_spawn_rejects_a_notebook_function(monkeypatch: pytest.MonkeyPatch):
+    """In a notebook ``__main__`` has no ``__file__``; a worker defined there cannot reach the children."""
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+    monkeypatch.setattr(_worker, "__module__", "__main__")
+    with pytest.raises(ValueError, match="importable module, e.g. devicekit.dist_workers") as info:
+        spawn(_worker, nprocs=2)
+    assert "Can't get attribute '_worker' on <module '__main__'" in str(info.value)
+
+
+def test_spawn_accepts_a_script_function(monkeypatch: pytest.MonkeyPatch):
+    """``python train.py`` is fine: spawn re-imports the script in each child."""
+    script = types.ModuleType("__main__")
+    script.__file__ = "/somewhere/train.py"
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    monkeypatch.setattr(_worker, "__module__", "__main__")
+    distributed._check_importable(_worker)  # no error
+
+
+def test_spawn_rejects_lambdas_and_nested_functions():
+    def nested(rank: int) -> None:  # pragma: no cover - never started
+        pass
+
+    for fn in (lambda rank: None, nested):
+        with pytest.raises(ValueError, match="cannot be pickled"):
+            spawn(fn)
+    with pytest.raises(ValueError, match="nprocs"):
+        spawn(dist_workers.all_reduce_demo, nprocs=0)
+
+
+# --- real processes -------------------------------------------------------------------------------
+
+
+def test_two_process_ddp_keeps_parameters_identical(tmp_path):
+    spawn(dist_workers.ddp_train_step, nprocs=2, args=(2, tmp_path))
+    results = dist_workers.collect_results(tmp_path)
+    assert [r["rank"] for r in results] == [0, 1]
+    for r in results:
+        assert (r["backend"], r["device"], r["world_size"], r["identical"]) == ("gloo", "cpu", 2, True)
+    first, second = results
+    assert first["digest_before_ddp"] != second["digest_before_ddp"]  # different seeds per rank ...
+    assert first["losses"] != second["losses"]  # ... and different data per rank ...
+    assert first["checksum"] == second["checksum"]  # ... yet identical parameters after the all-reduce
+    assert first["digest"] == second["digest"]
+    assert not dist.is_initialized()  # the parent never joined a group
+
+
+def test_two_process_all_reduce_through_a_queue():
+    queue = torch.multiprocessing.get_context("spawn").SimpleQueue()
+    spawn(dist_workers.all_reduce_demo, nprocs=2, args=(2, queue))
+    results = sorted((queue.get() for _ in range(2)), key=lambda r: r["rank"])
+    assert [(r["before"], r["after"]) for r in results] == [(1.0, 3.0), (2.0, 3.0)]
+    assert all(r["expected"] == 3.0 and r["backend"] == "gloo" for r in results)
+
+
+def test_worker_called_directly_in_one_process():
+    """The same worker runs without spawn as a one-process group (how a notebook can step through it)."""
+    result = dist_workers.ddp_train_step(0, 1)
+    assert result["identical"] and result["world_size"] == 1
+    assert not dist.is_initialized()
+
+
+def test_spawn_from_a_real_notebook_kernel(tmp_path):
+    """The case spawn() is for: a Jupyter kernel, whose ``__main__`` the children cannot import."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cells = [
+        "from devicekit import dist_workers\n"
+        "from devicekit.distributed import spawn\n"
+        f"spawn(dist_workers.ddp_train_step, nprocs=2, args=(2, {str(tmp_path)!r}))",
+        "def worker(rank):\n    pass\n\nspawn(worker)",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True).execute()
+    assert not any(o.output_type == "error" for o in nb.cells[0].outputs), nb.cells[0].outputs
+    results = dist_workers.collect_results(tmp_path)
+    assert len(results) == 2 and results[0]["digest"] == results[1]["digest"]
+    errors = [o for o in nb.cells[1].outputs if o.output_type == "error"]
+    assert len(errors) == 1 and errors[0].ename == "ValueError"
+    assert "devicekit.dist_workers" in errors[0].evalue
+
+
+# --- GPU only -------------------------------------------------------------------------------------
+
+
+@needs_cuda
+def test_single_process_nccl_on_gpu():
+    info = setup()
+    assert info.backend == "nccl" and info.device == torch.device("cuda", 0)
+    assert torch.cuda.current_device() == 0
+    t = torch.ones(2, device=info.device)
+    dist.all_reduce(t)
+    assert t.device == info.device
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_two_process_nccl_all_reduce(tmp_path):
+    spawn(dist_workers.all_reduce_demo, nprocs=2, args=(2, tmp_path, "nccl"))
+    results = dist_workers.collect_results(tmp_path)
+    assert [(r["device"], r["after"]) for r in results] == [("cuda:0", 3.0), ("cuda:1", 3.0)]
