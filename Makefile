@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch>=2.4,<2.14
 STAMP := $(VENV)/.installed
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup serve test lab labs build students dist lint bench clean
+.PHONY: setup serve test lab labs build students dist lint bench gpu-check gpu-wheels clean
 
 setup: $(STAMP)
 
@@ -48,6 +48,14 @@ bench: setup
 	$(BIN)/python -m pip install -q -e ".[bench]"
 	$(BIN)/python benchmarks/bench_transfer.py
 	$(BIN)/python benchmarks/bench_check.py
+
+# Every GPU check into results/gpu-check.json; on a CPU machine: make gpu-check GPU_CHECK_ARGS=--dry-run
+gpu-check: setup
+	$(BIN)/python scripts/gpu-check $(GPU_CHECK_ARGS)
+
+# Wheels of the Jupyter stack for an offline GPU machine (CPython 3.12, x86-64), into wheels/
+gpu-wheels: setup
+	$(BIN)/python scripts/prepare-gpu-wheels
 
 lint: setup
 	$(BIN)/ruff check src tests tools benchmarks

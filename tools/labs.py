@@ -82,6 +82,7 @@ def student_version(solution: nbformat.NotebookNode, lang: str, name: str) -> nb
     """The student lab for one solution notebook (sources only; outputs are cleared)."""
     lab = copy.deepcopy(solution)
     lab.metadata.setdefault("devicekit", {})["role"] = "student"
+    lab.metadata["devicekit"].pop("executed", None)  # set again when the lab itself is executed
     for index, cell in enumerate(lab.cells):
         if cell.cell_type != "code":
             continue
@@ -98,6 +99,19 @@ def _sources(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
     return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
 
 
+def _this_run() -> dict[str, str]:
+    """What executes the notebooks: torch version and device kind (``cpu`` when there is no accelerator).
+
+    The kernel runs in this same environment, so this is what the stored outputs come from; the site's
+    "verified on" badge reads it (tools/verified.py).
+    """
+    from importlib.metadata import version
+
+    from devicekit import best_device
+
+    return {"torch": version("torch"), "device": best_device().type}
+
+
 def execute(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
     from nbclient import NotebookClient
 
@@ -110,6 +124,7 @@ def execute(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
+    nb.metadata.setdefault("devicekit", {})["executed"] = _this_run()
     return nb
 
 

@@ -39,6 +39,8 @@ from mkdocs.plugins import event_priority
 from pymdownx.slugs import slugify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import verified  # noqa: E402  (tools/verified.py)
+
 import course  # noqa: E402  (tools/course.py, next to this file)
 
 log = logging.getLogger("mkdocs.hooks.site_hooks")
@@ -202,5 +204,5 @@ def on_page_context(context, page, config, nav):
         lab_id = Path(src).name.split(".")[0]
         lab = next((lab for lab in course.labs(_root(config)) if lab.id == lab_id), None)
         lang = getattr(page.file, "locale", None) or "en"
-        page.lab_badges = lab.badges(lang) if lab else []
+        page.lab_badges = [*lab.badges(lang), verified.badge(lab.id, lang, root=_root(config))] if lab else []
     return context
