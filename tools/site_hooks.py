@@ -17,6 +17,10 @@ Each fix below answers a failure that is silent out of the box (measured facts i
    key is marked as used before each build. The cache folder is salted with this file's hash, so a change
    here never serves stale HTML.
 5. Colab and download buttons need a URL per notebook, derived from the one ``repo_url`` setting.
+6. 404s in every page's console. i18n points the ``<link rel="alternate" hreflang>`` tags in the page head
+   at the translated *page*; Material's script fetches ``sitemap.xml`` relative to each of them, which
+   does not exist there. The head links are removed; the language selector in the header (plain links to
+   the translated page) is untouched.
 
 Course features (not fixes): the home page's course map and the badges on lab pages are generated
 from the notebooks' metadata (``tools/course.py``); ``COURSE_STUDENTS_ONLY=1`` builds the site without
@@ -46,6 +50,7 @@ import course  # noqa: E402  (tools/course.py, next to this file)
 log = logging.getLogger("mkdocs.hooks.site_hooks")
 SOLUTION_REGION = re.compile(r"<!-- solution -->.*?<!-- /solution -->", re.DOTALL)
 COURSE_MAP = "<!-- course-map -->"
+HEAD_ALTERNATE = re.compile(r'[ \t]*<link rel="alternate" href="[^"]*" hreflang="[^"]*">\n?')
 
 #: Folders at the repository root that are published as pages (source -> mirror under docs/).
 MIRRORED = ("labs", "solutions")
@@ -206,3 +211,12 @@ def on_page_context(context, page, config, nav):
         lang = getattr(page.file, "locale", None) or "en"
         page.lab_badges = [*lab.badges(lang), verified.badge(lab.id, lang, root=_root(config))] if lab else []
     return context
+
+
+def on_post_page(output, page, config):
+    return HEAD_ALTERNATE.sub("", output)
+
+
+def on_post_template(output_content, template_name, config):
+    # 404.html is rendered as a template, not a page, and carries the same head links.
+    return HEAD_ALTERNATE.sub("", output_content)
