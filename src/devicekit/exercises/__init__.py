@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 
 from devicekit.lang import Lang, current_language, pick
 
-__all__ = ["CheckResult", "Exercise", "Fail", "check", "exercise", "exercises_for", "results", "run"]
+__all__ = [
+    "CheckResult",
+    "Exercise",
+    "Fail",
+    "check",
+    "exercise",
+    "exercises_for",
+    "known_labs",
+    "results",
+    "run",
+]
 
 # lab id -> module that registers its checks
 _LAB_MODULES = {"01-devices": "devicekit.exercises.lab01"}
@@ -84,6 +94,11 @@ def _load(lab: str) -> None:
         known = ", ".join(sorted(_LAB_MODULES))
         raise KeyError(f"no self-checks for lab {lab!r}; labs with checks: {known}")
     importlib.import_module(module)
+
+
+def known_labs() -> list[str]:
+    """The ids of the labs that have self-checks."""
+    return sorted(_LAB_MODULES)
 
 
 def exercises_for(lab: str) -> list[Exercise]:
