@@ -82,3 +82,17 @@ def test_stored_outputs_come_from_a_run():
         for out in (o for c in code for o in c.outputs):
             text = str(out.get("text", "")) + str(out.get("traceback", ""))
             assert "site-packages" not in text and "/home/" not in text and "/root/" not in text
+
+
+def test_quoted_cpu_runner_message_is_the_stored_error():
+    # The lab's prose quotes the error this runner printed; it must be the one in the stored outputs.
+    import re
+
+    for path in notebooks(SOLUTIONS):
+        nb = nbformat.read(path, as_version=4)
+        prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        quoted = {" ".join(q.split()) for q in re.findall(r"`(Tensor on device [^`]+)`", prose)}
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+        errors = {o.evalue for o in outputs if o.output_type == "error"}
+        assert quoted, f"{path.name} quotes no CPU-runner message"
+        assert quoted <= errors, f"{path.name} quotes {quoted - errors}, stored errors are {errors}"

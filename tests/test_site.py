@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import labs as labtool
 from _paths import DOCS, LABS, ROOT, english, notebooks
 
 MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]
@@ -72,7 +73,8 @@ def test_lab_pages_show_error_and_buttons(built, url, lang):
     page = _page(site, url, lang)
     name = f"{Path(url).name}{'' if lang == 'en' else '.zh'}.ipynb"
     assert "RuntimeError" in page and "is not on the expected device" in page, "stored error output missing"
-    colab = f"https://colab.research.google.com/github/devicekit-course/pytorch-device-course/blob/main/{Path(url).parent}/{name}"
+    repo = labtool.repo_url().removeprefix("https://github.com/")
+    colab = f"https://colab.research.google.com/github/{repo}/blob/main/{Path(url).parent}/{name}"
     assert f'href="{colab}"' in page
     assert f'href="{name}" download' in page
     assert (site / ("" if lang == "en" else "zh") / url / name).exists(), "download target missing"
