@@ -21,6 +21,9 @@ Each fix below answers a failure that is silent out of the box (measured facts i
    at the translated *page*; Material's script fetches ``sitemap.xml`` relative to each of them, which
    does not exist there. The head links are removed; the language selector in the header (plain links to
    the translated page) is untouched.
+7. Stray spaces in Chinese text. Markdown turns a line break inside a paragraph into a space, which is
+   invisible between English words and wrong between two Chinese characters ("加速器、 苹果"). In the
+   Chinese pages, a break between two CJK characters is removed (outside code blocks).
 
 Course features (not fixes): the home page's course map and the badges on lab pages are generated
 from the notebooks' metadata (``tools/course.py``); ``COURSE_STUDENTS_ONLY=1`` builds the site without
@@ -50,6 +53,9 @@ import course  # noqa: E402  (tools/course.py, next to this file)
 log = logging.getLogger("mkdocs.hooks.site_hooks")
 SOLUTION_REGION = re.compile(r"<!-- solution -->.*?<!-- /solution -->", re.DOTALL)
 COURSE_MAP = "<!-- course-map -->"
+CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
+CJK_BREAK = re.compile(rf"(?<=[{CJK}])\n(?=[{CJK}])")
+FENCE = re.compile(r"^( *)(```|~~~).*?^\1\2[ \t]*$", re.MULTILINE | re.DOTALL)
 HEAD_ALTERNATE = re.compile(r'[ \t]*<link rel="alternate" href="[^"]*" hreflang="[^"]*">\n?')
 
 #: Folders at the repository root that are published as pages (source -> mirror under docs/).
@@ -198,7 +204,19 @@ def on_page_markdown(markdown, page, config, files):
         markdown = markdown.replace(COURSE_MAP, table)
     if students_only(config):
         markdown = SOLUTION_REGION.sub("", markdown)
+    if lang == "zh":
+        markdown = join_cjk_lines(markdown)
     return markdown
+
+
+def join_cjk_lines(markdown: str) -> str:
+    """Remove line breaks between two CJK characters, except inside fenced code blocks."""
+    parts, last = [], 0
+    for fence in FENCE.finditer(markdown):
+        parts += [CJK_BREAK.sub("", markdown[last : fence.start()]), fence.group(0)]
+        last = fence.end()
+    parts.append(CJK_BREAK.sub("", markdown[last:]))
+    return "".join(parts)
 
 
 def on_page_context(context, page, config, nav):
