@@ -54,7 +54,7 @@ log = logging.getLogger("mkdocs.hooks.site_hooks")
 SOLUTION_REGION = re.compile(r"<!-- solution -->.*?<!-- /solution -->", re.DOTALL)
 COURSE_MAP = "<!-- course-map -->"
 CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
-CJK_BREAK = re.compile(rf"(?<=[{CJK}])\n(?=[{CJK}])")
+CJK_BREAK = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?=[{CJK}])")
 FENCE = re.compile(r"^( *)(```|~~~).*?^\1\2[ \t]*$", re.MULTILINE | re.DOTALL)
 HEAD_ALTERNATE = re.compile(r'[ \t]*<link rel="alternate" href="[^"]*" hreflang="[^"]*">\n?')
 
