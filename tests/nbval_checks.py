@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+from devicekit.lang import language_of_path
+
 try:
     from nbval.plugin import IPyNbCell
 except ImportError:  # nbval not installed: notebooks are simply not collected
@@ -21,7 +23,7 @@ def _is_cell(item) -> bool:
 def pytest_runtest_setup(item):
     # Runs before the notebook's kernel starts (in the first cell's setup), so the kernel inherits it.
     if _is_cell(item):
-        os.environ["DEVICEKIT_LANG"] = "zh" if item.path.name.endswith(".zh.ipynb") else "en"
+        os.environ["DEVICEKIT_LANG"] = language_of_path(str(item.path)) or "en"
 
 
 @pytest.hookimpl(hookwrapper=True)

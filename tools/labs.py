@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 
+from devicekit.lang import language_of_path
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS, LABS = ROOT / "solutions", ROOT / "labs"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -39,7 +41,7 @@ class LabSourceError(ValueError):
 
 
 def language_of(path: Path) -> str:
-    return "zh" if path.name.endswith(".zh.ipynb") else "en"
+    return language_of_path(str(path)) or "en"
 
 
 def repo_url() -> str:

@@ -19,10 +19,11 @@ Lang = Literal["en", "zh"]
 LANG_ENV = "DEVICEKIT_LANG"
 
 
-def _lang_of_path(path: str) -> Lang | None:
+def language_of_path(path: str) -> Lang | None:
+    """``zh`` for ``*.zh.ipynb``, ``en`` for another notebook, None otherwise: the twins' naming rule."""
     if not path:
         return None
-    name = os.path.basename(path)
+    name = os.path.basename(path).lower()
     if name.endswith(".zh.ipynb") or name.endswith(".zh.py"):
         return "zh"
     if name.endswith(".ipynb"):
@@ -51,7 +52,7 @@ def current_language() -> Lang | None:
         return "zh"
     if value.startswith("en"):
         return "en"
-    return _lang_of_path(_notebook_path())
+    return language_of_path(_notebook_path())
 
 
 def pick(en: str, zh: str, lang: Lang | None = None) -> str:

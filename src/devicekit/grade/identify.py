@@ -25,6 +25,7 @@ from typing import Any
 import nbformat
 
 from devicekit import exercises
+from devicekit.lang import language_of_path
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 CHECK_CALL = re.compile(r"""\b(?:check|run)\(\s*["']([\w.-]+)["']""")
@@ -116,7 +117,7 @@ def _by_check_calls(nb: nbformat.NotebookNode, labs: list[str]) -> str | None:
 
 def language(nb: nbformat.NotebookNode, path: Path) -> str:
     """``"zh"`` or ``"en"``: the language the grader's feedback for this submission is written in."""
-    if path.name.lower().endswith(".zh.ipynb"):
+    if language_of_path(str(path)) == "zh":
         return "zh"
     meta: Any = nb.metadata.get("devicekit", {})
     if isinstance(meta, dict) and meta.get("lang") in ("en", "zh"):
