@@ -5,6 +5,7 @@ The notebooks in ``solutions/`` are the source. Code between ``### BEGIN SOLUTIO
 ``NotImplementedError`` with a hint in the notebook's language. Everything else is copied unchanged.
 
     python tools/labs.py sync     # regenerate labs/, execute labs/ and solutions/, store the outputs
+    python tools/labs.py sync --only 02   # the same for one lab (both languages)
     python tools/labs.py check    # exit 1 when labs/ is out of date with solutions/ (used by the tests)
 
 Executing is what puts outputs on the site: nothing is typed by hand. Each notebook runs in a fresh kernel
@@ -130,10 +131,14 @@ def execute(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def sync(execute_notebooks: bool = True) -> list[Path]:
-    """Regenerate every lab, execute labs and solutions, write the files that changed."""
+def sync(execute_notebooks: bool = True, only: str | None = None) -> list[Path]:
+    """Regenerate every lab (or the one whose file name starts with ``only``, e.g. ``02``), execute labs
+    and solutions, write the files that changed."""
     url, written = repo_url(), []
-    for solution_path in sorted(SOLUTIONS.glob("*.ipynb")):
+    chosen = sorted(p for p in SOLUTIONS.glob("*.ipynb") if only is None or p.name.startswith(only))
+    if only is not None and not chosen:
+        raise LabSourceError(f"no solution notebook in solutions/ starts with {only!r}")
+    for solution_path in chosen:
         lang = language_of(solution_path)
         solution = nbformat.read(solution_path, as_version=4)
         set_install_url(solution, url)
@@ -177,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["sync", "check"])
     parser.add_argument("--no-execute", action="store_true", help="sync sources only, keep no outputs")
+    parser.add_argument("--only", metavar="PREFIX", help="only labs whose name starts so (02)")
     args = parser.parse_args(argv)
     if args.command == "check":
         problems = out_of_date()
@@ -185,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             print("Run `make labs` to regenerate labs/ from solutions/.")
         return 1 if problems else 0
-    written = sync(execute_notebooks=not args.no_execute)
+    written = sync(execute_notebooks=not args.no_execute, only=args.only)
     print(f"{len(written)} notebook(s) written" + "".join(f"\n  {p.relative_to(ROOT)}" for p in written))
     return 0
 

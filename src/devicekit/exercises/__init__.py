@@ -9,9 +9,11 @@ language (see `devicekit.lang`) and records the outcome for the grader.
 from __future__ import annotations
 
 import importlib
+import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from devicekit.lang import Lang, current_language, pick
 
@@ -27,8 +29,26 @@ __all__ = [
     "run",
 ]
 
-# lab id -> module that registers its checks
-_LAB_MODULES = {"01-devices": "devicekit.exercises.lab01"}
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_LAB_ID = re.compile(r"^(\d\d)-[a-z0-9-]+$")
+
+
+def _module_of(lab: str) -> str | None:
+    """The module that registers the checks of ``lab`` (``NN-slug`` -> ``devicekit.exercises.labNN``)."""
+    match = _LAB_ID.match(lab)
+    if match is None or not (_PACKAGE_DIR / f"lab{match.group(1)}.py").is_file():
+        return None
+    return f"devicekit.exercises.lab{match.group(1)}"
+
+
+def _lab_ids() -> list[str]:
+    """Every lab id with checks: each ``labNN.py`` here declares its id in ``LAB``."""
+    ids = []
+    for path in sorted(_PACKAGE_DIR.glob("lab[0-9][0-9].py")):
+        match = re.search(r'^LAB\s*=\s*"([^"]+)"', path.read_text(encoding="utf-8"), re.MULTILINE)
+        if match:
+            ids.append(match.group(1))
+    return ids
 
 
 class Fail(Exception):
@@ -89,16 +109,16 @@ def exercise(lab: str, key: str, number: int, title_en: str, title_zh: str, targ
 
 
 def _load(lab: str) -> None:
-    module = _LAB_MODULES.get(lab)
+    module = _module_of(lab) if lab in _lab_ids() else None
     if module is None:
-        known = ", ".join(sorted(_LAB_MODULES))
+        known = ", ".join(_lab_ids())
         raise KeyError(f"no self-checks for lab {lab!r}; labs with checks: {known}")
     importlib.import_module(module)
 
 
 def known_labs() -> list[str]:
     """The ids of the labs that have self-checks."""
-    return sorted(_LAB_MODULES)
+    return _lab_ids()
 
 
 def exercises_for(lab: str) -> list[Exercise]:
