@@ -1,0 +1,312 @@
+"""Mine PyTorch's own device-related error and warning texts from its wheels, with provenance.
+
+    python tools/mine_messages.py torch-2.0.0-*.whl torch-2.14.1-*.whl --installed \
+        --out tools/torch_messages.json
+
+Each source is a torch wheel (read as a zip, nothing is installed) or, with ``--installed``, the torch of
+this environment. Two kinds of text are collected:
+
+- **Python**: every string a ``raise X(...)``, ``warnings.warn(...)``, ``assert ..., msg``,
+  ``torch._check*(..., lambda: msg)`` or ``TORCH_CHECK``-style call in ``torch/**/*.py`` is given, read
+  by AST (f-string holes become ``{}``), with the file and the enclosing function;
+- **C++**: printable strings of 16+ characters in the wheel's shared libraries (``libtorch_cpu.so``,
+  ``libtorch_cuda.so``, ``libc10*.so``, ...), with the library's name. C++ format holes stay as they are.
+
+Only texts that name a device concept are kept, and each gets one category (``CATEGORIES``, first match
+wins); a text that matches no category is not a device message and is dropped. The same text found in
+several sources is one entry listing every version that has it, so ``versions`` says which releases
+print it. ``tools/catalog_coverage.py`` runs the list through ``devicekit.explain``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import re
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+#: (category, pattern) in the order they are tried; the first that matches a text is its category.
+CATEGORIES: tuple[tuple[str, str], ...] = (
+    ("device-side-assert", r"device-side assert"),
+    ("fork", r"re-initialize CUDA in forked subprocess"),
+    ("out-of-memory", r"\bout of memory\b|OutOfMemory"),
+    (
+        "no-kernel-image",
+        r"no kernel image is available|not compatible with the current PyTorch installation"
+        r"|cuda capability sm_\w+ is not compatible|CUDA capability .{0,40}(?:too old|not supported)"
+        r"|found GPU\w* .{0,60} which is of cuda capability",
+    ),
+    (
+        "driver",
+        r"driver (?:on your system )?is too old|NVIDIA driver on your system|insufficient for CUDA runtime",
+    ),
+    ("cudnn-cublas", r"CUDNN_STATUS_\w+|CUBLAS_STATUS_\w+|cuDNN error|cuBLAS error"),
+    ("illegal-memory", r"illegal memory access"),
+    ("could-not-run", r"Could not run '.{0,80}' with arguments from the '"),
+    (
+        "load-map-location",
+        r"deserialize object on (?:a )?CUDA device|map_location|deserializ\w+ .{0,40}device",
+    ),
+    ("pin-memory", r"\bpin(?:ned)?[ _]memory\b|can be pinned|cannot pin\b|pin_memory"),
+    ("optimizer", r"Tensors of the same index must be on the same device|capturable=True"),
+    (
+        "rnn",
+        r"(?:Input|input) and (?:parameter|hidden) tensors are not at the same device"
+        r"|tensors are not at the same device, found input tensor",
+    ),
+    ("meta", r"meta tensor|\bon the meta device\b|Cannot copy out of meta"),
+    ("mps", r"\bMPS\b|\bmps\b"),
+    ("data-parallel", r"DataParallel|device_ids\[0\]|\bdevice_ids\b"),
+    (
+        "distributed",
+        r"\bNCCL\b|\bnccl\b|\bgloo\b|process group|ProcessGroup|\bcollective\b|backend type associated",
+    ),
+    ("autocast", r"autocast|GradScaler|\bamp\b"),
+    ("generator", r"device type for generator|generator .{0,40}device|Generator .{0,20}device"),
+    ("to-numpy", r"to numpy|\.numpy\(\)|convert .{0,30}device type tensor"),
+    ("index", r"\bindices should be\b|\bindex\w* .{0,40}(?:on cpu|same device)|lengths' argument should be"),
+    ("conv", r"Input type \(.{0,40}\) and weight type|and bias type .{0,40}should be the same"),
+    (
+        "no-accelerator",
+        r"not compiled with (?:CUDA|cuda|MPS|XPU)|Torch not compiled with|not linked with support for"
+        r"|No CUDA GPUs are available|torch\.cuda\.is_available\(\) is False|no accelerator|No accelerator"
+        r"|Found no NVIDIA driver",
+    ),
+    (
+        "same-device",
+        r"same device|on the expected device|different from other tensors|Expected all tensors"
+        r"|expected device \S+ but got device|to be on (?:the )?(?:same )?\w* ?device|is on \w+ but expected"
+        r"|must be on the same device|on different devices|expected .{0,30} to be on \w+",
+    ),
+)
+_CATEGORY_RES = tuple((name, re.compile(pattern)) for name, pattern in CATEGORIES)
+#: Categories that are about devices by their nature; every other text must also name a device concept.
+_IMPLIED = {
+    "device-side-assert",
+    "fork",
+    "out-of-memory",
+    "no-kernel-image",
+    "driver",
+    "cudnn-cublas",
+    "illegal-memory",
+    "meta",
+    "pin-memory",
+    "optimizer",
+    "rnn",
+    "conv",
+}
+#: Distributed texts abound (NCCL internals); keep those that say something about devices or backends.
+_DISTRIBUTED_DEVICE = re.compile(
+    r"\b(?:device\w*|cuda|CUDA|cpu|CPU|GPUs?|gpu)\b|device_ids|backend type|built in|not compiled"
+    r"|not available"
+)
+_DEVICE_WORD = re.compile(
+    r"\b(?:device\w*|cuda|CUDA|cpu|CPU|GPUs?|gpu|mps|MPS|meta|xpu|XPU|accelerator|nccl|NCCL"
+    r"|gloo|Gloo|backend|host)\b|device_ids"
+)
+_PRINTABLE = re.compile(rb"[\x20-\x7e]{16,600}")
+_NOT_A_MESSAGE = re.compile(
+    r"^[\w./:-]+$|^\s*(?:#|//|>>>|\.\.\.)|\.(?:cpp|h|cu|py)\b:\d|^[A-Z_]{6,}$"
+    r"|INTERNAL ASSERT FAILED|\(Tensor\b|\bTensor\(a|ScalarType\?|Device\? device|-> *\(?Tensor|\bbool\?"
+    r"|\((?:bool|int|str|float|Tensor|List\[\w+\]), optional\)|similar to numpy|^aten::|::\w+\("
+    r"|Default(?:s)? (?:is|to)\b"
+)
+#: A compiled library holds docstrings and schemas too: keep only its strings that read like an error.
+_ERRORISH = re.compile(
+    r"[Ee]xpected|\bmust\b|\bshould\b|[Cc]annot|can't|\bnot\b|[Uu]nable|[Ff]ailed|[Ee]rror|[Ii]nvalid|\bonly\b"
+    r"|[Uu]nsupported|requires?\b|\bbut (?:got|found)|Attempting|\b[Nn]o\b|deprecated|[Ww]arning|[Tt]ried to"
+)
+#: Python packages whose messages are about compiler/export internals, not what a learner's code meets.
+_INTERNAL_PY = re.compile(
+    r"^torch/(?:_inductor|_export|export|onnx|jit|_dynamo|fx|ao|_higher_order_ops"
+    r"|utils/(?:benchmark|hipify|_sympy)|_functorch|testing|_numpy"
+    r"|distributed/(?:_tools|_composable|tensor/_ops))/"
+)
+#: The messages a learner meets most: what the course teaches and the atlas leads with.
+COMMON = re.compile(
+    r"Expected all tensors to be on the same device|on the expected device|Input type \("
+    r"|indices should be either"
+    r"|device type tensor to numpy|Attempting to deserialize object on|device type for generator"
+    r"|Input and (?:parameter|hidden) tensors are not at the same device"
+    r"|module must have its parameters and buffers"
+    r"|device_ids and output_device arguments only work"
+    r"|No backend type associated with device type"
+    r"|device-side assert triggered|out of memory|no kernel image is available|not compiled with CUDA"
+    r"|re-initialize CUDA in forked subprocess|only dense CPU tensors can be pinned"
+    r"|Cannot copy out of meta tensor"
+    r"|lengths' argument should be a 1D CPU int64 tensor|found no NVIDIA driver|No CUDA GPUs are available"
+)
+
+
+def category_of(text: str, compiled: bool = False) -> str | None:
+    """The category of a device message, or ``None`` when the text is not one.
+
+    ``compiled``: the text comes from a shared library, where only error-like strings count.
+    """
+    if _NOT_A_MESSAGE.search(text) or len(text.split()) < 3:
+        return None
+    if compiled and not _ERRORISH.search(text) and not COMMON.search(text):
+        return None
+    for name, pattern in _CATEGORY_RES:
+        if not pattern.search(text):
+            continue
+        if name == "distributed":
+            return name if _DISTRIBUTED_DEVICE.search(text) else None
+        return name if name in _IMPLIED or _DEVICE_WORD.search(text) else None
+    return None
+
+
+def _template(node: ast.AST) -> str | None:
+    """A string expression as text: constants, f-strings (holes as ``{}``), ``+`` and implicit joins."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            parts.append(value.value if isinstance(value, ast.Constant) else "{}")
+        return "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _template(node.left), _template(node.right)
+        if left is not None or right is not None:
+            return (left or "{}") + (right or "{}")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return _template(node.left)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _template(node.func.value)
+    if isinstance(node, ast.Lambda):
+        return _template(node.body)
+    return None
+
+
+def _message_nodes(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    """(string node, enclosing function) for every message-carrying call or raise in a module."""
+    stack: list[tuple[ast.AST, str]] = [(tree, "<module>")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            where = node.name if where == "<module>" else f"{where}.{node.name}"
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            for arg in node.exc.args[:1]:
+                yield arg, where
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            yield node.msg, where
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in {"warn", "warn_once"} or name.startswith("_check") or name == "TORCH_CHECK":
+                for arg in node.args:
+                    yield arg, where
+                for keyword in node.keywords:
+                    if keyword.arg in {"message", "msg"}:
+                        yield keyword.value, where
+        stack.extend((child, where) for child in ast.iter_child_nodes(node))
+
+
+def python_messages(path: str, source: bytes) -> Iterator[tuple[str, str]]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return
+    if _INTERNAL_PY.match(path):
+        return
+    for node, where in _message_nodes(tree):
+        text = _template(node)
+        if text:
+            yield " ".join(text.split()), f"{path}:{where}"
+
+
+def library_messages(name: str, data: bytes) -> Iterator[tuple[str, str]]:
+    for match in _PRINTABLE.finditer(data):
+        yield match.group().decode("ascii").strip(), name
+
+
+def _version_of_wheel(path: Path) -> str:
+    match = re.match(r"torch-([^-]+)-", path.name)
+    if not match:
+        raise SystemExit(f"{path}: not a torch wheel name (torch-<version>-...whl)")
+    return match.group(1)
+
+
+def _sources(wheel: Path) -> Iterator[tuple[str, str]]:
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if name.startswith("torch/") and name.endswith(".py") and "/testing/" not in name:
+                yield from python_messages(name, archive.read(info))
+            elif name.startswith("torch/lib/") and ".so" in name:
+                yield from library_messages(Path(name).name, archive.read(info))
+
+
+def _installed_sources() -> tuple[str, Iterator[tuple[str, str]]]:
+    import torch
+
+    root = Path(torch.__file__).resolve().parent
+
+    def walk() -> Iterator[tuple[str, str]]:
+        for path in sorted(root.rglob("*.py")):
+            if "/testing/" not in str(path):
+                yield from python_messages("torch/" + str(path.relative_to(root)), path.read_bytes())
+        for path in sorted((root / "lib").glob("*.so*")):
+            yield from library_messages(path.name, path.read_bytes())
+
+    return torch.__version__.split("+")[0], walk()
+
+
+def mine(wheels: list[Path], installed: bool) -> list[dict]:
+    found: dict[str, dict] = {}
+    runs: list[tuple[str, Iterator[tuple[str, str]]]] = [(_version_of_wheel(w), _sources(w)) for w in wheels]
+    if installed:
+        runs.append(_installed_sources())
+    for version, items in runs:
+        print(f"mining torch {version} ...", file=sys.stderr, flush=True)
+        for text, where in items:
+            category = category_of(text, compiled=not where.startswith("torch/"))
+            if category is None:
+                continue
+            entry = found.setdefault(
+                text,
+                {
+                    "text": text,
+                    "category": category,
+                    "common": bool(COMMON.search(text)),
+                    "versions": [],
+                    "where": {},
+                },
+            )
+            if version not in entry["versions"]:
+                entry["versions"].append(version)
+            entry["where"].setdefault(version, where)
+    return sorted(found.values(), key=lambda e: (e["category"], e["text"]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("wheels", nargs="*", type=Path, help="torch wheel files (.whl)")
+    parser.add_argument("--installed", action="store_true", help="also mine this environment's torch")
+    parser.add_argument("--out", type=Path, default=Path("tools/torch_messages.json"))
+    args = parser.parse_args(argv)
+    if not args.wheels and not args.installed:
+        parser.error("give at least one wheel, or --installed")
+    entries = mine(args.wheels, args.installed)
+    buffer = io.StringIO()
+    json.dump(
+        {"sources": sorted({v for e in entries for v in e["versions"]}), "messages": entries},
+        buffer,
+        indent=1,
+    )
+    args.out.write_text(buffer.getvalue() + "\n", encoding="utf-8")
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[entry["category"]] = counts.get(entry["category"], 0) + 1
+    print(
+        f"{len(entries)} messages -> {args.out}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
