@@ -15,6 +15,17 @@ except ImportError:  # nbval not installed: notebooks are simply not collected
     IPyNbCell = None
 
 
+# On the CPU runner a lab's trigger may be raised by devicekit's stand-in (`strict_devices`, a
+# DeviceMismatchError, which is a RuntimeError) where an accelerator raises PyTorch's own RuntimeError:
+# the same error for this check.
+_SAME_ERROR = {"DeviceMismatchError": "RuntimeError"}
+
+
+def _kinds(outputs) -> list[str]:
+    names = [out.get("ename") for out in outputs or [] if out.get("output_type") == "error"]
+    return [_SAME_ERROR.get(name, name) for name in names]
+
+
 def _is_cell(item) -> bool:
     return IPyNbCell is not None and isinstance(item, IPyNbCell)
 
@@ -32,8 +43,7 @@ def pytest_runtest_call(item):
     # nbval passes a cell tagged `raises-exception` whether or not it raised. A lab whose trigger cell
     # stopped raising teaches nothing, so that is a failure here.
     if _is_cell(item) and item.options.get("check_exception") and outcome.excinfo is None:
-        raised = [out.get("ename") for out in item.test_outputs or [] if out.get("output_type") == "error"]
-        stored = [out.get("ename") for out in item.cell.outputs if out.get("output_type") == "error"]
+        raised, stored = _kinds(item.test_outputs), _kinds(item.cell.outputs)
         where = f"{item.path.name} cell {item.cell_num}"
         if not raised:
             outcome.force_exception(AssertionError(f"{where} is tagged raises-exception but did not raise"))

@@ -331,8 +331,9 @@ def test_language_switcher_goes_to_the_counterpart_page(tab, path):
 @pytest.mark.parametrize(
     "lang,query,expected",
     [
-        ("en", "device", ["lessons/01-devices/", "atlas/"]),
-        ("zh", "设备", ["zh/lessons/01-devices/", "zh/atlas/"]),
+        # Nine lessons all speak of devices: any lesson page counts, the atlas must be there.
+        ("en", "device", ["lessons/", "atlas/"]),
+        ("zh", "设备", ["zh/lessons/", "zh/atlas/"]),
     ],
 )
 def test_search_finds_the_lesson_and_the_atlas(tab, lang, query, expected):
@@ -348,18 +349,27 @@ def test_search_finds_the_lesson_and_the_atlas(tab, lang, query, expected):
         "links => links.map(a => new URL(a.href).pathname)",
     )
     for path in expected:
-        assert f"/{path}" in links, f"{query!r} on the {lang} site did not find {path}: {links}"
+        found = any(link.startswith(f"/{path}") for link in links)
+        assert found, f"{query!r} on the {lang} site found nothing under {path}: {links}"
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("lab", [p.stem for p in english(notebooks(LABS))])
 def test_lab_page_shows_stored_error_and_buttons(tab, lab, lang):
+    name = f"{lab}{'' if lang == 'en' else '.' + lang}.ipynb"
+    stored = json.loads((LABS / name).read_text(encoding="utf-8"))
+    evalue = next(
+        out["evalue"]
+        for cell in stored["cells"]
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error" and out.get("evalue")
+    )
     page = tab.goto(f"{_lang_prefix(lang)}labs/{lab}/")
-    error = page.locator(".jupyter-wrapper").get_by_text("is not on the expected device").first
+    # the first error the lab stored (its trigger), as the page shows it
+    error = page.locator(".jupyter-wrapper").get_by_text(evalue.splitlines()[0][:60]).first
     error.wait_for(state="visible")
     colab = page.locator("a.lab-toolbar__colab")
     assert colab.is_visible()
-    name = f"{lab}{'' if lang == 'en' else '.' + lang}.ipynb"
     assert colab.get_attribute("href").startswith("https://colab.research.google.com/github/")
     assert colab.get_attribute("href").endswith(f"/labs/{name}")
     assert page.evaluate("document.querySelector('a.lab-toolbar__colab img').naturalWidth") > 0
@@ -399,7 +409,7 @@ def test_widget_explains_a_pasted_traceback(tab, lang):
     for label in (labels["what"], labels["fix"], labels["devices"]):
         assert label in text
     assert "'mat1'" in text  # the catalog's detail sentence, in this language
-    assert ("PyTorch 是在检查内核" in text) == (lang == "zh")
+    assert ("PyTorch 是在检查包装函数" in text) == (lang == "zh")
     _screenshot(page, f"explainer-{lang}.png", top="#explain")
     # the link leads to the family's section of this page
     title.click()

@@ -428,3 +428,37 @@ def test_resnet50_sized_model_is_checked_quickly():
         check_devices(model, torch.zeros(2, 3, 8, 8, device=META))
         best = min(best, time.perf_counter() - t0)
     assert best < 0.02  # benchmarks/bench_check.py measures ~0.6 ms; this only catches a gross regression
+
+
+def test_cpu_lengths_are_accepted_and_skip_keys_skips():
+    class Tagger(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.LSTM(2, 3, batch_first=True)
+
+        def forward(self, x, lengths):
+            return self.rnn(nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True))
+
+    model = Tagger().to("meta")
+    x = torch.randn(2, 4, 2, device="meta")
+    report = check_devices(model, x, torch.tensor([4, 2]))  # positional: bound to forward's `lengths`
+    assert report.n_inputs == 2
+    check_devices(model, {"x": x, "seq_lengths": torch.tensor([4, 2])})
+    check_devices(model, x, lengths=torch.tensor([4, 2]))
+    with pytest.raises(DeviceMismatchError, match=r"inputs\[0\]\['labels'\]"):  # labels are not lengths
+        check_devices(model, {"x": x, "labels": torch.tensor([1, 0])})
+    check_devices(model, {"x": x, "labels": torch.tensor([1, 0])}, skip_keys="labels")
+    with pytest.raises(DeviceMismatchError, match=r"inputs\[1\]"):  # a float "lengths" is no lengths
+        check_devices(model, x, torch.tensor([4.0, 2.0]))
+
+
+def test_bad_device_argument_is_an_unknown_device_error():
+    from devicekit import UnknownDeviceError
+
+    with pytest.raises(
+        UnknownDeviceError, match=r"check_devices\(device=\.\.\.\): 'gpu' is not a device name"
+    ):
+        check_devices(nn.Linear(2, 2), device="gpu")
+    if not torch.accelerator.is_available():
+        with pytest.raises(UnknownDeviceError, match="accelerator index 0"):
+            check_devices(nn.Linear(2, 2), device=0)

@@ -60,9 +60,12 @@ def test_bad_environment_variable_says_where_it_came_from(monkeypatch):
         ("", "is empty"),
         ("cuda:x", "not a device name PyTorch knows"),
         (f"cuda:{torch.cuda.device_count() + 6}", "not available on this machine"),
-        (3.5, "must be a string"),
-        (True, "must be a string"),
-        ([], "must be a string"),
+        (3.5, "of type float is not a device"),
+        (True, "True is not a device"),
+        ([], "of type list is not a device"),
+        (-1, "is not an accelerator index (0 to 127)"),
+        (2**63, "is not an accelerator index (0 to 127)"),
+        ("gpu", "not a device name PyTorch knows"),
     ],
 )
 def test_unknown_or_unavailable_devices_name_what_is_available(spec, reason):
@@ -137,3 +140,62 @@ def test_manager_methods_use_its_device():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # torch.amp, never the deprecated torch.cuda.amp
         assert not cpu.grad_scaler().is_enabled()  # bf16 needs no loss scaling
+
+
+# --- one reading of a device for every entry point (issue 9, items 6 and 7) -----------------------------
+
+
+def test_resolve_device_returns_what_tensors_report(monkeypatch):
+    from devicekit import device as device_mod
+
+    for spec in ("cpu", "meta"):
+        dev = devicekit.resolve_device(spec)
+        assert torch.ones(1, device=dev).device == dev
+    # An Apple GPU: tensors report mps:0, and torch.device("mps") != torch.device("mps:0").
+    assert torch.device("mps") != torch.device("mps", 0)
+    monkeypatch.setattr(device_mod, "_mps_available", lambda: True)
+    assert devicekit.resolve_device("mps") == torch.device("mps", 0)
+    assert devicekit.resolve_device(torch.device("mps")) == torch.device("mps", 0)
+    with pytest.raises(UnknownDeviceError, match="not available"):
+        devicekit.resolve_device("mps:1")
+
+
+def test_every_entry_point_reads_devices_the_same_way():
+    from devicekit import DeviceLoader, as_device, check_devices, prepare, to_device
+
+    model = torch.nn.Linear(2, 2)
+    calls = {
+        "as_device": lambda d: as_device(d),
+        "resolve_device": lambda d: devicekit.resolve_device(d),
+        "DeviceManager": lambda d: DeviceManager(d),
+        "to_device": lambda d: to_device(torch.ones(1), d),
+        "DeviceLoader": lambda d: DeviceLoader([], d),
+        "prepare": lambda d: prepare(model, d),
+        "check_devices": lambda d: check_devices(model, device=d),
+        "autocast": lambda d: devicekit.autocast(d),
+    }
+    for name, call in calls.items():
+        for bad in ("gpu", 2**63, -1, 1.5, True, "cuda:999"):
+            with pytest.raises(UnknownDeviceError, match="A device is") as info:
+                call(bad)
+            assert isinstance(info.value, ValueError), name
+    if not torch.accelerator.is_available():
+        for call in calls.values():
+            with pytest.raises(UnknownDeviceError, match="accelerator index 0, which is not available"):
+                call(0)
+
+
+def test_none_is_refused_where_a_device_is_required():
+    with pytest.raises(UnknownDeviceError, match="of type NoneType is not a device") as info:
+        devicekit.resolve_device(None)
+    assert isinstance(info.value, TypeError)
+    with pytest.raises(UnknownDeviceError, match="NoneType"):
+        devicekit.to_device(torch.ones(1), None)
+    assert DeviceManager(None).source == "automatic choice"  # for the manager None means "choose"
+
+
+def test_manager_device_equals_what_its_tensors_report():
+    """Issue 9, item 6: on every backend (cuda:0, mps:0, xpu:0, cpu) dm.device == tensor.device."""
+    for dm in (DeviceManager(), DeviceManager(devicekit.best_device().type), DeviceManager("cpu")):
+        assert torch.ones(1, device=dm.device).device == dm.device
+        assert dm.to(torch.ones(1)).device == dm.device

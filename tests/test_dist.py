@@ -1,26 +1,92 @@
-"""`make dist`: one reproducible zip per lab with the student notebooks only."""
+"""`make dist`: one reproducible zip per lab: the student notebooks, devicekit's wheel (the setup cell
+installs it offline), and bilingual instructions with the pinned version. The wheel really installs
+into a fresh environment without an index."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
 import zipfile
 
+import pytest
+
+import course
 import dist
-from _paths import LABS
+from _paths import LABS, ROOT
 
 
-def test_one_zip_per_lab_with_student_notebooks(tmp_path):
-    first = dist.build(tmp_path / "a")
-    again = dist.build(tmp_path / "b")
-    assert [p.name for p in first] == ["01-devices.zip"]
-    assert first[0].read_bytes() == again[0].read_bytes(), "zips must be reproducible"
-    with zipfile.ZipFile(first[0]) as zf:
-        names = zf.namelist()
-        assert names == [
-            "01-devices/README.txt",
-            "01-devices/01-devices.ipynb",
-            "01-devices/01-devices.zh.ipynb",
-        ]
-        assert zf.read("01-devices/01-devices.ipynb") == (LABS / "01-devices.ipynb").read_bytes()
-        assert b"BEGIN SOLUTION" not in zf.read("01-devices/01-devices.zh.ipynb")
-        readme = zf.read("01-devices/README.txt").decode()
-        assert "Lab 1" in readme and "实验 1" in readme
+@pytest.fixture(scope="module")
+def zips(tmp_path_factory):
+    if any(not (LABS / f"{lab.id}{sfx}.ipynb").exists() for lab in course.labs(ROOT) for sfx in ("", ".zh")):
+        pytest.skip("a lab is not generated yet: run `make labs`")
+    first = dist.build(tmp_path_factory.mktemp("a"))
+    again = dist.build(tmp_path_factory.mktemp("b"))
+    return first, again
+
+
+def test_one_reproducible_zip_per_lab(zips):
+    first, again = zips
+    assert [p.name for p in first] == [f"{lab.id}.zip" for lab in course.labs(ROOT)]
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again], "zips must be reproducible"
+
+
+def test_each_zip_holds_the_student_notebooks_the_wheel_and_instructions(zips):
+    version = dist.version()
+    for path in zips[0]:
+        lab = path.stem
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+            wheel = f"{lab}/devicekit-{version}-py3-none-any.whl"
+            assert names == [f"{lab}/README.txt", f"{lab}/{lab}.ipynb", f"{lab}/{lab}.zh.ipynb", wheel]
+            assert zf.read(f"{lab}/{lab}.ipynb") == (LABS / f"{lab}.ipynb").read_bytes()
+            assert b"BEGIN SOLUTION" not in zf.read(f"{lab}/{lab}.zh.ipynb")
+            readme = zf.read(f"{lab}/README.txt").decode()
+            for words in (
+                "Restart",
+                "重启内核并运行所有单元格",
+                f"{lab}-YOURNAME.ipynb",
+                f"devicekit {version}",
+            ):
+                assert words in readme
+
+
+def test_the_wheel_installs_offline_into_a_fresh_environment(zips, tmp_path):
+    path = zips[0][0]
+    with zipfile.ZipFile(path) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".whl"))
+        wheel = tmp_path / name.rsplit("/", 1)[1]
+        wheel.write_bytes(zf.read(name))
+    env_dir = tmp_path / "fresh"
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    if not python.exists():
+        pytest.skip("venv layout of this platform")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index", "--no-deps",
+         str(wheel)],
+        capture_output=True, text=True, env={**os.environ, "PIP_NO_INDEX": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    # torch from the course environment, appended after the fresh environment's own packages
+    fresh_site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    with open(os.path.join(fresh_site, "course_torch.pth"), "w") as handle:
+        handle.write(sysconfig.get_paths()["purelib"] + "\n")
+    code = (
+        "import devicekit; from devicekit.exercises import run; "
+        "print(devicekit.__version__, devicekit.__file__); "
+        "print(run('01-devices', 'predict-raises', {'a': False, 'b': True, 'c': False, 'd': True}).passed)"
+    )
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    version, location = done.stdout.split("\n")[0].split(" ", 1)
+    assert version == dist.version() and str(env_dir) in location, (
+        "installed from the wheel, not the checkout"
+    )
+    assert done.stdout.split("\n")[1] == "True"

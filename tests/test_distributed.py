@@ -223,6 +223,32 @@ def test_two_process_all_reduce_through_a_queue():
     assert all(r["expected"] == 3.0 and r["backend"] == "gloo" for r in results)
 
 
+def test_spawn_tries_another_port_when_its_port_was_taken(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    """Labs run side by side (CI, the GPU check): the port spawn() picked can be taken before rank 0 binds."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        real_free_port = distributed._free_port
+        monkeypatch.setattr(distributed, "_free_port", lambda: next(ports, None) or real_free_port())
+        spawn(dist_workers.all_reduce_demo, nprocs=2, args=(2, tmp_path))
+    assert [r["after"] for r in dist_workers.collect_results(tmp_path)] == [3.0, 3.0]
+
+
+def test_spawn_does_not_retry_a_port_the_caller_chose(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(torch.multiprocessing.ProcessRaisedException, match="EADDRINUSE"):
+            spawn(
+                dist_workers.all_reduce_demo, nprocs=2, args=(2, tmp_path), master_port=taken.getsockname()[1]
+            )
+
+
 def test_worker_called_directly_in_one_process():
     """The same worker runs without spawn as a one-process group (how a notebook can step through it)."""
     result = dist_workers.ddp_train_step(0, 1)

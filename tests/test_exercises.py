@@ -97,3 +97,88 @@ def test_unknown_lab_or_exercise_is_a_clear_error():
     with pytest.raises(KeyError, match="its exercises: move-batch, causal-mask, predict-raises"):
         run("01-devices", "nope", None)
     assert [e.number for e in exercises_for("01-devices")] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "01-devices.zh (1).ipynb",
+        "01-devices.zh-Copy1.ipynb",
+        "Copy of 01-devices.zh.ipynb",
+        "01-devices.ZH.ipynb",
+    ],
+)
+def test_renamed_chinese_copies_are_still_chinese(monkeypatch, name):
+    from devicekit.lang import current_language, language_of_path
+
+    monkeypatch.delenv("DEVICEKIT_LANG", raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", f"/nowhere/{name}")
+    assert language_of_path(name) == "zh"
+    assert current_language() == "zh"
+    assert language_of_path("01-devices-Copy1.ipynb") == "en"
+
+
+def test_notebook_metadata_beats_the_file_name(monkeypatch, tmp_path):
+    import json
+
+    from devicekit.lang import current_language
+
+    notebook = tmp_path / "Untitled.ipynb"  # a name that says English
+    notebook.write_text(
+        json.dumps({"metadata": {"devicekit": {"lang": "zh"}}, "cells": []}), encoding="utf-8"
+    )
+    monkeypatch.delenv("DEVICEKIT_LANG", raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(notebook))
+    assert current_language() == "zh"
+
+
+def test_set_language_covers_an_unknown_name_and_the_env_var_still_wins(monkeypatch):
+    from devicekit.lang import current_language, pick, set_language
+
+    monkeypatch.delenv("DEVICEKIT_LANG", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    try:
+        assert current_language() is None and pick("A", "甲") == "A\n甲"  # unknown: both
+        set_language("zh")  # what the lab's setup cell does (Colab, nbconvert: no file name)
+        assert current_language() == "zh" and pick("A", "甲") == "甲"
+        monkeypatch.setenv("DEVICEKIT_LANG", "en")
+        assert current_language() == "en"
+        with pytest.raises(ValueError, match="'en' or 'zh'"):
+            set_language("fr")
+    finally:
+        set_language(None)
+
+
+def test_describe_speaks_the_notebook_language(monkeypatch):
+    from devicekit import DeviceManager
+
+    monkeypatch.setenv("DEVICEKIT_LANG", "zh")
+    monkeypatch.delenv("DEVICEKIT_DEVICE", raising=False)
+    text = DeviceManager("cpu").describe()
+    assert "显式传入的参数" in text and "explicit" not in text
+    assert "explicit argument" in DeviceManager("cpu").describe("en")
+
+
+@pytest.mark.parametrize(
+    ("answer", "needle"),
+    [
+        ({"a": "works", "b": "raises", "c": "works", "d": "raises"}, "must be True or False"),
+        ({"a": 0, "b": 1, "c": 0, "d": 1}, "must be True or False"),
+        ({"a": False, "b": True}, "exactly the keys"),
+        (["a", "b"], "exactly the keys"),
+    ],
+)
+def test_exercise_3_rejects_malformed_answers_with_the_format(answer, needle):
+    from devicekit.exercises.lab01 import PREDICTIONS_FORMAT
+
+    result = run("01-devices", "predict-raises", answer)
+    assert not result.passed
+    assert needle in result.en and PREDICTIONS_FORMAT in result.en and PREDICTIONS_FORMAT in result.zh
+
+
+def test_a_stub_hint_reaches_the_check_line():
+    def stub():
+        raise NotImplementedError("Exercise 1: return x.to(device)")
+
+    result = run("01-devices", "move-batch", lambda x, device: stub())
+    assert not result.passed and "Exercise 1: return x.to(device)" in result.en

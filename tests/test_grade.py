@@ -1,401 +1,444 @@
-"""devicekit-grade: every kind of submission gets a row with the right status, score and feedback, the
-submissions are never modified, and the outputs are complete, atomic and safe to open.
+"""devicekit-grade end to end: one realistic class, graded in one run of the command (a subprocess, as an
+instructor runs it, two notebooks at a time), with every lab's correct and untouched submission and, for
+lab 1, each attack from issue 16 as a submission. Each attack gets the right grade and leaves the other
+rows, the submissions and the output folder untouched.
 
-The submissions are built here from labs/ and solutions/ (no fixture notebooks are committed), graded in
-one run of the command (in-process, two notebooks at a time) and checked row by row.
+The grades are the grader's own: its checks run in a process the notebooks never ran in. Limits are
+generous (a busy 2-core machine); nothing here looks at a process or file it did not create.
 """
 
 from __future__ import annotations
 
-import copy
 import csv
 import hashlib
 import json
-import re
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from _paths import LABS, SOLUTIONS
-from devicekit.grade import cli, run
-from devicekit.grade.cli import main
-from devicekit.grade.report import atomic_write
+from _paths import ROOT, SOLUTIONS
+from devicekit_grade import sandbox
+from grade_helpers import as_student_work, graded_labs, lab_notebook, solution_notebook, solved_lab, write
 
 LAB = "01-devices"
-CELL_TIMEOUT = 5
-TARGETS = {"move-batch": "move_batch", "causal-mask": "causal_mask", "predict-raises": "my_predictions"}
-
-
-# --- building submissions --------------------------------------------------------------------------------
-
-
-def lab_notebook(lang: str = "en") -> nbformat.NotebookNode:
-    return nbformat.read(LABS / f"{LAB}{'.zh' if lang == 'zh' else ''}.ipynb", as_version=4)
-
-
-def solution_notebook(lang: str = "en") -> nbformat.NotebookNode:
-    return nbformat.read(SOLUTIONS / f"{LAB}{'.zh' if lang == 'zh' else ''}.ipynb", as_version=4)
+LABS = graded_labs()
 
 
 def _index(nb: nbformat.NotebookNode, text: str) -> int:
     found = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and text in c.source]
-    assert len(found) == 1, f"{text!r} is in {len(found)} code cells"
+    assert found, f"no code cell contains {text!r}"
     return found[0]
 
 
-def solve(nb: nbformat.NotebookNode, function: str) -> nbformat.NotebookNode:
-    """Fill in one stub the way a learner does: replace the cell's source by the solution's code."""
-    answer = solution_notebook().cells[_index(solution_notebook(), f"def {function}(")].source
-    answer = "\n".join(line for line in answer.splitlines() if "### " not in line)
-    nb.cells[_index(nb, f"def {function}(")].source = answer
+def _insert(nb: nbformat.NotebookNode, after: str, source: str) -> nbformat.NotebookNode:
+    nb.cells.insert(_index(nb, after) + 1, nbformat.v4.new_code_cell(source))
     return nb
 
 
-def insert(
-    nb: nbformat.NotebookNode, after: str, source: str, cell_type: str = "code"
-) -> nbformat.NotebookNode:
-    """Add a cell after the code cell containing ``after``."""
-    new = nbformat.v4.new_code_cell(source) if cell_type == "code" else nbformat.v4.new_markdown_cell(source)
-    nb.cells.insert(_index(nb, after) + 1, new)
+def _replace_function(nb: nbformat.NotebookNode, name: str, body: str) -> nbformat.NotebookNode:
+    nb.cells[_index(nb, f"def {name}(")].source = body
     return nb
 
 
-def drop(nb: nbformat.NotebookNode, text: str) -> nbformat.NotebookNode:
-    """Delete the code cell containing ``text`` (a learner who deleted a check cell)."""
-    del nb.cells[_index(nb, text)]
+# --- the attacks (issue 16), each a submission --------------------------------------------------------------
+
+PATCH_CHECKS = """import devicekit.exercises as _E
+_E._outcome = lambda ex, args, kwargs: (True, "passed.", "通过。")
+for _ex in list(_E._REGISTRY.values()):
+    object.__setattr__(_ex, "run", lambda *a, **k: None)"""
+
+FAKE_RESULTS = """from devicekit.exercises import CheckResult, results
+for _n, _k in enumerate(["move-batch", "causal-mask", "predict-raises"], 1):
+    results.append(CheckResult("01-devices", _k, _n, True, "✓ passed.", "✓ 通过。"))"""
+
+# Looks for the submissions through the command lines, working directories and environments of its
+# ancestors; steals the answers of any solved notebook it finds and damages that file.
+SNOOP = """import glob, os, re
+_found = []
+_pid = os.getpid()
+for _ in range(6):
+    try:
+        _pid = int(re.search(r"PPid:\\s+(\\d+)", open(f"/proc/{_pid}/status").read()).group(1))
+    except Exception:
+        break
+    if _pid <= 1:
+        break
+    _places = []
+    for _what in ("cwd",):
+        try:
+            _places.append(os.readlink(f"/proc/{_pid}/{_what}"))
+        except OSError:
+            pass
+    for _what in ("cmdline", "environ"):
+        try:
+            _raw = open(f"/proc/{_pid}/{_what}", "rb").read().decode()
+            _places += [p.split("=", 1)[-1] for p in _raw.split("\\0")]
+        except OSError:
+            pass
+    for _place in _places:
+        if os.path.isdir(_place):
+            _found += glob.glob(os.path.join(_place, "*.ipynb"))
+            _found += glob.glob(os.path.join(_place, "*", "*.ipynb"))
+for _path in _found:
+    try:
+        _text = open(_path).read()
+        if "def move_batch" in _text and "NotImplementedError" not in _text.split("def move_batch")[1][:300]:
+            import json as _json
+            for _cell in _json.loads(_text)["cells"]:
+                _src = "".join(_cell["source"])
+                if _cell["cell_type"] == "code" and _src.lstrip().startswith("def "):
+                    exec(_src, globals())
+        open(_path, "w").write("overwritten by snoop")
+    except Exception:
+        pass
+print("snoop found", len(_found))"""
+
+# A detached process that keeps touching a file: after the run the file must stop changing.
+DETACH = """import subprocess, sys
+_beat = "import sys, time\\nwhile True:\\n    open(sys.argv[1], 'w').write(str(time.time()))\\n"
+_beat += "    time.sleep(0.5)"
+subprocess.Popen(["setsid", sys.executable, "-c", _beat, {victim!r}],
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"""
+
+STARTUP = """import os, pathlib
+_ipython = pathlib.Path(os.environ.get("IPYTHONDIR", "~/.ipython")).expanduser()
+_startup = _ipython / "profile_default" / "startup"
+_startup.mkdir(parents=True, exist_ok=True)
+(_startup / "00-devicekit-grade-test.py").write_text("open({victim!r}, 'w').write('startup ran')")"""
+
+# Signals its parent and grandparent (the worker and the grader, when they are visible), never anything else.
+KILL_PARENTS = """import os, re, signal
+_targets, _pid = [], os.getpid()
+for _ in range(2):
+    try:
+        _pid = int(re.search(r"PPid:\\s+(\\d+)", open(f"/proc/{_pid}/status").read()).group(1))
+    except Exception:
+        break
+    if _pid <= 1:
+        break
+    _targets.append(_pid)
+for _sig in (signal.SIGTERM, signal.SIGKILL):
+    for _target in _targets:
+        try:
+            os.kill(_target, _sig)
+        except OSError:
+            pass"""
+
+OVERWRITE = "open({path!r}, 'w').write('not a notebook any more')"
+
+
+def _colab_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    for cell in nb.cells:
+        cell.metadata.pop("tags", None)
     return nb
 
 
-def without_metadata(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    nb.metadata.pop("devicekit", None)
-    return nb
-
-
-def check_cell(key: str) -> str:
-    return f'check("{LAB}", "{key}"'
-
-
-XSS = "<script>alert(1)</script>"
-# A cell that leaves a process behind, then kills the kernel.
-DEATH = """import os, subprocess, sys
-subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-os._exit(1)"""
-
-
-def build_submissions(folder: Path) -> dict[str, str]:
-    """Write one submission of each kind into ``folder``. Returns {file name: what it is}."""
-    folder.mkdir(parents=True, exist_ok=True)
-    no_checks = without_metadata(solution_notebook())
-    no_checks.cells = [c for c in no_checks.cells if not (c.cell_type == "code" and "check(" in c.source)]
-    del no_checks.cells[_index(no_checks, "def my_predictions(")]
-    notebooks = {
-        "complete.ipynb": solution_notebook(),
-        "untouched.ipynb": lab_notebook(),
-        # no metadata: identified by its check calls
-        "partial.ipynb": without_metadata(solve(lab_notebook(), "move_batch")),
-        "partial.zh.ipynb": solve(lab_notebook("zh"), "causal_mask"),
-        "kernel-death.ipynb": insert(solution_notebook(), check_cell("move-batch"), DEATH),
-        "endless-loop.ipynb": insert(solution_notebook(), check_cell("move-batch"), "while True:\n    pass"),
-        "exception.ipynb": insert(
-            insert(
-                insert(lab_notebook(), "def causal_mask(", f"# {XSS}", cell_type="markdown"),
-                "def my_predictions(",
-                "print('x' * 50_000_000)",
-            ),
-            check_cell("move-batch"),
-            f"raise ValueError({XSS!r})",
-        ),
-        # no metadata and no check cell left: identified by its file name; the grader runs the checks on
-        # the lab's targets (move_batch, causal_mask), one of which (my_predictions) is gone
-        "01-devices-bob.ipynb": no_checks,
-        "other-lab.ipynb": solution_notebook(),
-        "notes.ipynb": without_metadata(lab_notebook()),
-    }
-    notebooks["other-lab.ipynb"].metadata["devicekit"]["lab"] = "99-quantum"
-    notes = notebooks["notes.ipynb"]
-    notes.cells = [c for c in notes.cells if not (c.cell_type == "code" and "check(" in c.source)]
+def build_class(root: Path) -> dict[str, str]:
+    """Write the class into ``root/subs``; returns {file name: expectation key}."""
+    subs = root / "subs"
+    subs.mkdir(parents=True)
+    victims = root / "victims"
+    victims.mkdir()
+    notebooks: dict[str, nbformat.NotebookNode] = {}
+    for lab in LABS:
+        notebooks[f"{lab}-correct.ipynb"] = solved_lab(lab)
+        notebooks[f"{lab}-untouched.zh.ipynb"] = lab_notebook(lab, "zh")
+    edited = lab_notebook(LAB)
+    for key, fn in (
+        ("move-batch", "lambda x, d: x.to(d)"),
+        ("causal-mask", "lambda x: x"),
+        ("predict-raises", "{}"),
+    ):
+        edited.cells[_index(edited, f'"{key}"')].source = f'check("{LAB}", "{key}", {fn})'
+    notebooks["edited-checks.ipynb"] = edited
+    notebooks["patched-checks.ipynb"] = _insert(
+        lab_notebook(LAB), "from devicekit.exercises import check", PATCH_CHECKS
+    )
+    notebooks["fake-results.ipynb"] = _insert(lab_notebook(LAB), '"predict-raises"', FAKE_RESULTS)
+    notebooks["published-solution.ipynb"] = solution_notebook(LAB)
+    notebooks["ignores-device.ipynb"] = _replace_function(
+        solved_lab(LAB), "move_batch", "def move_batch(x, device):\n    return x.to(other)"
+    )
+    notebooks["empty-tensor.ipynb"] = _replace_function(
+        solved_lab(LAB),
+        "move_batch",
+        "def move_batch(x, device):\n    return torch.empty(x.shape, device=device)",
+    )
+    notebooks["snoop.ipynb"] = _insert(lab_notebook(LAB), '"predict-raises"', SNOOP)
+    notebooks["detached.ipynb"] = _insert(
+        solved_lab(LAB), '"move-batch"', DETACH.format(victim=str(victims / "detached"))
+    )
+    notebooks["startup-file.ipynb"] = _insert(
+        solved_lab(LAB), '"move-batch"', STARTUP.format(victim=str(victims / "startup"))
+    )
+    if sandbox.namespaces_work():  # without them, a notebook running as the grader's user can signal it
+        notebooks["kills-parents.ipynb"] = _insert(solved_lab(LAB), '"move-batch"', KILL_PARENTS)
+    notebooks["overwriter.ipynb"] = _insert(
+        lab_notebook(LAB), '"move-batch"', OVERWRITE.format(path=str(subs / "zz-classmate.ipynb"))
+    )
+    notebooks["zz-classmate.ipynb"] = solved_lab(LAB)
+    notebooks["colab-no-tags.ipynb"] = _colab_copy(solved_lab(LAB))
     for name, nb in notebooks.items():
-        nbformat.write(nb, folder / name)
-    (folder / "truncated-upload.ipynb").write_text(nbformat.writes(lab_notebook())[:5000], encoding="utf-8")
-    (folder / "not-a-notebook.ipynb").write_text(json.dumps({"cells": "no", "answer": 42}), encoding="utf-8")
-    (folder / "binary.ipynb").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
-    return {name: name for name in sorted(p.name for p in folder.iterdir())}
+        write(nb, subs / name)
+    (subs / "aaa.ipynb").symlink_to("zz-classmate.ipynb")
+    (subs / "instructor.ipynb").symlink_to(SOLUTIONS / f"{LAB}.ipynb")
+    write(solved_lab(LAB), subs / ".hidden.ipynb")
+    (subs / "dave.ipynb.txt").write_text(nbformat.writes(solved_lab(LAB)), encoding="utf-8")
+    carol = subs / "carol"
+    write(solved_lab(LAB), carol / f"{LAB}.ipynb")
+    (carol / "data.csv").write_text("1,2\n", encoding="utf-8")
+    (carol / "everything").symlink_to("/")
+    return {name: name for name in notebooks}
 
 
 def sha256(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
-# --- one grading run, shared by the tests below -------------------------------------------------------
+def run_grader(cwd: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+    """``devicekit-grade`` as an instructor runs it: from a shell whose working directory holds the class."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    script = '"$0" -m devicekit_grade "$@"; status=$?; exit $status'
+    return subprocess.run(
+        ["sh", "-c", script, sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("grade")
-    subs, out = root / "submissions", root / "grades"
-    build_submissions(subs)
-    (subs / "data.txt").write_text("a data file next to the notebooks\n", encoding="utf-8")
-    before = sha256(subs)
-    code = main(["--out", str(out), "--timeout", str(CELL_TIMEOUT), "--jobs", "2", "--quiet", str(subs)])
-    rows = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    root = tmp_path_factory.mktemp("class")
+    names = build_class(root)
+    protected = {k: v for k, v in sha256(root / "subs").items() if not k.startswith(("overwriter", "zz-"))}
+    started = time.monotonic()
+    done = run_grader(root, "--out", "grades", "--jobs", "2", "subs")
+    took = time.monotonic() - started
+    rows = (
+        json.loads((root / "grades" / "grades.json").read_text(encoding="utf-8"))
+        if done.returncode == 0
+        else []
+    )
+    time.sleep(6)  # a surviving detached process would have touched its file meanwhile
     return {
-        "code": code,
-        "subs": subs,
-        "out": out,
-        "before": before,
-        "after": sha256(subs),
-        "rows": {Path(r["file"]).name: r for r in rows},
+        "root": root,
+        "names": names,
+        "done": done,
+        "took": took,
+        "protected_before": protected,
+        "rows": {r["file"].removeprefix("subs/"): r for r in rows},
     }
 
 
-def test_exit_code_is_zero_although_some_submissions_are_bad(graded):
-    assert graded["code"] == 0
-    assert {r["status"] for r in graded["rows"].values()} >= {"graded", "invalid-json", "unknown-lab"}
+def row(graded, name: str) -> dict:
+    assert graded["done"].returncode == 0, graded["done"].stderr[-3000:]
+    return graded["rows"][name]
 
 
-def test_submissions_are_never_modified(graded):
-    assert graded["after"] == graded["before"]
+def passed(r: dict) -> list[bool]:
+    return [e["passed"] for e in r["exercises"]]
 
 
-def test_every_submission_has_a_row(graded):
-    names = {p.name for p in graded["subs"].glob("*.ipynb")}
-    assert set(graded["rows"]) == names
+# --- every lab: a correct submission gets full marks, an untouched one zero ---------------------------------
 
 
-def test_the_solution_scores_full_marks(graded):
-    row = graded["rows"]["complete.ipynb"]
-    assert (row["status"], row["score"], row["max"], row["identified_by"]) == ("graded", 3, 3, "metadata")
-    assert all(line.startswith("✓") for line in row["feedback"])
-    assert row["reason"] == "" and row["flags"] == []
+@pytest.mark.parametrize("lab", LABS)
+def test_a_correct_submission_gets_full_marks(graded, lab):
+    r = row(graded, f"{lab}-correct.ipynb")
+    assert (r["status"], r["lab"]) == ("graded", lab), r["reason"]
+    assert r["score"] == r["max"] > 0, r["feedback"]
+    assert r["percent"] == 100.0
+    assert "published-solution" not in r["flags"]
 
 
-def test_the_untouched_lab_scores_zero_with_not_done_yet(graded):
-    row = graded["rows"]["untouched.ipynb"]
-    assert (row["status"], row["score"], row["max"]) == ("graded", 0, 3)
-    assert all("not done yet" in line for line in row["feedback"])
+@pytest.mark.parametrize("lab", LABS)
+def test_an_untouched_lab_gets_zero_with_chinese_feedback(graded, lab):
+    r = row(graded, f"{lab}-untouched.zh.ipynb")
+    assert (r["status"], r["score"], r["lang"]) == ("graded", 0, "zh"), r["reason"]
+    assert all(line.startswith("✗ 练习") for line in r["feedback"][: r["max"]])
 
 
-def test_a_partial_submission_scores_one(graded):
-    row = graded["rows"]["partial.ipynb"]
-    assert (row["status"], row["score"]) == ("graded", 1)
-    assert [e["passed"] for e in row["exercises"]] == [True, False, False]
-
-
-def test_a_chinese_submission_gets_chinese_feedback(graded):
-    row = graded["rows"]["partial.zh.ipynb"]
-    assert (row["lang"], row["score"]) == ("zh", 1)
-    assert [e["passed"] for e in row["exercises"]] == [False, True, False]
-    assert row["feedback"][1].startswith("✓ 练习 2")
-    assert "还没有完成" in row["feedback"][0]
-
-
-def test_kernel_death_keeps_the_checks_that_ran(graded):
-    row = graded["rows"]["kernel-death.ipynb"]
-    assert row["status"] == "kernel-died"
-    assert "kernel died in cell 18" in row["reason"]
-    assert [e["passed"] for e in row["exercises"]] == [True, False, False]
-    assert "not reached" in row["exercises"][1]["en"] and row["exercises"][1]["how"] == "not-reached"
-    assert "check-not-run" not in row["flags"]
-
-
-def test_an_endless_loop_is_interrupted_and_the_rest_still_runs(graded):
-    row = graded["rows"]["endless-loop.ipynb"]
-    assert row["status"] == "timeout"
-    assert f"ran longer than {CELL_TIMEOUT} s" in row["reason"]
-    assert row["score"] == 3, "cells after the interrupted one still ran"
-    assert row["duration_s"] < 10 * CELL_TIMEOUT
-
-
-def test_a_notebook_that_runs_too_long_in_total_is_stopped(tmp_path):
-    # Each cell stays under the per-cell limit; together they pass the notebook limit.
-    nb = solution_notebook()
-    for _ in range(12):
-        insert(nb, check_cell("move-batch"), "import time\ntime.sleep(2)")
-    nbformat.write(nb, tmp_path / "slow.ipynb")
-    options = run.Options(cell_timeout=60, notebook_timeout=15)
-    grade = run.grade_file(tmp_path / "slow.ipynb", "slow.ipynb", options)
-    assert grade.status == "timeout", grade.reason
-    assert "notebook ran longer than 15 s, stopped in" in grade.reason
-    assert not grade.exercises[2].passed and "not reached" in grade.exercises[2].en
-    assert grade.duration_s < 30
-
-
-def test_an_exception_is_reported_and_scoring_goes_on(graded):
-    row = graded["rows"]["exception.ipynb"]
-    assert (row["status"], row["score"]) == ("graded", 0)
-    assert "cell-errors" in row["flags"]
-    assert "error in cell 18" in row["reason"] and "ValueError" in row["reason"]
-    assert any(line.startswith("error in cell 18") for line in row["feedback"])
-
-
-def test_enormous_output_is_truncated_and_still_graded(graded):
-    row = graded["rows"]["exception.ipynb"]
-    assert "output-truncated" in row["flags"]
-    assert "output of cell 25 (print('x' * 50_000_000)) truncated" in row["reason"]
-    assert all("not done yet" in e["en"] for e in row["exercises"]), "the checks after it still ran"
-
-
-def test_a_deleted_check_is_run_by_the_grader_on_the_labs_target(graded):
-    row = graded["rows"]["01-devices-bob.ipynb"]
-    assert (row["status"], row["score"], row["identified_by"]) == ("graded", 2, "file name")
-    assert [e["how"] for e in row["exercises"]] == ["grader-rerun", "grader-rerun", "not-run"]
-    assert "check cell not run: the grader ran this check on `move_batch`" in row["feedback"][0]
-    assert "`my_predictions` is not defined" in row["feedback"][2]
-    assert {"check-rerun", "check-not-run"} <= set(row["flags"])
-
-
-def test_identification_falls_back_to_check_calls(graded):
-    assert graded["rows"]["partial.ipynb"]["identified_by"] == "check calls"
+# --- the attacks --------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("name", "status", "words"),
+    ("name", "flag"),
     [
-        ("truncated-upload.ipynb", "invalid-json", "not valid JSON"),
-        ("binary.ipynb", "invalid-json", "not text"),
-        ("not-a-notebook.ipynb", "not-a-notebook", "not a notebook"),
-        ("other-lab.ipynb", "unknown-lab", "99-quantum"),
-        ("notes.ipynb", "unknown-lab", "cannot tell which lab"),
+        ("edited-checks.ipynb", "check-cell-edited"),
+        ("patched-checks.ipynb", "touches-checks"),
+        ("fake-results.ipynb", "touches-checks"),
     ],
 )
-def test_bad_submissions_get_a_status_and_a_reason(graded, name, status, words):
-    row = graded["rows"][name]
-    assert row["status"] == status
-    assert words in row["reason"]
-    assert row["score"] is None
+def test_faked_checks_score_nothing_and_are_flagged(graded, name, flag):
+    r = row(graded, name)
+    assert (r["status"], r["score"]) == ("graded", 0), r["reason"]
+    assert flag in r["flags"]
 
 
-def test_csv_has_one_row_per_submission_with_the_documented_columns(graded):
-    text = (graded["out"] / "grades.csv").read_text(encoding="utf-8-sig")
-    rows = list(csv.DictReader(text.splitlines()))
-    fixed = ["file", "lab", "lang", "identified_by", "status", "flags", "score", "max"]
-    assert list(rows[0]) == [*fixed, "ex1", "ex2", "ex3", "reason"]
-    by_name = {Path(r["file"]).name: r for r in rows}
-    assert set(by_name) == set(graded["rows"])
-    partial = [by_name["partial.ipynb"][k] for k in ("score", "max", "ex1", "ex2", "ex3")]
-    assert partial == ["1", "3", "pass", "fail", "fail"]
+def test_the_published_solution_scores_zero_and_is_named(graded):
+    r = row(graded, "published-solution.ipynb")
+    assert r["score"] == 0 and "published-solution" in r["flags"]
+    assert "published solution" in r["reason"]
 
 
-def test_outputs_leave_no_temporary_files(graded):
-    assert sorted(p.name for p in graded["out"].iterdir()) == ["grades.csv", "grades.json", "report.html"]
+@pytest.mark.parametrize("name", ["ignores-device.ipynb", "empty-tensor.ipynb"])
+def test_exercise_one_checks_values_and_two_devices(graded, name):
+    r = row(graded, name)
+    assert passed(r) == [False, True, True], r["feedback"]
 
 
-def test_the_report_escapes_everything_from_submissions(graded):
-    page = (graded["out"] / "report.html").read_text(encoding="utf-8")
-    assert "<script" not in page.lower()
-    assert html_escaped(XSS) in page, "the exception text is shown, escaped"
-    assert "Content-Security-Policy" in page
-    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "no external assets"
-    assert "no hidden tests" in page
+def test_a_snooping_submission_finds_nothing_and_changes_nothing(graded):
+    if not sandbox.namespaces_work():
+        pytest.skip("no PID namespaces here: the guide documents what a notebook can then see")
+    assert row(graded, "snoop.ipynb")["score"] == 0
+    for name, digest in graded["protected_before"].items():
+        assert sha256(graded["root"] / "subs")[name] == digest, f"{name} was changed"
 
 
-def html_escaped(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def test_a_detached_process_does_not_outlive_its_submission(graded):
+    assert row(graded, "detached.ipynb")["score"] == 3
+    beat = graded["root"] / "victims" / "detached"
+    assert beat.exists(), "the detached process ran during its submission"
+    assert time.time() - beat.stat().st_mtime > 5, "the setsid process survived its submission"
 
 
-# --- the re-run of a deleted check, and what the command does without submissions ------------------------
+def test_an_ipython_startup_file_dies_with_its_submission(graded):
+    assert row(graded, "startup-file.ipynb")["score"] == 3
+    assert not (graded["root"] / "victims" / "startup").exists(), "a later kernel ran the startup file"
+    assert not Path("~/.ipython/profile_default/startup/00-devicekit-grade-test.py").expanduser().exists()
+
+
+def test_a_submission_that_kills_its_parents_only_ends_itself(graded):
+    if not sandbox.namespaces_work():
+        pytest.skip(
+            "no PID namespaces here: a notebook running as the grader's user can signal it (see the guide)"
+        )
+    r = row(graded, "kills-parents.ipynb")
+    assert r["status"] in ("graded", "kernel-died"), r["reason"]
+    assert len(graded["rows"]) >= len(graded["names"]), "the run went on"
+
+
+def test_overwriting_a_classmates_file_changes_not_their_grade(graded):
+    assert row(graded, "zz-classmate.ipynb")["score"] == 3
+    assert row(graded, "zz-classmate.ipynb")["status"] == "graded"
+
+
+def test_a_colab_copy_without_tags_is_not_blamed_for_the_deliberate_error(graded):
+    r = row(graded, "colab-no-tags.ipynb")
+    assert (r["score"], r["flags"]) == (3, []), r["reason"]
+
+
+def test_symlinks_are_refused_with_a_reason_and_take_no_ones_place(graded):
+    for name in ("aaa.ipynb", "instructor.ipynb", "carol/everything"):
+        r = row(graded, name)
+        assert (r["status"], r["score"]) == ("refused", None)
+        assert "symbolic link" in r["reason"]
+    assert row(graded, "zz-classmate.ipynb")["score"] == 3
+
+
+def test_a_student_folder_is_graded_with_its_data_and_without_its_links(graded):
+    r = row(graded, "carol/01-devices.ipynb")
+    assert (r["score"], r["student"]) == (3, "carol")
 
 
 @pytest.mark.parametrize(
-    ("recorded", "words"),
+    ("name", "words"), [(".hidden.ipynb", "hidden"), ("dave.ipynb.txt", "not an .ipynb")]
+)
+def test_every_file_has_a_row_with_a_reason(graded, name, words):
+    r = row(graded, name)
+    assert r["status"] == "ignored" and words in r["reason"]
+
+
+def test_every_input_file_is_in_the_report(graded):
+    subs = graded["root"] / "subs"
+    files = {str(p.relative_to(subs)) for p in subs.rglob("*") if p.is_file() or p.is_symlink()}
+    files -= {"carol/data.csv"}  # a data file inside a student's folder: copied, not a row
+    assert files <= set(graded["rows"]) | {"carol/data.csv"}
+
+
+def test_the_output_folder_holds_only_the_grader_files(graded):
+    out = graded["root"] / "grades"
+    names = {p.name for p in out.iterdir()}
+    assert names == {"grades.csv", "grades.json", "report.html", "canvas.csv", "moodle.csv", "feedback"}
+    assert all(p.suffix == ".txt" for p in (out / "feedback").iterdir())
+
+
+def test_lms_files_and_bilingual_report(graded):
+    out = graded["root"] / "grades"
+    canvas = list(csv.reader((out / "canvas.csv").read_text(encoding="utf-8-sig").splitlines()))
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert canvas[1][0] == "Points Possible"
+    moodle = list(csv.DictReader((out / "moodle.csv").read_text(encoding="utf-8-sig").splitlines()))
+    assert set(moodle[0]) == {"ID number", "Full name", "Grade", "Feedback"}
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "Pass rate per exercise · 各练习通过率" in page and "<script" not in page.lower()
+    feedback = (out / "feedback" / "carol-01-devices.txt").read_text(encoding="utf-8")
+    assert "Score: 3.0/3.0" in feedback
+    zh = next((out / "feedback").glob(f"untouched*{LAB}*.txt"), None) or next(
+        p for p in (out / "feedback").iterdir() if "untouched" in p.name
+    )
+    assert "得分" in zh.read_text(encoding="utf-8")
+
+
+def test_grading_again_merges_into_the_same_folder(graded, tmp_path):
+    root = graded["root"]
+    before = json.loads((root / "grades" / "grades.json").read_text(encoding="utf-8"))
+    done = run_grader(root, "--out", "grades", "--jobs", "1", "subs/zz-classmate.ipynb")
+    assert done.returncode == 0, done.stderr[-2000:]
+    after = json.loads((root / "grades" / "grades.json").read_text(encoding="utf-8"))
+    assert len(after) == len(before), "re-grading one file keeps the class"
+    assert "merged with" in done.stdout
+
+
+def test_a_class_of_submissions_takes_reasonable_time(graded):
+    per = graded["took"] / max(1, len(graded["rows"]))
+    print(f"\n{len(graded['rows'])} rows in {graded['took']:.0f} s ({per:.1f} s per row, -j 2)")
+    assert graded["done"].returncode == 0
+
+
+# --- a kernel that dies or hangs: the exercises before count, the rest are "not reached" --------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "cell", "status"),
     [
-        ({"rerun": {"causal-mask": "no-target"}}, "the notebook has no cell that runs this check"),
-        ({"rerun": {"causal-mask": "started"}}, "but it did not finish"),
-        ({"attempted": ["causal-mask"]}, "check cell not run to the end"),
+        ("dies.ipynb", "import os\nos._exit(1)", "kernel-died"),
+        (
+            "stuck.ipynb",
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+            "timeout",
+        ),
     ],
 )
-def test_checks_without_a_result_count_as_failed_with_a_reason(recorded, words, monkeypatch):
-    from devicekit.exercises import exercises_for
-
-    monkeypatch.setattr(run, "target_of", lambda ex: None)
-    grade = run.Grade(file="x.ipynb")
-    run._exercise_grades(grade, exercises_for(LAB), recorded, stopped_early=False)
-    assert [e.passed for e in grade.exercises] == [False, False, False]
-    assert words in grade.exercises[1].en
-    assert grade.exercises[1].zh.startswith("✗ 练习 2")
-
-
-def test_no_inputs_is_an_error_with_a_clear_message(tmp_path, capsys):
-    (tmp_path / "empty").mkdir()
-    assert main(["--out", str(tmp_path / "out"), str(tmp_path / "empty")]) == 2
-    assert "no submissions found" in capsys.readouterr().err
-    assert main(["--out", str(tmp_path / "out"), str(tmp_path / "missing")]) == 2
-    assert "no such file or folder" in capsys.readouterr().err
+def test_a_run_that_stops_keeps_the_exercises_before(tmp_path, name, cell, status):
+    write(_insert(solved_lab(LAB), '"move-batch"', cell), tmp_path / "subs" / name)
+    done = run_grader(tmp_path, "--out", "out", "--timeout", "20", "--notebook-timeout", "90", "subs")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (r,) = json.loads((tmp_path / "out" / "grades.json").read_text(encoding="utf-8"))
+    assert r["status"] == status, r["reason"]
+    assert passed(r) == [True, False, False]
+    assert [e["how"] for e in r["exercises"]] == ["checked", "not-reached", "not-reached"]
+    assert "not reached" in r["exercises"][1]["en"] and "no cell that runs" not in r["exercises"][1]["en"]
 
 
-def test_an_unwritable_out_is_an_error(tmp_path, capsys):
-    nbformat.write(lab_notebook(), tmp_path / "lab.ipynb")
-    (tmp_path / "a-file").write_text("x")
-    assert main(["--out", str(tmp_path / "a-file" / "grades"), str(tmp_path / "lab.ipynb")]) == 2
-    assert "cannot write there" in capsys.readouterr().err
+def test_a_corrupt_grades_file_is_refused_not_overwritten(tmp_path):
+    write(lab_notebook(LAB), tmp_path / "subs" / "a.ipynb")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "grades.json").write_text("not json", encoding="utf-8")
+    done = run_grader(tmp_path, "--out", "out", "subs", timeout=600)
+    assert done.returncode == 2 and "--replace" in done.stderr
+    assert (tmp_path / "out" / "grades.json").read_text(encoding="utf-8") == "not json"
 
 
-def test_the_out_folder_inside_the_submissions_is_not_graded(tmp_path):
-    nbformat.write(lab_notebook(), tmp_path / "lab.ipynb")
-    (tmp_path / "grades").mkdir()
-    nbformat.write(lab_notebook(), tmp_path / "grades" / "old.ipynb")
-    (tmp_path / ".ipynb_checkpoints").mkdir()
-    nbformat.write(lab_notebook(), tmp_path / ".ipynb_checkpoints" / "lab-checkpoint.ipynb")
-    (tmp_path / "alice.ipynb.txt").write_text("{}")
-    ignored: list[str] = []
-    found = cli.find_submissions([str(tmp_path)], exclude=[tmp_path / "grades"], ignored=ignored)
-    assert [p.name for p, _ in found] == ["lab.ipynb"]
-    assert ignored == [str(tmp_path / "alice.ipynb.txt")]
-    named = cli.find_submissions([str(tmp_path / "alice.ipynb.txt")])
-    assert [p.name for p, _ in named] == ["alice.ipynb.txt"], "a file named on the command line is graded"
-
-
-def test_atomic_write_replaces_whole_files(tmp_path):
-    target = tmp_path / "grades.csv"
-    atomic_write(target, b"old\n")
-    atomic_write(target, b"new\n")
-    assert target.read_bytes() == b"new\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["grades.csv"]
-
-
-def test_csv_cells_cannot_become_spreadsheet_formulas():
-    from devicekit.grade.report import to_csv
-
-    grade = run.Grade(file='=HYPERLINK("http://x")', status="invalid-json", reason="-1")
-    text = to_csv([grade]).decode("utf-8-sig")
-    assert "'=HYPERLINK" in text and ",'-1" in text
-
-
-def test_no_worker_or_kernel_is_left_running(graded):
-    # Killed on time-out and kernel death, shut down otherwise: no process still works in a grading copy.
-    proc = Path("/proc")
-    if not proc.is_dir():
-        pytest.skip("needs /proc")
-    assert not run._RUNNING
-    left = []
-    for entry in proc.iterdir():
-        try:
-            if entry.name.isdigit() and "devicekit-grade-" in str((entry / "cwd").readlink()):
-                left.append(entry.name)
-        except OSError:
-            continue
-    assert not left, f"processes still running in a grading copy: {left}"
-
-
-def test_submission_copy_leaves_out_other_notebooks(tmp_path):
-    src = tmp_path / "src"
-    (src / "data").mkdir(parents=True)
-    (src / "data" / "x.csv").write_text("1,2\n")
-    (src / "bob").mkdir()
-    nbformat.write(lab_notebook(), src / "bob" / "bob.ipynb")
-    nbformat.write(lab_notebook(), src / "alice.ipynb")
-    (src / "notes.txt").write_text("hi")
-    run.copy_folder(src, tmp_path / "dest")
-    copied = sorted(str(p.relative_to(tmp_path / "dest")) for p in (tmp_path / "dest").rglob("*"))
-    assert copied == ["data", "data/x.csv", "notes.txt"]
-
-
-def test_prepare_adds_cells_only_to_the_copy():
-    nb = lab_notebook()
-    original = copy.deepcopy(nb)
-    from devicekit.exercises import exercises_for
-
-    ready = run.prepare(nb, LAB, exercises_for(LAB), Path("/tmp/results.json"))
-    assert nb == original
-    assert len(ready.cells) == len(nb.cells) + 1 + len(exercises_for(LAB))
+def test_published_helpers_build_a_student_copy():
+    nb = as_student_work(solution_notebook(LAB))
+    assert nb.metadata["devicekit"]["role"] == "student"
+    assert not any("### BEGIN SOLUTION" in c.source for c in nb.cells)

@@ -208,3 +208,27 @@ def test_real_kernel_prints_under_the_error_output(lang):
 
     assert _kinds(other) == ["error"]  # not a device error: nothing added
     assert after.outputs[0].text == "still running\n"
+
+
+def test_the_setup_cells_language_wins_over_an_unknown_name(shell, capsys):
+    """Colab and nbconvert give the kernel no file name: the lab's setup cell says the language."""
+    from devicekit.lang import set_language
+
+    try:
+        shell.run_cell("from devicekit.lang import set_language; set_language('zh')", store_history=False)
+        capsys.readouterr()
+        shell.run_cell(DEVICE_ERROR, store_history=False)
+        out = capsys.readouterr().out
+        assert MARK in out and out.count(MARK) == 1, "one explanation, in one language"
+    finally:
+        set_language(None)
+
+
+def test_a_renamed_chinese_copy_still_gets_chinese(shell, capsys, monkeypatch):
+    from devicekit.explain import explain
+
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/learner/01-devices.zh (1).ipynb")
+    shell.run_cell(DEVICE_ERROR, store_history=False)
+    out = capsys.readouterr().out
+    expected = explain(_device_error())
+    assert expected.zh.splitlines()[0] in out and expected.en.splitlines()[0] not in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import nbformat
@@ -33,7 +34,8 @@ def test_stubs_replace_every_solution(lab):
     lang = labtool.language_of(lab)
     solution = nbformat.read(SOLUTIONS / lab.name, as_version=4)
     regions = sum(c.source.count(labtool.BEGIN) for c in solution.cells)
-    assert text.count(labtool.STUB[lang]) == regions
+    # each region becomes one stub: the general one, or the region's own ### HINT
+    assert len(re.findall(r"^\s*raise NotImplementedError\(", text, re.MULTILINE)) == regions
     assert nb.metadata["devicekit"]["role"] == "student"
     assert nb.metadata["devicekit"]["lang"] == lang
 
@@ -91,8 +93,153 @@ def test_quoted_cpu_runner_message_is_the_stored_error():
     for path in notebooks(SOLUTIONS):
         nb = nbformat.read(path, as_version=4)
         prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-        quoted = {" ".join(q.split()) for q in re.findall(r"`(Tensor on device [^`]+)`", prose)}
+        quoted = {
+            " ".join(q.split()) for q in re.findall(r"`((?:Tensor on device|strict_devices:) [^`]+)`", prose)
+        }
         outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-        errors = {o.evalue for o in outputs if o.output_type == "error"}
-        assert quoted, f"{path.name} quotes no CPU-runner message"
-        assert quoted <= errors, f"{path.name} quotes {quoted - errors}, stored errors are {errors}"
+        errors = {" ".join(o.evalue.split()) for o in outputs if o.output_type == "error"}
+        # A quote is needed where a trigger's message differs between the CPU runner and a GPU (its cell
+        # ignores its output); lab 8's DDP errors are PyTorch's own and read the same on both.
+        differs = any(
+            {"raises-exception", "nbval-ignore-output"} <= set(c.metadata.get("tags", []))
+            for c in nb.cells
+            if c.cell_type == "code"
+        )
+        assert quoted or not differs, f"{path.name} quotes no CPU-runner message"
+        unmatched = {q for q in quoted if not any(e.startswith(q) for e in errors)}
+        assert not unmatched, f"{path.name} quotes {unmatched}, stored errors are {errors}"
+
+
+def test_lab_1_stubs_carry_their_own_hints():
+    for name in ("01-devices.ipynb", "01-devices.zh.ipynb"):
+        nb = nbformat.read(LABS / name, as_version=4)
+        stubs = [
+            line.strip()
+            for cell in nb.cells
+            for line in cell.source.splitlines()
+            if line.strip().startswith("raise NotImplementedError(")
+        ]
+        assert len(stubs) == 3 and len(set(stubs)) == 3, f"{name}: one specific hint per exercise"
+        assert all(stub != labtool.STUB[labtool.language_of(LABS / name)] for stub in stubs)
+        assert "True or False" in stubs[2] or "True 或 False" in stubs[2], "exercise 3 states its format"
+
+
+def test_hint_line_becomes_the_stub_message():
+    source = "\n".join(
+        [
+            "def f():",
+            "    ### BEGIN SOLUTION",
+            '    ### HINT: return "x", quoted',
+            "    return 1",
+            "    ### END SOLUTION",
+        ]
+    )
+    out, _ = labtool.strip_solution(source, "en", "t")
+    assert out.splitlines()[-1] == '    raise NotImplementedError("return \\"x\\", quoted")'
+    with pytest.raises(NotImplementedError, match='return "x", quoted'):
+        namespace: dict = {}
+        exec(out, namespace)
+        namespace["f"]()
+
+
+def test_lab_1_setup_cell_declares_the_notebook_language():
+    for path in (SOLUTIONS / "01-devices.ipynb", SOLUTIONS / "01-devices.zh.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        lang = nb.metadata["devicekit"]["lang"]
+        assert f'set_language("{lang}")' in nb.cells[2].source, path.name
+        assert nb.metadata["devicekit"]["minutes"]["cpu"] >= 20, "a newcomer needs about 25 minutes"
+
+
+def _setup_install_function(path):
+    """The install part of lab 1's setup cell, run without its magics: returns its namespace."""
+    source = nbformat.read(path, as_version=4).cells[2].source
+    code = source.split('if importlib.util.find_spec("devicekit") is None:')[0]
+    code = "\n".join(line for line in code.splitlines() if not line.startswith("%"))
+    namespace: dict = {}
+    exec(code, namespace)
+    return namespace
+
+
+def test_setup_cell_tries_the_wheel_then_the_network_then_stops_clearly(tmp_path, monkeypatch):
+    import subprocess
+
+    calls = []
+
+    def failing_run(args, **kwargs):
+        calls.append(args[-1])
+        return subprocess.CompletedProcess(args, 1)
+
+    (tmp_path / "devicekit-0.1.0-py3-none-any.whl").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    namespace = _setup_install_function(SOLUTIONS / "01-devices.zh.ipynb")
+    monkeypatch.setattr(namespace["subprocess"], "run", failing_run)
+    with pytest.raises(RuntimeError) as info:
+        namespace["install_devicekit"]()
+    assert calls == ["devicekit-0.1.0-py3-none-any.whl", namespace["INSTALL_FROM"]]
+    message = str(info.value)
+    assert "devicekit-*.whl" in message and "安装失败" in message and "internet" in message
+
+
+def test_setup_cell_stops_at_the_first_install_that_works(tmp_path, monkeypatch):
+    import subprocess
+
+    calls = []
+
+    def working_run(args, **kwargs):
+        calls.append(args[-1])
+        return subprocess.CompletedProcess(args, 0)
+
+    monkeypatch.chdir(tmp_path)  # no wheel here: straight to the network install
+    namespace = _setup_install_function(SOLUTIONS / "01-devices.ipynb")
+    monkeypatch.setattr(namespace["subprocess"], "run", working_run)
+    namespace["install_devicekit"]()
+    assert calls == [namespace["INSTALL_FROM"]]
+
+
+def test_make_lab_passes_extra_arguments_to_jupyter():
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(
+        ["make", "-n", "-o", "setup", "-o", ".venv/.installed", "lab", "ARGS=--allow-root"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "jupyter lab labs/ --allow-root" in done.stdout
+
+
+def test_lab_1_read_first_links_work_outside_the_site():
+    """Inside Jupyter or Colab the site's relative link cannot resolve: the repository URL must be there."""
+    url = labtool.repo_url()
+    for name, page in (("01-devices.ipynb", "01-devices.md"), ("01-devices.zh.ipynb", "01-devices.zh.md")):
+        first = nbformat.read(SOLUTIONS / name, as_version=4).cells[0].source
+        assert f"{url}/blob/main/docs/lessons/{page}" in first, name
+        assert (ROOT / "docs" / "lessons" / page).exists()
+
+
+def _install_block(path) -> str:
+    """The part of a notebook's setup cell before ``import torch``: the install logic every lab shares."""
+    nb = nbformat.read(path, as_version=4)
+    setup = next(cell for cell in nb.cells if cell.cell_type == "code")
+    head, found, _ = setup.source.partition("\nimport torch")
+    assert found, f"{path.name}: the setup cell never imports torch"
+    return head
+
+
+def test_every_lab_installs_devicekit_the_way_lab_1_does():
+    """One install block, copied into every lab (a setup cell must work before devicekit exists): lab 1's
+    block in each language is the reference, and a lab that drifts from it fails here."""
+    reference = {
+        lang: _install_block(SOLUTIONS / f"01-devices{suffix}.ipynb")
+        for lang, suffix in (("en", ""), ("zh", ".zh"))
+    }
+    drifted = [
+        path.name
+        for path in sorted(SOLUTIONS.glob("*.ipynb"))
+        if _install_block(path) != reference["zh" if path.name.endswith(".zh.ipynb") else "en"]
+    ]
+    assert not drifted, f"setup cells that install devicekit differently from lab 1: {drifted}"

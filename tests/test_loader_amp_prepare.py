@@ -10,6 +10,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from devicekit import DeviceManager
 from devicekit import amp as amp_mod
 from devicekit.amp import autocast, autocast_dtype, grad_scaler
 from devicekit.loader import DeviceLoader
@@ -49,6 +50,24 @@ def test_loader_is_reiterable_and_delegates_attributes():
     assert "meta" in repr(loader)
 
 
+def test_loader_skip_keys_keep_lengths_on_cpu():
+    """``pack_padded_sequence`` needs its lengths on the CPU: the loader leaves skipped keys alone."""
+    batches = [{"x": torch.ones(2, 3), "lengths": torch.tensor([3, 2])}]
+    for loader in (
+        DeviceLoader(batches, "meta", skip_keys="lengths"),
+        DeviceManager("meta").loader(batches, skip_keys=["lengths"]),
+    ):
+        (batch,) = list(loader)
+        assert batch["x"].device.type == "meta"
+        assert batch["lengths"].device.type == "cpu"
+        assert batch["lengths"] is batches[0]["lengths"]
+
+
+def test_loader_rejects_bad_skip_keys_at_once():
+    with pytest.raises(TypeError, match="skip_keys"):
+        DeviceLoader([], "meta", skip_keys=[["not", "hashable"]])
+
+
 def test_loader_cpu_is_plain_and_keeps_tensors():
     batches = [{"x": torch.ones(2), "id": "a"}, {"x": torch.zeros(2), "id": "b"}]
     out = list(DeviceLoader(batches, "cpu"))
@@ -58,7 +77,7 @@ def test_loader_cpu_is_plain_and_keeps_tensors():
 
 
 def test_loader_bad_device():
-    with pytest.raises(ValueError, match="invalid device"):
+    with pytest.raises(ValueError, match="not a device name PyTorch knows"):
         DeviceLoader([], "gpu")
 
 
@@ -104,7 +123,7 @@ def test_cuda_prefetcher_stream_protocol_with_fakes(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Stream", FakeStream)
     monkeypatch.setattr(torch.cuda, "stream", fake_stream_ctx)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: current)
-    monkeypatch.setattr(loader_mod, "_iter_tensors", lambda batch: [FakeTensor()])
+    monkeypatch.setattr(loader_mod, "iter_tensors", lambda batch: [("batch", FakeTensor())])
     it = loader_mod._CudaPrefetcher(batches(), torch.device("meta", 0), None, pin=False)
     assert log == ["produce 0", "enter side", "exit side"]  # first batch is issued at iter()
     log.clear()
@@ -186,7 +205,7 @@ def test_autocast_dtype_choices(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     assert autocast_dtype("cuda") == torch.bfloat16
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
-    assert autocast_dtype(0) == torch.float16
+    assert autocast_dtype("cuda:0") == torch.float16
 
 
 def test_grad_scaler_enabled_only_for_fp16(monkeypatch):

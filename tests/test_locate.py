@@ -317,3 +317,74 @@ def test_shared_module_called_twice():
 def test_not_a_module_is_a_type_error():
     with pytest.raises(TypeError):
         locate_mismatch(lambda x: x, torch.randn(2))
+
+
+# -------------------------------------------------------------------------------- edges (issue 14)
+
+
+def test_bare_except_around_the_faulty_layer_still_reports():
+    class BareExcept(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = Attn()
+            self.other = nn.Linear(4, 4).to(META)
+
+        def forward(self, x):
+            try:
+                return self.inner(x)
+            except:  # noqa: E722  (the point of the test: even BaseException is swallowed)
+                return x
+
+    model = BareExcept()
+    report = locate_mismatch(model, x_meta())
+    assert report is not None and report.module == "inner"
+    assert_no_hooks(model)
+
+
+def test_nested_locate_mismatch_does_not_catch_the_outer_signal():
+    inner_results = []
+
+    class Probe(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attn = Attn()  # on the CPU
+            self.other = nn.Linear(4, 4).to(META)
+
+        def forward(self, x):
+            inner_results.append(locate_mismatch(nn.Identity(), x))  # a consistent inner call
+            return self.attn(x)
+
+    model = Probe()
+    report = locate_mismatch(model, x_meta())
+    assert inner_results == [None]
+    assert report is not None and report.module == "attn"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [KeyError("device"), ValueError("unknown device profile 'fast'"), RuntimeError("device busy, retry")],
+)
+def test_errors_that_only_mention_the_word_device_propagate(error):
+    class Raises(nn.Module):
+        def forward(self, x):
+            raise error
+
+    with pytest.raises(type(error)):
+        locate_mismatch(Raises(), torch.ones(1))
+    assert devicekit.explain(str(error)).family is None  # explain and locate agree: no family
+
+
+def test_cpu_lengths_for_pack_padded_sequence_are_not_blamed():
+    class Packer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.GRU(2, 3, batch_first=True)
+
+        def forward(self, x, lengths):
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+            return self.rnn(packed)
+
+    model = Packer().to(META)
+    assert locate_mismatch(model, x_meta(2, 4, 2), torch.tensor([4, 2])) is None
+    report = locate_mismatch(model.rnn, x_meta(2, 4, 2), torch.zeros(1, 2, 3))  # a CPU h0 is blamed
+    assert report is not None and "inputs[1]" in report.detail

@@ -49,3 +49,12 @@ def test_tagged_cell_raising_another_exception_type_fails(tmp_path):
     run = _run_nbval(tmp_path, cell, mode="--nbval")
     assert run.returncode == 1, run.stdout
     assert "raised ['ValueError'], the stored output shows ['RuntimeError']" in run.stdout
+
+
+def test_pytorchs_own_error_matches_the_stored_stand_in_error(tmp_path):
+    """Stored on the CPU runner from `strict_devices` (DeviceMismatchError); on a GPU PyTorch raises."""
+    cell = _cell(
+        "raise RuntimeError('on cuda')", ["raises-exception", "nbval-ignore-output"], "DeviceMismatchError"
+    )
+    run = _run_nbval(tmp_path, cell, mode="--nbval")
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -78,7 +78,8 @@ def test_lab_pages_show_error_and_buttons(built, url, lang):
     assert f'href="{colab}"' in page
     assert f'href="{name}" download' in page
     assert (site / ("" if lang == "en" else "zh") / url / name).exists(), "download target missing"
-    assert "assets/colab-badge.svg" in page
+    badge = "assets/colab-badge.svg" if lang == "en" else "assets/colab-badge-zh.svg"
+    assert badge in page and (site / badge).exists()
 
 
 def _all_pages(site: Path):
@@ -197,3 +198,175 @@ def test_students_only_build_has_no_solutions(tmp_path):
         assert "BEGIN SOLUTION" not in text
         for line in solution_lines:
             assert html.escape(line, quote=False) not in text and line not in text, f"{path}: {line}"
+
+
+# --- a lighter site ----------------------------------------------------------------------------------------
+
+#: The most a lab page's HTML may weigh (mkdocs-jupyter's inline CSS made it ~700 KB).
+MAX_LAB_PAGE_BYTES = 200_000
+
+
+@pytest.mark.parametrize("url", LAB_PAGES)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_lab_pages_share_one_cached_notebook_stylesheet(built, url, lang):
+    site, _, _ = built
+    page = _page(site, url, lang)
+    size = len(page.encode("utf-8"))
+    assert size <= MAX_LAB_PAGE_BYTES, f"{url} ({lang}): {size} bytes of HTML"
+    inline = sum(len(m) for m in re.findall(r"<style[^>]*>.*?</style>", page, re.DOTALL))
+    assert inline < 2_000, f"{url} ({lang}): {inline} bytes of inline CSS"
+    links = re.findall(r'<link rel="stylesheet" href="([^"]*assets/jupyter/notebook-[0-9a-f]+\.css)">', page)
+    assert len(links) == 1, "the notebook stylesheet is linked once"
+    target = (site / ("" if lang == "en" else "zh") / url / links[0]).resolve()
+    assert target.is_relative_to(site.resolve()) and target.stat().st_size > 100_000, target
+    assert list((site / "assets" / "jupyter").glob("*.css")) == [target], "one stylesheet for every lab page"
+    inline_js = [
+        len(body) for body in re.findall(r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", page, re.DOTALL)
+    ]
+    assert max(inline_js, default=0) < 2_000, f"{url} ({lang}): an inline script of {max(inline_js)} bytes"
+    for src in re.findall(r'<script[^>]*src="([^"]*assets/jupyter/[^"]+\.js)"', page):
+        assert (site / ("" if lang == "en" else "zh") / url / src).resolve().is_file(), src
+
+
+def test_notebook_css_split_keeps_every_rule_in_order():
+    from site_hooks import NOTEBOOK_CSS_MARK, split_notebook_css
+
+    html = (
+        "<p>a</p><style>.x{color:red}</style><div><style type='text/css'>.y{}</style></div>"
+        "<style>['pre {}']</style>"
+    )
+    rest, css = split_notebook_css(html)
+    assert rest == f"<p>a</p>{NOTEBOOK_CSS_MARK}<div></div>"
+    assert css == ".x{color:red}\n.y{}\n"
+    assert split_notebook_css("<p>no style</p>") == ("<p>no style</p>", "")
+
+
+# --- Chinese text as the reader sees it --------------------------------------------------------------------
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff"
+#: Full-width punctuation; the dash and ellipsis count when doubled, as Chinese sets them (a lone "—"
+#: is the "no value" mark of the badges).
+PUNCT = "(?:——|……|[\u3000-\u303f\ufe30-\ufe4f\uff00-\uffef\u2018\u2019\u201c\u201d])"
+STRAY_SPACE = re.compile(f"[{HAN}]\\s+[{HAN}]|{PUNCT}\\s+\\S|\\S\\s+{PUNCT}")
+#: "A · B" separates items on purpose (badges, atlas links); the spaces around the dot are not stray.
+SEPARATOR = re.compile(r"\s+·\s+")
+#: Elements whose start or end breaks the line: whitespace next to them is not rendered between words.
+BLOCKS = set(
+    "address article aside blockquote br button dd details dialog div dl dt figcaption figure footer form "
+    "h1 h2 h3 h4 h5 h6 header hr img input label li main nav ol option p section select summary table "
+    "tbody td tfoot th thead tr ul".split()
+)
+#: Code, scripts and the like: not prose (replaced by a Latin stand-in, as a reader sees some code there).
+OPAQUE = {"code", "kbd", "pre", "script", "style", "svg", "textarea", "math"}
+#: Classes of elements that are not running text: hidden copy buffers, separate badges.
+OPAQUE_CLASSES = {"clipboard-copy-txt"}
+SEPARATE_CLASSES = {"lab-badge"}
+
+
+def rendered_runs(page: str) -> list[str]:
+    """The article's text as runs of inline content between block boundaries, whitespace collapsed."""
+    from html.parser import HTMLParser
+
+    class Runs(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.runs, self.current, self.inside = [], [], 0
+            self.opaque_tag, self.opaque_depth = None, 0
+
+        def flush(self):
+            text = SEPARATOR.sub("·", re.sub(r"\s+", " ", "".join(self.current)).strip())
+            if text:
+                self.runs.append(text)
+            self.current = []
+
+        def handle_starttag(self, tag, attrs):
+            classes = set((dict(attrs).get("class") or "").split())
+            if tag == "article" and "md-content__inner" in classes:
+                self.inside += 1
+            if self.opaque_depth:
+                self.opaque_depth += tag == self.opaque_tag
+            elif tag in OPAQUE or classes & OPAQUE_CLASSES:
+                self.current.append("x")
+                self.opaque_tag, self.opaque_depth = tag, 1
+            elif tag in BLOCKS or classes & SEPARATE_CLASSES:
+                self.flush()
+
+        def handle_endtag(self, tag):
+            if self.opaque_depth:
+                self.opaque_depth -= tag == self.opaque_tag
+            elif tag in BLOCKS:
+                self.flush()
+
+        def handle_data(self, data):
+            if self.inside and not self.opaque_depth:
+                self.current.append(data)
+
+    parser = Runs()
+    parser.feed(page)
+    parser.flush()
+    return parser.runs
+
+
+def test_rendered_text_finder_sees_the_known_mistakes():
+    assert STRAY_SPACE.search(" ".join(rendered_runs(_article("<p><strong>标签：</strong> 正文</p>"))))
+    assert STRAY_SPACE.search(" ".join(rendered_runs(_article("<p>加速器、\n苹果</p>"))))
+    assert STRAY_SPACE.search(" ".join(rendered_runs(_article("<p><strong>移动</strong> 张量</p>"))))
+    clean = (
+        "<p><strong>标签</strong>：正文 <code>x.to( 设备 )</code> 在 GPU 上</p><p>段落。</p>\n<p>下一段</p>"
+    )
+    assert not [r for r in rendered_runs(_article(clean)) if STRAY_SPACE.search(r)]
+
+
+def _article(body: str) -> str:
+    return f'<article class="md-content__inner md-typeset">{body}</article>'
+
+
+def _zh_pages(site: Path) -> list[Path]:
+    return sorted((site / "zh").rglob("index.html"))
+
+
+def test_chinese_pages_have_no_stray_spaces(built):
+    site, _, _ = built
+    problems = []
+    for path in _zh_pages(site):
+        for run in rendered_runs(path.read_text(encoding="utf-8")):
+            for found in STRAY_SPACE.finditer(run):
+                context = run[max(0, found.start() - 20) : found.end() + 20]
+                problems.append(f"{path.relative_to(site)}: “{context}”")
+    assert len(_zh_pages(site)) > 5
+    assert not problems, f"{len(problems)} stray spaces in rendered Chinese text:\n" + "\n".join(problems)
+
+
+def test_chinese_pages_have_no_italics(built):
+    site, _, _ = built
+    problems = []
+    for path in _zh_pages(site):
+        page = path.read_text(encoding="utf-8")
+        for tag, text in re.findall(r"<(em|i)\b[^>]*>(.*?)</\1>", page, re.DOTALL):
+            if re.search(f"[{HAN}]", text):
+                problems.append(f"{path.relative_to(site)}: <{tag}>{text[:40]}")
+    assert not problems, "\n".join(problems)
+
+
+# --- the line-break rule of the Chinese pages --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "joined"),
+    [
+        ("加速器、\n苹果 GPU", "加速器、苹果 GPU"),
+        ("设备\n不匹配", "设备不匹配"),
+        ("**标签**：\n`code` 在这里", "**标签**：`code` 在这里"),
+        ("写成 `x`\n，再运行", "写成 `x`，再运行"),
+        ("- 第一项，\n  继续", "- 第一项，继续"),
+        ("如下：\n- 列表项", "如下：\n- 列表项"),
+        ("## 标题：\n正文", "## 标题：\n正文"),
+        ("| 说明。 |\n| 好 |", "| 说明。 |\n| 好 |"),
+        ("English\nwords 中文", "English\nwords 中文"),
+        ("```python\n# 注释，\n# 下一行\n```", "```python\n# 注释，\n# 下一行\n```"),
+    ],
+)
+def test_chinese_line_breaks_are_joined_where_they_would_show(source, joined):
+    from site_hooks import join_cjk_lines
+
+    assert join_cjk_lines(source) == joined

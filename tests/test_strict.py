@@ -147,3 +147,17 @@ def test_the_error_pickles():
         torch.mm(meta(2, 2), torch.randn(2, 2))
     clone = pickle.loads(pickle.dumps(info.value))
     assert str(clone) == str(info.value) and clone.op == "aten.mm.default"
+
+
+def test_cpu_tensors_pytorch_requires_are_allowed():
+    """pack_padded_sequence needs CPU lengths; ctc_loss accepts CPU lengths: strict mode must not object."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    x = torch.randn(3, 4, 2, device="meta")
+    with strict_devices():
+        packed = pack_padded_sequence(x, torch.tensor([4, 2, 1]), batch_first=True)
+    assert packed.data.device.type == "meta" and packed.batch_sizes.device.type == "cpu"
+    log_probs = torch.randn(5, 2, 4, device="meta").log_softmax(2)
+    targets = torch.randint(1, 4, (2, 3), device="meta")
+    with strict_devices(), pytest.raises(NotImplementedError):  # meta has no ctc kernel; no device error
+        torch.nn.functional.ctc_loss(log_probs, targets, torch.tensor([5, 5]), torch.tensor([3, 2]))

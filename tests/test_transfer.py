@@ -16,7 +16,14 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from devicekit.transfer import _as_device, _default_non_blocking, _iter_tensors, to_device
+from devicekit.device import UnknownDeviceError, as_device
+from devicekit.transfer import _default_non_blocking, to_device
+from devicekit.traversal import iter_tensors
+
+
+def _iter_tensors(obj):
+    return [t for _, t in iter_tensors(obj)]
+
 
 META = torch.device("meta")
 CPU = torch.device("cpu")
@@ -135,24 +142,33 @@ def test_same_device_returns_same_object():
         ("cpu", CPU),
         ("meta", META),
         ("cuda:1", torch.device("cuda", 1)),
-        (0, torch.device("cuda", 0)),
         (META, META),
     ],
 )
 def test_device_forms(device, expected):
-    assert _as_device(device) == expected
+    assert as_device(device) == expected
 
 
-@pytest.mark.parametrize("bad", ["gpu", "cuda:x", "", "cpu0"])
+def test_an_int_is_an_accelerator_index():
+    accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    if accelerator is None:
+        with pytest.raises(UnknownDeviceError, match="accelerator index 0, which is not available"):
+            to_device(torch.ones(1), 0)
+    else:
+        assert as_device(0) == torch.device(accelerator.type, 0)
+
+
+@pytest.mark.parametrize("bad", ["gpu", "cuda:x", "", "cpu0", "cuda:128"])
 def test_bad_device_string(bad):
-    with pytest.raises(ValueError, match="expected a string such as 'cpu'"):
+    with pytest.raises(UnknownDeviceError, match="A device is a torch.device, a string such as 'cpu'"):
         to_device(torch.ones(1), bad)
 
 
-@pytest.mark.parametrize("bad", [True, 1.5, None, -1])
+@pytest.mark.parametrize("bad", [True, 1.5, None, -1, 2**63, 128, [0]])
 def test_bad_device_type(bad):
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(UnknownDeviceError, match="A device is") as info:
         to_device(torch.ones(1), bad)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
 
 
 def test_non_blocking_must_be_bool_or_none():
@@ -419,7 +435,7 @@ def test_iter_tensors_finds_each_once():
     packed = pack_padded_sequence(torch.randn(2, 3, 1), torch.tensor([3, 1]), batch_first=True)
     z = torch.zeros(1)
     found = list(_iter_tensors({"a": [t, t], "b": Box(t, (z,)), "p": packed, "s": "x"}))
-    expected = [t, z, packed.data, packed.batch_sizes]  # enforce_sorted=True: no index tensors
+    expected = [t, z, packed.data]  # batch_sizes stays on the CPU: not reported; enforce_sorted: no indices
     assert len(found) == len(expected) and {id(x) for x in found} == {id(x) for x in expected}
 
 

@@ -151,7 +151,7 @@ def test_permissions_are_least_privilege():
 
 def test_cpu_tests_cover_linux_and_macos_on_python_310_to_313():
     workflow = _load("tests.yml")
-    jobs = workflow["jobs"]
+    jobs = {name: job for name, job in workflow["jobs"].items() if name != "floor"}
     assert {job["runs-on"] for job in jobs.values()} == {"ubuntu-latest", "macos-latest"}
     for job in jobs.values():
         assert job["strategy"]["matrix"]["python"] == ["3.10", "3.11", "3.12", "3.13"]
@@ -163,6 +163,17 @@ def test_cpu_tests_cover_linux_and_macos_on_python_310_to_313():
     setup = next(s for s in macos["steps"] if s.get("uses", "").startswith("actions/setup-python@"))
     assert setup["with"]["cache"] == "pip" and setup["with"]["cache-dependency-path"] == "pyproject.toml"
     assert "pull_request" in workflow["on"]
+
+
+def test_a_job_tests_the_makefiles_torch_floor():
+    """The Makefile's TORCH_SPEC floor is what the course claims to support: CI runs the tests on it."""
+    floor = re.search(r"^TORCH_SPEC \?= torch>=(\d+\.\d+),", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert floor, "the Makefile's TORCH_SPEC has no floor"
+    job = _load("tests.yml")["jobs"]["floor"]
+    assert job["strategy"]["matrix"]["torch"] == [f"{floor.group(1)}.*"]
+    assert 'TORCH_SPEC="torch==${{ matrix.torch }}"' in _runs({"jobs": {"floor": job}})
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert f'dependencies = ["torch>={floor.group(1)}"]' in pyproject, "pyproject and Makefile disagree"
 
 
 def test_gpu_workflow_runs_gpu_check_on_the_gpu_runner_and_keeps_the_result():

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devicekit.explain import _fill, load_catalog
+from devicekit.catalog import fill, load_catalog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course  # noqa: E402  (tools/course.py, next to this file)
@@ -83,10 +83,10 @@ UI: dict[str, dict[str, str]] = {
         "wordings": "不同 PyTorch 版本的措辞变化",
         "note": "说明（沿用目录中的英文原文）",
         "patterns": "devicekit 的匹配规则（正则表达式，按此顺序尝试）",
-        "split": "如果报错里的两个类型指向同一个设备（或者只打印了 dtype），则归入 {target}。",
-        "context": "如果粘贴的回溯信息里还出现下列任一内容，{upgrades} 类报错会归入这一类：",
-        "notes_intro": "有些设备需要单独说明；报错里出现这些设备时，解释器会附上下面的提示。",
-        "not_device_intro": "粘贴的内容与任何类别都不匹配时，解释器会这样回答：",
+        "split": "如果报错里的两个类型指向同一个设备（或者只打印了 dtype），则归入{target}。",
+        "context": "如果粘贴的回溯信息里还出现下列任一内容，{upgrades}类报错会归入这一类：",
+        "notes_intro": "有些设备需要单独说明；报错里出现这些设备时，报错解读器会附上下面的提示。",
+        "not_device_intro": "粘贴的内容与任何类别都不匹配时，报错解读器会这样回答：",
         "hint": "遇到形似设备错误的报错时，它会补充的提示：",
     },
 }
@@ -191,7 +191,8 @@ def _examples(family: dict[str, Any], lang: str) -> list[str]:
             item = f"- {code_span(ex['message'])}"
             if ex.get("context"):
                 lines = [_short_path(line) for line in ex["context"].splitlines() if line.strip()]
-                item += f" {md_text(ui['after'])} " + " ".join(code_span(line) for line in lines)
+                gap = "" if lang == "zh" else " "  # no space next to full-width punctuation
+                item += f"{gap}{md_text(ui['after'])}{gap}" + " ".join(code_span(line) for line in lines)
             out.append(item + "<br>")
             out.append(f"  {md_text(ui['torch'])} {md_text(ex['torch'])} · {_source(ex['source'])}")
         out.append("")
@@ -210,9 +211,9 @@ def _family_section(family: dict[str, Any], catalog: dict[str, Any], lang: str, 
         "",
         f"{code_span(fid)} · {_course_links(family, lang, pages)}",
         "",
-        f"**{md_text(labels['what'])}**{gap}{md_text(_fill(family['cause'][lang], (), words))}",
+        f"**{md_text(labels['what'])}**{gap}{md_text(fill(family['cause'][lang], (), words))}",
         "",
-        f"**{md_text(labels['fix'])}**{gap}{md_text(_fill(family['fix'][lang], (), words))}",
+        f"**{md_text(labels['fix'])}**{gap}{md_text(fill(family['fix'][lang], (), words))}",
         "",
         code_block(family["fix"]["code"]),
         "",

@@ -2,10 +2,14 @@
 
     python tools/catalog_coverage.py                 # overall, per category, and the common subset
     python tools/catalog_coverage.py --missed same-device   # the texts of one category it misses
+    python tools/catalog_coverage.py --missed all           # every text it misses or gets wrong
 
 Reads ``tools/torch_messages.json`` (made by ``tools/mine_messages.py`` from the torch wheels) and runs each
-mined text through ``devicekit.explain``. A text counts as recognised when explain names a family for it.
-Templates keep their holes (``{}`` from Python f-strings, cut-off C++ fragments), exactly as mined.
+mined text through ``devicekit.explain``. A text counts as recognised when explain names a family for it;
+``wrong`` counts texts whose family differs from the one the miner's family map expects (``family`` in the
+JSON; ``null`` there means the catalog does not claim the text). Templates keep their holes (``{}`` from
+Python f-strings, cut-off C++ fragments), exactly as mined. ``tests/test_catalog_coverage.py`` asserts the
+expected family of every claimed text, in Python and in the browser widget.
 """
 
 from __future__ import annotations
@@ -21,34 +25,47 @@ from devicekit import explain
 MESSAGES = Path(__file__).resolve().parent / "torch_messages.json"
 
 
-def coverage(messages: list[dict]) -> dict[str, tuple[int, int]]:
-    """category -> (recognised, total), plus ``"all"`` and ``"common"``."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+def coverage(messages: list[dict]) -> dict[str, tuple[int, int, int]]:
+    """category -> (recognised, wrong family, total), plus ``"all"`` and ``"common"``."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for message in messages:
-        hit = explain(message["text"]).family is not None
+        family = explain(message["text"]).family
+        wrong = family is not None and message.get("family") is not None and family != message["family"]
         keys = ["all", message["category"]] + (["common"] if message.get("common") else [])
         for key in keys:
-            counts[key][0] += hit
-            counts[key][1] += 1
-    return {key: (hits, total) for key, (hits, total) in counts.items()}
+            counts[key][0] += family is not None
+            counts[key][1] += wrong
+            counts[key][2] += 1
+    return {key: (hits, wrong, total) for key, (hits, wrong, total) in counts.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--missed", metavar="CATEGORY", help="print the texts of CATEGORY that get no family")
+    parser.add_argument(
+        "--missed",
+        metavar="CATEGORY",
+        help="print the texts of CATEGORY ('all' for every one) not explained as expected",
+    )
     args = parser.parse_args(argv)
     data = json.loads(MESSAGES.read_text(encoding="utf-8"))
     messages = data["messages"]
     if args.missed:
         for message in messages:
-            if message["category"] == args.missed and explain(message["text"]).family is None:
-                print(f"- {message['text'][:200]}  [{', '.join(message['versions'])}]")
+            if args.missed not in ("all", message["category"]):
+                continue
+            family = explain(message["text"]).family
+            if family is None or (message.get("family") and family != message["family"]):
+                print(
+                    f"- [{family} / expected {message.get('family')}] {message['text'][:200]}"
+                    f"  [{', '.join(message['versions'])}]"
+                )
         return 0
     table = coverage(messages)
     print(f"torch versions mined: {', '.join(data['sources'])}")
+    print(f"{'':20} {'recognised':>11} {'':>7}  wrong family")
     for key in ["all", "common"] + sorted(k for k in table if k not in {"all", "common"}):
-        hits, total = table[key]
-        print(f"{key:20} {hits:4d}/{total:<4d} {100 * hits / total:5.1f} %")
+        hits, wrong, total = table[key]
+        print(f"{key:20} {hits:4d}/{total:<4d}  {100 * hits / total:5.1f} %  {wrong:4d}")
     return 0
 
 

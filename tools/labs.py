@@ -2,7 +2,8 @@
 
 The notebooks in ``solutions/`` are the source. Code between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION`` (nbgrader's convention) is the answer; in ``labs/`` it becomes a TODO stub that raises
-``NotImplementedError`` with a hint in the notebook's language. Everything else is copied unchanged.
+``NotImplementedError`` with a hint in the notebook's language: the region's ``### HINT: ...`` line if it
+has one, else a general one. Everything else is copied unchanged.
 
     python tools/labs.py sync     # regenerate labs/, execute labs/ and solutions/, store the outputs
     python tools/labs.py sync --only 02   # the same for one lab (both languages)
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import re
 import sys
@@ -28,7 +30,8 @@ from devicekit.lang import language_of_path
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS, LABS = ROOT / "solutions", ROOT / "labs"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-INSTALL_LINE = re.compile(r'(%pip install -q "devicekit @ git\+)[^"]*(")')
+HINT = "### HINT:"
+INSTALL_LINE = re.compile(r'("devicekit @ git\+)[^"]*(")')
 
 STUB = {
     "en": 'raise NotImplementedError("Exercise: write your code here, then run the check cell below.")',
@@ -53,21 +56,33 @@ def repo_url() -> str:
     return match.group(1)
 
 
+def stub(lang: str, hint: str | None) -> str:
+    """The line that replaces a solution region: raises NotImplementedError with the exercise's hint."""
+    if hint is None:
+        return STUB[lang]
+    return f"raise NotImplementedError({json.dumps(hint, ensure_ascii=False)})"
+
+
 def strip_solution(source: str, lang: str, where: str) -> tuple[str, bool]:
-    """Replace each solution region of one cell's source by a stub. Returns (source, had_region)."""
-    out, inside, had_region = [], False, False
+    """Replace each solution region of one cell's source by a stub. Returns (source, had_region).
+
+    A ``### HINT: ...`` line inside the region becomes the stub's message (the exercise's own hint).
+    """
+    out, inside, had_region, hint = [], False, False, None
     for number, line in enumerate(source.splitlines(), start=1):
         marker = line.strip()
         if marker == BEGIN:
             if inside:
                 raise LabSourceError(f"{where}, line {number}: {BEGIN} inside another solution region")
-            inside, had_region = True, True
+            inside, had_region, hint = True, True, None
             indent = line[: len(line) - len(line.lstrip())]
-            out += [indent + TODO[lang], indent + STUB[lang]]
         elif marker == END:
             if not inside:
                 raise LabSourceError(f"{where}, line {number}: {END} without {BEGIN}")
             inside = False
+            out += [indent + TODO[lang], indent + stub(lang, hint)]
+        elif inside and marker.startswith(HINT):
+            hint = marker[len(HINT) :].strip()
         elif not inside:
             out.append(line)
     if inside:

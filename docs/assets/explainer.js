@@ -69,8 +69,11 @@
 
   // --- the catalog, compiled once per catalog object ---------------------------------------------
 
+  // "u": code points, not UTF-16 halves, as in Python. \w, \b and \d stay ASCII in JavaScript even
+  // with "u"; devicekit.catalog compiles the same regexes with re.ASCII, so both read Chinese text
+  // around a device name ("在cuda:0上") alike.
   function rx(spec, extraFlags) {
-    return new RegExp(spec.regex, (spec.flags === "i" ? "i" : "") + (extraFlags || ""));
+    return new RegExp(spec.regex, "u" + (spec.flags === "i" ? "i" : "") + (extraFlags || ""));
   }
 
   var compiledCache = typeof WeakMap !== "undefined" ? new WeakMap() : null;
@@ -172,7 +175,9 @@
   }
 
   function extractDevices(compiled, text) {
-    var taken = [];
+    // Characters claimed by earlier rules, marked in a byte array: linear in the length of the text
+    // (devicekit.catalog.extract_devices does the same).
+    var claimed = new Uint8Array(text.length + 1);
     var hits = [];
     compiled.deviceRules.forEach(function (entry) {
       var regex = entry.rx;
@@ -190,13 +195,10 @@
         if (match[0] === "") {
           regex.lastIndex++;
         }
-        var overlaps = taken.some(function (t) {
-          return start < t[1] && t[0] < end;
-        });
-        if (overlaps) {
+        if (end <= start || claimed.subarray(start, end).indexOf(1) >= 0) {
           continue;
         }
-        taken.push([start, end]);
+        claimed.fill(1, start, end);
         hits.push({ start: start, devices: ruleDevices(match, entry.rule) });
       }
     });
@@ -218,7 +220,7 @@
     if (!pattern) {
       return text;
     }
-    return text.replace(new RegExp(pattern, "g"), function (m) {
+    return text.replace(new RegExp(pattern, "gu"), function (m) {
       return " ".repeat(codePoints(m));
     });
   }
@@ -452,12 +454,12 @@
     },
     zh: {
       matched: "匹配到的报错行：",
-      more: "在图鉴中查看这一类报错",
-      notDeviceMore: "解释器能识别哪些报错",
+      more: "在报错速查中查看这一类报错",
+      notDeviceMore: "报错解读器能识别哪些报错",
       none: "报错中没有写出具体设备",
       empty: "请先粘贴一段报错信息或回溯信息（traceback）。",
       failed:
-        "解释器无法运行（{0}）。请通过 Web 服务器访问本站（例如运行 mkdocs serve），" +
+        "报错解读器无法运行（{0}）。请通过 Web 服务器访问本站（例如运行 mkdocs serve），" +
         "或者直接在下面的各个类别里查找你的报错。",
     },
   };
@@ -515,7 +517,8 @@
         devices.appendChild(el(doc, "code", "dk-device", device));
       });
     } else {
-      devices.appendChild(el(doc, "em", null, ui.none));
+      // No italics in Chinese text (browsers fake a slant for CJK fonts).
+      devices.appendChild(el(doc, lang === "zh" ? "span" : "em", null, ui.none));
     }
     box.appendChild(labelled(doc, labels.devices, gap, devices));
 

@@ -8,6 +8,7 @@ from devicekit.amp import autocast, autocast_dtype, grad_scaler
 from devicekit.check import DeviceFinding, DeviceReport, check_devices
 from devicekit.device import (
     UnknownDeviceError,
+    as_device,
     available_devices,
     best_device,
     mismatch_device,
@@ -37,6 +38,7 @@ __all__ = [
     "MismatchReport",
     "StrictDevicesMode",
     "UnknownDeviceError",
+    "as_device",
     "autocast",
     "autocast_dtype",
     "available_devices",

@@ -5,10 +5,12 @@ Two facts that trip people up, and the reason these helpers exist:
 * **autocast changes dtypes, never devices.** Inside ``torch.autocast`` a matmul may run in
   float16/bfloat16, but every tensor stays on the device it was on. A device mismatch is still a
   device mismatch under autocast.
-* **An autocast for the wrong device_type silently does nothing.** ``torch.autocast("cuda")``
+* **An autocast for the wrong device_type does nothing to your model.** ``torch.autocast("cuda")``
   around a model that runs on the CPU (or ``"cpu"`` around a CUDA model) raises no error; the
-  region just runs in full precision. Deriving ``device_type`` from the device the model is on
-  avoids that.
+  region just runs in full precision. When that backend is absent (``"cuda"`` on a CPU-only
+  build) PyTorch at least warns ("CUDA is not available ... Disabling autocast"); when it is
+  present but unused, nothing is said. Deriving ``device_type`` from the device the model is on
+  avoids both.
 
 Only ``torch.amp`` APIs are used (``torch.cuda.amp.*`` is deprecated).
 """
@@ -19,8 +21,7 @@ import contextlib
 
 import torch
 
-from .device import DeviceLike
-from .transfer import _as_device
+from .device import DeviceLike, as_device
 
 __all__ = ["autocast", "autocast_dtype", "grad_scaler"]
 
@@ -32,22 +33,41 @@ def _autocast_available(device_type: str) -> bool:
     return device_type in {"cpu", "cuda", "xpu", "mps", "hpu", "xla"}
 
 
+def _native_cuda_bf16() -> bool:
+    """bf16 in hardware on the current CUDA GPU; ``is_bf16_supported`` alone also counts emulation."""
+    try:
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    except TypeError:
+        # a torch without the keyword (the first release that has it is not pinned). Its plain
+        # is_bf16_supported() may already count emulation (PyTorch PR #115924 added the bf16-tensor probe
+        # before the keyword existed), so ask the hardware directly, as including_emulation=False does:
+        # ROCm counts as bf16-capable, CUDA needs compute capability 8.0 (Ampere) or newer.
+        if torch.version.hip:
+            return True
+        return torch.cuda.get_device_capability()[0] >= 8
+
+
 def autocast_dtype(device: DeviceLike) -> torch.dtype:
     """The low-precision dtype :func:`autocast` uses for ``device`` when none is given.
 
-    * CPU: ``bfloat16`` (CPU autocast is built around bf16; fp16 on CPU is slow or unsupported).
-    * CUDA: ``bfloat16`` if ``torch.cuda.is_bf16_supported()`` (Ampere and newer), else ``float16``
-      (which then needs a :func:`grad_scaler`).
+    * CPU: ``bfloat16`` (CPU autocast's default; float16 autocast on the CPU also works in torch 2.13, but
+      most CPUs have no fast float16 kernels).
+    * CUDA: ``bfloat16`` if the GPU supports it natively
+      (``torch.cuda.is_bf16_supported(including_emulation=False)``: in torch 2.13, compute capability
+      8.0+, Ampere and newer, or any ROCm build), else ``float16`` (which then needs a
+      :func:`grad_scaler`). The plain ``is_bf16_supported()`` (``including_emulation=True``) also says
+      True when a bf16 tensor can merely be created on an older GPU (a T4), where bf16 is emulated and
+      float16 with a scaler is the better choice.
     * XPU: ``bfloat16`` if ``torch.xpu.is_bf16_supported()``, else ``float16``.
     * MPS: ``float16``.
     * other device types: PyTorch's own default, ``torch.get_autocast_dtype(device_type)``.
     """
-    dev = _as_device(device)
+    dev = as_device(device)
     kind = dev.type
     if kind == "cpu":
         return torch.bfloat16
     if kind == "cuda":
-        bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        bf16 = torch.cuda.is_available() and _native_cuda_bf16()
         return torch.bfloat16 if bf16 else torch.float16
     if kind == "xpu":
         xpu = getattr(torch, "xpu", None)
@@ -82,7 +102,7 @@ def autocast(
     Raises:
         ValueError: the device type has no autocast (e.g. ``meta``) and ``enabled`` is True.
     """
-    dev = _as_device(device)
+    dev = as_device(device)
     if not _autocast_available(dev.type):
         if not enabled:
             return contextlib.nullcontext()
@@ -109,7 +129,7 @@ def grad_scaler(
 
     For device types without autocast (e.g. ``meta``) a disabled scaler is returned.
     """
-    dev = _as_device(device)
+    dev = as_device(device)
     if not _autocast_available(dev.type):
         return torch.amp.GradScaler("cpu", enabled=False)
     if dtype is None:

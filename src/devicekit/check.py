@@ -19,39 +19,52 @@ directly):
   ``nn.CrossEntropyLoss(weight=w)``, keeps ``w`` as a buffer that ``model.to()`` never sees.  A loss that
   is an attribute of the model (``self.criterion = nn.CrossEntropyLoss(weight=w)``) is a registered
   submodule and is checked like any other submodule, so it needs nothing extra;
-* the inputs, walked through nested ``dict``/``list``/``tuple``/namedtuple/dataclass values and named like
+* the inputs, walked as :mod:`devicekit.traversal` defines a batch (the same walk as ``to_device``: nested
+  mappings, sequences, sets, namedtuples, dataclasses, objects with their own ``.to()``) and named like
   ``inputs[0]['mask']`` or ``kw['labels']``.
 
 Expected device: ``device=`` if given, else the device holding most parameter elements (then buffers,
 then the inputs for a model without parameters and buffers).
 
 Allowed, as PyTorch allows them: 0-dim CPU tensors (``torch.tensor(0.5)``) as inputs or attributes; they
-combine with tensors on every device.
+combine with tensors on every device.  Also CPU integer lengths (``lengths``, ``*_lengths``, ``batch_sizes``
+by ``forward`` parameter or key name), which ``pack_padded_sequence`` requires on the CPU.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
+import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence
 
+from . import traversal
+from .device import as_device
 from .errors import DeviceMismatchError
 
-__all__ = ["DeviceFinding", "DeviceReport", "check_devices"]
+__all__ = [
+    "CPU_LENGTHS_NAME",
+    "MODULE_INTERNALS",
+    "DeviceFinding",
+    "DeviceReport",
+    "ModelScan",
+    "check_devices",
+    "forward_parameter_names",
+    "is_cpu_scalar",
+    "named_input_tensors",
+]
 
-# Attributes every nn.Module has in its __dict__ (hook dicts, _parameters, ...): never user tensors.
-_MODULE_INTERNALS = frozenset(nn.Module().__dict__) | {"_compiled_call_impl"}
-# Values that cannot hold a tensor or a module: skipped without further isinstance checks.
-_ATOMIC_TYPES = frozenset({str, bytes, int, float, bool, complex, type(None), torch.dtype, torch.device})
-_MAX_ATTR_DEPTH = 4  # how deep to look inside plain containers held by a module
-_MAX_ATTR_ITEMS = 1024  # containers longer than this (vocabularies, caches of ints) are not walked
-_MAX_INPUT_DEPTH = 8
+#: Attributes every nn.Module has in its __dict__ (hook dicts, _parameters, ...): never user tensors.
+MODULE_INTERNALS = frozenset(nn.Module().__dict__) | {"_compiled_call_impl"}
+#: Names of inputs that PyTorch wants on the CPU: ``pack_padded_sequence(input, lengths)`` requires a CPU
+#: int64 ``lengths``; ``ctc_loss`` accepts CPU ``input_lengths``/``target_lengths`` with inputs anywhere.
+#: A CPU integer tensor of at most one dimension under such a name is not a mismatch.
+CPU_LENGTHS_NAME = re.compile(r"(?:^|_)(?:lengths?|lens|batch_sizes)$")
 
 _FIX_PARAM = (
     "model.to(device) moves parameters and buffers: call it after the model is complete "
@@ -116,42 +129,64 @@ class DeviceReport:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Walkers shared with devicekit.locate
+# The model side (shared with devicekit.locate); batches are walked by devicekit.traversal
 
 
-def iter_named_tensors(obj: Any, name: str, _depth: int = 0) -> Iterator[tuple[str, torch.Tensor]]:
-    """Yield ``(name, tensor)`` for every tensor inside a nested input value.
+def forward_parameter_names(model: nn.Module, n_positional: int) -> list[str | None]:
+    """The names of ``model.forward``'s parameters that ``n_positional`` positional inputs bind to."""
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        params = []  # type: ignore[assignment]
+    names: list[str | None] = []
+    for p in params:
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        names.append(p.name)
+    return (names + [None] * n_positional)[:n_positional]
 
-    Walks mappings (``name['key']``), namedtuples and dataclasses (``name.field``), lists and tuples
-    (``name[0]``).  ``PackedSequence.batch_sizes`` is skipped: PyTorch requires it on the CPU.
+
+_LAST_KEY = re.compile(r"(?:\['([^']*)'\]|\.(\w+))$")
+
+
+def named_input_tensors(
+    model: nn.Module,
+    inputs: tuple[Any, ...],
+    kw_inputs: Mapping[str, Any],
+    skip: frozenset,
+    labels: tuple[str, str] = ("inputs", "kw"),
+) -> list[tuple[str, torch.Tensor, bool]]:
+    """``(name, tensor, cpu_ok)`` for every tensor in a model's inputs, named ``inputs[0]['mask']``,
+    ``kw['labels']``.  ``cpu_ok``: a CPU lengths tensor PyTorch wants on the CPU (see ``CPU_LENGTHS_NAME``).
+    Inputs whose forward-parameter name or keyword is in ``skip`` are left out, as are mapping keys in it.
     """
-    if isinstance(obj, torch.Tensor):
-        yield name, obj
-        return
-    if _depth >= _MAX_INPUT_DEPTH or type(obj) in _ATOMIC_TYPES:
-        return
-    if isinstance(obj, PackedSequence):
-        for field in ("data", "sorted_indices", "unsorted_indices"):
-            value = getattr(obj, field)
-            if value is not None:
-                yield f"{name}.{field}", value
-    elif isinstance(obj, Mapping):
-        for key, value in obj.items():
-            yield from iter_named_tensors(value, f"{name}[{key!r}]", _depth + 1)
-    elif isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        for field, value in zip(obj._fields, obj, strict=False):
-            yield from iter_named_tensors(value, f"{name}.{field}", _depth + 1)
-    elif isinstance(obj, (list, tuple)):
-        for i, value in enumerate(obj):
-            yield from iter_named_tensors(value, f"{name}[{i}]", _depth + 1)
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        for f in dataclasses.fields(obj):
-            yield from iter_named_tensors(getattr(obj, f.name, None), f"{name}.{f.name}", _depth + 1)
+    named: list[tuple[str, str | None, Any]] = [
+        (f"{labels[0]}[{i}]", pname, x)
+        for i, (pname, x) in enumerate(zip(forward_parameter_names(model, len(inputs)), inputs, strict=True))
+    ]
+    named += [(f"{labels[1]}[{k!r}]", k, x) for k, x in kw_inputs.items()]
+    found = []
+    for root, pname, value in named:
+        if skip and pname is not None and pname in skip:
+            continue
+        for path, t in traversal.iter_tensors(value, root, skip):
+            cpu_ok = False
+            if t.device.type == "cpu" and t.dim() <= 1 and not (t.is_floating_point() or t.is_complex()):
+                last = _LAST_KEY.search(path[len(root) :]) if len(path) > len(root) else None
+                key = (last.group(1) or last.group(2)) if last else pname
+                cpu_ok = bool(key and CPU_LENGTHS_NAME.search(key))
+            found.append((path, t, cpu_ok))
+    return found
 
 
 def is_cpu_scalar(t: torch.Tensor) -> bool:
     """A 0-dim CPU tensor: PyTorch lets it combine with tensors on any device."""
     return t.device.type == "cpu" and t.dim() == 0
+
+
+def _only_leaves(items: Any) -> bool:
+    kind_of, leaf = traversal.kind_of, traversal.LEAF
+    return all(kind_of(type(x)) == leaf for x in items)
 
 
 def _join(prefix: str, name: str) -> str:
@@ -168,8 +203,8 @@ def _weight_norm_names(mod: nn.Module) -> set[str]:
     return {n for h in mod._forward_pre_hooks.values() if isinstance(n := getattr(h, "name", None), str)}
 
 
-class _Scan:
-    """Collects every tensor reachable from some modules, without running them."""
+class ModelScan:
+    """Collects every tensor reachable from some modules, without running them (shared with ``locate``)."""
 
     def __init__(self) -> None:
         self.seen_modules: set[int] = set()
@@ -200,38 +235,17 @@ class _Scan:
                     out.append((buffer_kind, _join(mprefix, n), t, fix))
             skip = _weight_norm_names(mod) if mod._forward_pre_hooks else ()
             for key, value in mod.__dict__.items():
-                if type(value) in _ATOMIC_TYPES or key in _MODULE_INTERNALS or key in skip:
+                if key in MODULE_INTERNALS or key in skip:
                     continue
-                self._walk(value, _join(mprefix, key), mod, key, None, mprefix, 0)
-
-    def _walk(
-        self,
-        value: Any,
-        name: str,
-        owner: nn.Module,
-        key: str,
-        container: type | None,
-        oname: str,
-        depth: int,
-    ) -> None:
-        if isinstance(value, torch.Tensor):
-            self.attrs.append((name, value, owner, key, oname))
-        elif isinstance(value, nn.Module):
-            self.hidden.append((name, value, owner, key, container, oname))
-        elif depth >= _MAX_ATTR_DEPTH:
-            return
-        elif isinstance(value, (list, tuple)):
-            if len(value) <= _MAX_ATTR_ITEMS:
-                ctype = container or type(value)
-                for i, item in enumerate(value):
-                    if type(item) not in _ATOMIC_TYPES:
-                        self._walk(item, f"{name}[{i}]", owner, key, ctype, oname, depth + 1)
-        elif isinstance(value, dict):
-            if len(value) <= _MAX_ATTR_ITEMS:
-                ctype = container or dict
-                for k, item in value.items():
-                    if type(item) not in _ATOMIC_TYPES:
-                        self._walk(item, f"{name}[{k!r}]", owner, key, ctype, oname, depth + 1)
+                kind = traversal.kind_of(type(value))
+                if kind == traversal.LEAF or (kind == traversal.SEQUENCE and _only_leaves(value)):
+                    continue  # e.g. kernel_size=(3, 3): the common case, kept cheap
+                container = None if kind in (traversal.TENSOR, traversal.MODULE) else type(value)
+                for name, obj, okind in traversal.walk(value, _join(mprefix, key)):
+                    if okind == traversal.TENSOR:
+                        self.attrs.append((name, obj, mod, key, mprefix))
+                    elif okind == traversal.MODULE:
+                        self.hidden.append((name, obj, mod, key, container, mprefix))
 
     def scan_hidden(self) -> list[str]:
         """Scan the hidden submodules found so far (and those they hide); return one warning for each."""
@@ -318,6 +332,7 @@ def check_devices(
     *inputs: Any,
     device: torch.device | str | int | None = None,
     extra_modules: nn.Module | Iterable[nn.Module] | Mapping[str, nn.Module] | None = None,
+    skip_keys: Iterable[Hashable] | str = (),
     **kw_inputs: Any,
 ) -> DeviceReport:
     """Check, without running it, that ``model``, its inputs and its helpers all sit on one device.
@@ -326,14 +341,20 @@ def check_devices(
         model: the module to check.  It is never called.
         *inputs: the positional inputs you are about to pass to ``model`` (any nesting of
             dict/list/tuple/namedtuple/dataclass); named ``inputs[0]``, ``inputs[0]['mask']`` ...
-        device: the expected device.  Default: the device holding most parameter elements (then buffers,
-            then inputs).  ``"cuda"`` without an index matches the ``cuda:N`` the tensors use.
+        device: the expected device (read by :func:`devicekit.as_device`).  Default: the device holding
+            most parameter elements (then buffers, then inputs).  ``"cuda"`` without an index matches the
+            ``cuda:N`` the tensors use.
         extra_modules: modules that work with the model but are not part of it, typically the loss:
             ``extra_modules=criterion``, ``[criterion, metric]`` or ``{"criterion": criterion}`` (the
             dict keys name them in messages).
-        **kw_inputs: the keyword inputs you are about to pass, named ``kw['labels']``.  (Two names are
-            taken by this function: an input called ``device`` or ``extra_modules`` cannot be checked
-            this way; pass it inside a dict instead.)
+        skip_keys: inputs that are not checked: mapping keys at any depth, names of ``model.forward``'s
+            parameters, or keyword-input names (as in ``to_device(..., skip_keys=...)``).  Not needed for
+            lengths: a CPU integer tensor (at most 1-D) whose parameter or key name is ``lengths``,
+            ``*_lengths``, ``lens`` or ``batch_sizes`` is accepted, because PyTorch wants those on the CPU
+            (``pack_padded_sequence`` requires it, ``ctc_loss`` accepts it).
+        **kw_inputs: the keyword inputs you are about to pass, named ``kw['labels']``.  (Three names are
+            taken by this function: an input called ``device``, ``extra_modules`` or ``skip_keys`` cannot
+            be checked this way; pass it inside a dict instead.)
 
     Returns:
         A :class:`DeviceReport` when everything is on the expected device.  Its ``warnings`` list the
@@ -345,11 +366,14 @@ def check_devices(
             expected device and how to fix that kind of problem; ``err.findings`` holds them as
             :class:`DeviceFinding` objects.
         TypeError: ``model`` is not an ``nn.Module``.
+        UnknownDeviceError: ``device`` is not a device.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"check_devices expects an nn.Module, got {type(model).__name__}")
+    wanted = None if device is None else as_device(device, origin="check_devices(device=...): ")
+    skip = traversal.skip_set(skip_keys)
 
-    scan = _Scan()
+    scan = ModelScan()
     scan.scan(model, "", "parameter", "buffer", _FIX_PARAM)
     n_params = sum(1 for e in scan.tensors if e[0] == "parameter")
     n_buffers = len(scan.tensors) - n_params
@@ -366,18 +390,14 @@ def check_devices(
     devices = [e[2].device for e in entries]
     attrs = [a for a in scan.live_attrs() if not is_cpu_scalar(a[1])]
     attr_devices = [a[1].device for a in attrs]
-    named_inputs = [(f"inputs[{i}]", x) for i, x in enumerate(inputs)]
-    named_inputs += [(f"kw[{k!r}]", x) for k, x in kw_inputs.items()]
-    input_tensors = [nt for name, x in named_inputs for nt in iter_named_tensors(x, name)]
+    input_tensors = named_input_tensors(model, inputs, kw_inputs, skip)
     n_inputs = len(input_tensors)
-    input_tensors = [(n, t) for n, t in input_tensors if not is_cpu_scalar(t)]
+    input_tensors = [(n, t) for n, t, cpu_ok in input_tensors if not is_cpu_scalar(t) and not cpu_ok]
     input_devices = [t.device for _, t in input_tensors]
 
     # ---- the expected device
-    if device is not None:
-        target: torch.device | None = _resolve_index(
-            torch.device(device), [*devices, *input_devices, *attr_devices]
-        )
+    if wanted is not None:
+        target: torch.device | None = _resolve_index(wanted, [*devices, *input_devices, *attr_devices])
         source = "argument"
     elif n_params:
         is_param = [e[0] == "parameter" for e in entries[:model_end]]

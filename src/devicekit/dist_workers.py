@@ -18,9 +18,17 @@ Each worker sends a small dict back, because ``spawn`` discards return values: `
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +38,7 @@ from torch import nn
 
 from devicekit.distributed import setup, teardown
 
-__all__ = ["all_reduce_demo", "collect_results", "ddp_train_step", "param_digest"]
+__all__ = ["PROBES", "all_reduce_demo", "collect_results", "ddp_train_step", "param_digest", "straggler_demo"]
 
 
 def param_digest(module: nn.Module) -> tuple[float, str]:
@@ -60,6 +68,25 @@ def collect_results(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return sorted(results, key=lambda r: r["rank"])
 
 
+def _leave_group(finished: bool) -> None:
+    """Destroy the process group; after a successful run, only once every rank has got this far.
+
+    Without the barrier a fast rank destroys its group (and rank 0 the rendezvous store) while a slower
+    one may still be finishing the last collective; that, or a group still held by a DDP reducer and freed
+    only during interpreter shutdown, is the likely cause of a rare worker abort at exit ("terminate called
+    without an active exception", SIGABRT) seen under load.  PyTorch's own multi-process tests also end
+    each test with ``c10d.barrier()``.  ``gc.collect()`` frees a DDP model (its reducer holds the group)
+    while the interpreter is still fully alive.  After an error there is no barrier: the other ranks may
+    never arrive, and ``spawn`` stops them anyway.
+    """
+    try:
+        if finished and dist.is_initialized():
+            dist.barrier()
+    finally:
+        gc.collect()
+        teardown()
+
+
 def ddp_train_step(rank: int, world_size: int, out: Any = None, steps: int = 2) -> dict[str, Any]:
     """Train a tiny model for ``steps`` steps under DistributedDataParallel and report its parameters.
 
@@ -81,6 +108,7 @@ def ddp_train_step(rank: int, world_size: int, out: Any = None, steps: int = 2) 
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     info = setup("gloo")
+    finished = False
     try:
         if info.world_size != world_size:
             raise RuntimeError(f"started with world_size={world_size}, but the group has {info.world_size}")
@@ -114,8 +142,10 @@ def ddp_train_step(rank: int, world_size: int, out: Any = None, steps: int = 2) 
             "identical": all(torch.equal(gathered[0], other) for other in gathered[1:]),
             "losses": losses,
         }
+        del ddp, optimizer  # the reducer holds the group: let it go before the group is destroyed
+        finished = True
     finally:
-        teardown()
+        _leave_group(finished)
     return _deliver(result, out)
 
 
@@ -130,6 +160,7 @@ def all_reduce_demo(
     nccl when there are GPUs.
     """
     info = setup(backend)
+    finished = False
     try:
         tensor = torch.tensor([float(info.rank + 1)], device=info.device)
         before = float(tensor)
@@ -143,6 +174,86 @@ def all_reduce_demo(
             "after": float(tensor),
             "expected": float(world_size * (world_size + 1) // 2),
         }
+        finished = True
+    finally:
+        _leave_group(finished)
+    return _deliver(result, out)
+
+
+#: The prefix c10d puts before each log line: ``[rank0]:[E1130 19:34:15.385269979 ProcessGroupGloo.cpp:67] ``.
+_LOG_PREFIX = re.compile(r"^(\[rank\d+\]:)?\[[IWEF]\d{4} [\d:.]+ [^\]]*\] ?")
+
+
+@contextlib.contextmanager
+def _stderr_lines() -> Iterator[list[str]]:
+    """Collect what this process writes to file descriptor 2 (C++ logs included) instead of showing it.
+
+    A notebook shows its children's stderr in the cell that started them; c10d's log lines carry a
+    timestamp, so the lines are returned (prefix stripped) in the worker's result instead.
+    """
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode("utf-8", errors="replace")
+            lines.extend(_LOG_PREFIX.sub("", line) for line in text.splitlines() if line.strip())
+
+
+#: What a waiting rank can call in :func:`straggler_demo`.
+PROBES: tuple[str, ...] = ("all_reduce", "monitored_barrier")
+
+
+def straggler_demo(
+    rank: int,
+    world_size: int,
+    out: Any = None,
+    timeout_s: float = 3.0,
+    probe: str = "all_reduce",
+    late_rank: int = 1,
+) -> dict[str, Any]:
+    """One rank never reaches the collective; the others wait until the group's timeout, then fail.
+
+    This is the "GPUs idle for hours" bug in small: rank ``late_rank`` is busy elsewhere (here it
+    sleeps ``timeout_s + 1`` seconds, as a rank stuck in its data loader or in an ``if rank == 0:``
+    branch would), while every other rank calls ``probe`` and blocks. Nothing raises until the
+    process group's ``timeout`` runs out; with PyTorch's defaults that is 30 minutes for gloo and 10 for
+    NCCL. ``probe="monitored_barrier"`` (gloo only) fails after the same time but names the rank
+    that did not arrive. Each rank reports ``waited_s`` (measured), ``error`` (the first line of
+    PyTorch's message, or ``None``) and ``log`` (what c10d logged meanwhile, timestamps removed).
+    """
+    if probe not in PROBES:
+        raise ValueError(f"probe must be one of {PROBES}, got {probe!r}")
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    info = setup("gloo", timeout=timeout_s)
+    result: dict[str, Any] = {"rank": info.rank, "world_size": info.world_size, "probe": probe}
+    start = time.monotonic()
+    try:
+        if info.rank == late_rank:
+            time.sleep(timeout_s + 1.0)  # never reaches the collective
+            result.update(called=None, error=None, log=[])
+        else:
+            result["called"] = probe
+            with _stderr_lines() as log:
+                try:
+                    if probe == "all_reduce":
+                        dist.all_reduce(torch.ones(1))
+                    else:
+                        dist.monitored_barrier(timeout=timedelta(seconds=timeout_s), wait_all_ranks=True)
+                    result["error"] = None
+                except RuntimeError as err:  # gloo's timeout is a DistBackendError, a RuntimeError
+                    first_line = str(err).strip().splitlines()[0] if str(err).strip() else ""
+                    result["error"] = f"{type(err).__name__}: {first_line}"
+            result["log"] = log
+        result["waited_s"] = round(time.monotonic() - start, 1)
     finally:
         teardown()
     return _deliver(result, out)

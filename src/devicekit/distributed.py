@@ -50,8 +50,11 @@ ENV_VARS: tuple[str, ...] = (
 class DistributedSetupError(RuntimeError):
     """The process group cannot be set up as asked; the message says what to change.
 
-    A :class:`RuntimeError`, like PyTorch's own ``init_process_group`` errors, so existing
-    ``except RuntimeError`` blocks keep working.
+    A :class:`RuntimeError`, the class PyTorch itself uses when the backend is missing from the build
+    ("Distributed package doesn't have NCCL built in").  Note that PyTorch 2.x raises most of its
+    *usage* errors around ``init_process_group`` as :class:`ValueError` instead ("trying to initialize the
+    default process group twice!", "Default process group has not been initialized, ..."), so code that
+    wants to catch both must catch ``(RuntimeError, ValueError)``; lesson 8 shows each of them raised.
     """
 
 
@@ -79,6 +82,10 @@ class DistInfo:
 
 # What the last successful setup() returned, so a second call can hand back the very same object.
 _current: DistInfo | None = None
+
+
+#: How often spawn() tries a new port when the one it picked was taken before rank 0 could bind it.
+_PORT_ATTEMPTS = 3
 
 
 def _free_port() -> int:
@@ -364,11 +371,21 @@ def spawn(
     _check_importable(fn)
     import torch.multiprocessing as mp
 
-    port = master_port if master_port is not None else _free_port()
-    return mp.start_processes(
-        _child,
-        args=(fn, tuple(args), nprocs, master_addr, port),
-        nprocs=nprocs,
-        join=join,
-        start_method="spawn",
-    )
+    # A free port is only free until someone takes it: another job on the machine (labs run side by side
+    # in CI) can bind it between _free_port() and rank 0's store. Then rank 0 fails in setup() with
+    # EADDRINUSE before any work was done, and a fresh port is tried (only when we chose the port).
+    attempts = 1 if master_port is not None or not join else _PORT_ATTEMPTS
+    for attempt in range(1, attempts + 1):
+        port = master_port if master_port is not None else _free_port()
+        try:
+            return mp.start_processes(
+                _child,
+                args=(fn, tuple(args), nprocs, master_addr, port),
+                nprocs=nprocs,
+                join=join,
+                start_method="spawn",
+            )
+        except mp.ProcessRaisedException as error:
+            if attempt == attempts or "EADDRINUSE" not in str(error):
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises

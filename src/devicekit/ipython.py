@@ -2,8 +2,10 @@
 
 After ``%load_ext devicekit``, every cell that fails with a PyTorch device error (``Expected all tensors
 to be on the same device ...``) is followed by a short cause-and-fix explanation from
-:func:`devicekit.explain.explain`, in English or Chinese as :func:`devicekit.lang.current_language` says
-(both when the language is unknown, e.g. in Colab).  Errors that are not device errors print nothing.
+:func:`devicekit.explain.explain`, in English or Chinese as :func:`devicekit.lang.current_language` says:
+the lab's setup cell declares its notebook's language with :func:`devicekit.lang.set_language`, so Colab,
+nbconvert and renamed copies get one language; otherwise the notebook's metadata or file name decides, and
+only when nothing does (a plain script) are both given.  Errors that are not device errors print nothing.
 
 How: a ``post_run_cell`` event callback that looks at ``result.error_in_exec``.  IPython has already
 shown the traceback by then (Jupyter has already received the ``error`` output), so the explanation

@@ -1,34 +1,87 @@
 """Which language (``en`` or ``zh``) the learner is reading, so hints and explanations can match it.
 
-Code cells are identical in the English and Chinese twin of every lab, so the language cannot be written
-in the code. It is found, in this order, from:
+The English and Chinese twin of every lab run the same code, so the language has to come from somewhere
+else. It is found, in this order, from:
 
-1. ``DEVICEKIT_LANG`` (``en`` or ``zh``), set by the grader, the test suite, or the learner;
-2. the notebook's file name (``*.zh.ipynb`` is Chinese), which Jupyter Server passes to the kernel as
-   ``JPY_SESSION_NAME`` and VS Code as ``__vsc_ipynb_file__``.
+1. ``DEVICEKIT_LANG`` (``en`` or ``zh``), set by the grader, the test suite, or a learner who wants it;
+2. `set_language`, which every lab's setup cell calls with its notebook's language (a string literal that
+   differs between the twins), so Colab, nbconvert and renamed copies all know it;
+3. the notebook's own metadata, ``metadata.devicekit.lang``, read from the notebook file when the kernel
+   knows its path (Jupyter Server passes it as ``JPY_SESSION_NAME``, VS Code as ``__vsc_ipynb_file__``);
+4. that file's name: ``*.zh.ipynb`` is Chinese, also as a renamed copy (``01-devices.zh (1).ipynb``,
+   ``01-devices.zh-Copy1.ipynb``), and any other notebook is English.
 
-When neither says anything (Google Colab, a plain script) the language is unknown and callers show both.
+When none of these says anything (a plain script) the language is unknown and `pick` shows both.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from typing import Literal
 
 Lang = Literal["en", "zh"]
 LANG_ENV = "DEVICEKIT_LANG"
+LANGUAGES: tuple[Lang, ...] = ("en", "zh")
+
+# ``.zh`` as the last part of the stem, optionally followed by what a copy adds: " (1)", "-Copy1", " copy".
+_ZH_NAME = re.compile(r"\.zh(?![a-z0-9])[^.]*\.(ipynb|py)$")
+_notebook_language: Lang | None = None
+_metadata_cache: dict[tuple[str, float], Lang | None] = {}
+
+
+def _normalise(value: object) -> Lang | None:
+    text = str(value or "").strip().lower()
+    if text.startswith("zh"):
+        return "zh"
+    if text.startswith("en"):
+        return "en"
+    return None
 
 
 def language_of_path(path: str) -> Lang | None:
-    """``zh`` for ``*.zh.ipynb``, ``en`` for another notebook, None otherwise: the twins' naming rule."""
+    """``zh`` for ``*.zh.ipynb`` (and its renamed copies), ``en`` for another notebook, else None."""
     if not path:
         return None
     name = os.path.basename(path).lower()
-    if name.endswith(".zh.ipynb") or name.endswith(".zh.py"):
+    if _ZH_NAME.search(name):
         return "zh"
     if name.endswith(".ipynb"):
         return "en"
     return None
+
+
+def set_language(lang: str | None) -> None:
+    """Declare the language of the running notebook (the labs' setup cell does); ``None`` forgets it.
+
+    Raises:
+        ValueError: ``lang`` is neither ``"en"`` nor ``"zh"``.
+    """
+    global _notebook_language
+    if lang is None:
+        _notebook_language = None
+        return
+    normalised = _normalise(lang)
+    if normalised is None:
+        raise ValueError(f"unknown language {lang!r}: use 'en' or 'zh'")
+    _notebook_language = normalised
+
+
+def language_of_notebook(path: str) -> Lang | None:
+    """``metadata.devicekit.lang`` of the notebook file at ``path``; None when it cannot be read."""
+    try:
+        key = (os.path.abspath(path), os.path.getmtime(path))
+    except OSError:
+        return None
+    if key not in _metadata_cache:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                metadata = json.load(handle).get("metadata", {})
+            _metadata_cache[key] = _normalise(metadata.get("devicekit", {}).get("lang"))
+        except (OSError, ValueError, AttributeError):
+            _metadata_cache[key] = None
+    return _metadata_cache[key]
 
 
 def _notebook_path() -> str:
@@ -45,14 +98,20 @@ def _notebook_path() -> str:
     return str(shell.user_ns.get("__vsc_ipynb_file__") or shell.user_ns.get("__session__") or "")
 
 
+def _language_from_file(path: str) -> Lang | None:
+    if not path:
+        return None
+    # Jupyter Server may give a path relative to its root; the kernel runs in the notebook's folder.
+    for candidate in (path, os.path.basename(path)):
+        found = language_of_notebook(candidate)
+        if found is not None:
+            return found
+    return language_of_path(path)
+
+
 def current_language() -> Lang | None:
     """``"en"``, ``"zh"``, or ``None`` when the language cannot be known (then show both)."""
-    value = os.environ.get(LANG_ENV, "").strip().lower()
-    if value.startswith("zh"):
-        return "zh"
-    if value.startswith("en"):
-        return "en"
-    return language_of_path(_notebook_path())
+    return _normalise(os.environ.get(LANG_ENV)) or _notebook_language or _language_from_file(_notebook_path())
 
 
 def pick(en: str, zh: str, lang: Lang | None = None) -> str:

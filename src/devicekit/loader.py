@@ -9,13 +9,14 @@ asynchronously on a side CUDA stream while the training step runs on the current
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
 import torch
 
-from .device import DeviceLike
-from .transfer import _as_device, _iter_tensors, _to_device_pinned, to_device
+from .device import DeviceLike, as_device
+from .transfer import to_device, to_device_pinned
+from .traversal import iter_tensors, skip_set
 
 __all__ = ["DeviceLoader"]
 
@@ -31,6 +32,8 @@ class DeviceLoader:
         device: where batches should end up.
         non_blocking: passed to :func:`to_device`; ``None`` uses its direction-aware default
             (asynchronous only for CPU -> CUDA/XPU).
+        skip_keys: mapping keys (at any depth) whose values stay where they are, as in
+            :func:`to_device`; e.g. ``"lengths"``, which ``pack_padded_sequence`` needs on the CPU.
 
     CUDA notes: prefetching pins batches in the main process if the DataLoader does not;
     ``DataLoader(..., pin_memory=True)`` does it in a background thread and is cheaper. Batches
@@ -39,11 +42,16 @@ class DeviceLoader:
     """
 
     def __init__(
-        self, dataloader: Iterable[Any], device: DeviceLike, non_blocking: bool | None = None
+        self,
+        dataloader: Iterable[Any],
+        device: DeviceLike,
+        non_blocking: bool | None = None,
+        skip_keys: Iterable[Hashable] | str = (),
     ) -> None:
         self.dataloader = dataloader
-        self.device = _as_device(device)
+        self.device = as_device(device)
         self.non_blocking = non_blocking
+        self.skip_keys = skip_set(skip_keys)  # a bad value fails here, not at the first batch
 
     def __len__(self) -> int:
         return len(self.dataloader)  # type: ignore[arg-type]
@@ -51,13 +59,15 @@ class DeviceLoader:
     def __iter__(self) -> Iterator[Any]:
         if self.device.type == "cuda" and torch.cuda.is_available():
             already_pinned = bool(getattr(self.dataloader, "pin_memory", False))
-            return _CudaPrefetcher(self.dataloader, self.device, self.non_blocking, pin=not already_pinned)
+            return _CudaPrefetcher(
+                self.dataloader, self.device, self.non_blocking, pin=not already_pinned, skip=self.skip_keys
+            )
         return self._plain_iter()
 
     def _plain_iter(self) -> Iterator[Any]:
-        device, non_blocking = self.device, self.non_blocking
+        device, non_blocking, skip = self.device, self.non_blocking, self.skip_keys
         for batch in self.dataloader:
-            yield to_device(batch, device, non_blocking=non_blocking)
+            yield to_device(batch, device, non_blocking=non_blocking, skip_keys=skip)
 
     def __getattr__(self, name: str) -> Any:
         # Only called for attributes not found normally; guard against recursion while unpickling
@@ -92,12 +102,20 @@ class _CudaPrefetcher:
     allocator records an event on the copy stream and does not reuse them until it has passed.
     """
 
-    def __init__(self, iterable: Iterable[Any], device: torch.device, non_blocking: bool | None, pin: bool):
+    def __init__(
+        self,
+        iterable: Iterable[Any],
+        device: torch.device,
+        non_blocking: bool | None,
+        pin: bool,
+        skip: frozenset = frozenset(),
+    ):
         if device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
         self.device = device
         self.non_blocking = non_blocking
         self.pin = pin
+        self.skip = skip
         self.iterator = iter(iterable)
         self.side = torch.cuda.Stream(device=device)
         self.next_batch: Any = self._load()
@@ -109,8 +127,8 @@ class _CudaPrefetcher:
             return _END
         with torch.cuda.stream(self.side):
             if self.pin:
-                return _to_device_pinned(batch, self.device, self.non_blocking)
-            return to_device(batch, self.device, non_blocking=self.non_blocking)
+                return to_device_pinned(batch, self.device, self.non_blocking, self.skip)
+            return to_device(batch, self.device, non_blocking=self.non_blocking, skip_keys=self.skip)
 
     def __iter__(self) -> _CudaPrefetcher:
         return self
@@ -121,7 +139,7 @@ class _CudaPrefetcher:
             raise StopIteration
         current = torch.cuda.current_stream(self.device)
         current.wait_stream(self.side)
-        for t in _iter_tensors(batch):
+        for _, t in iter_tensors(batch):
             if t.is_cuda:
                 t.record_stream(current)
         self.next_batch = self._load()

@@ -34,7 +34,6 @@ and moves them itself (``x.to(self.weight.device)`` as its first line) is report
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -44,18 +43,11 @@ from typing import Any, NoReturn
 import torch
 from torch import nn
 
-from .check import _MODULE_INTERNALS, _Scan, is_cpu_scalar, iter_named_tensors
+from . import catalog
+from .check import MODULE_INTERNALS, ModelScan, is_cpu_scalar, named_input_tensors
 from .errors import DeviceMismatchError
 
 __all__ = ["MismatchReport", "locate_mismatch"]
-
-_DEVICE_ERROR = re.compile(
-    r"device|Placeholder storage has not been allocated|Input type \(.*\) and weight type", re.IGNORECASE
-)
-_NOT_A_MISMATCH = re.compile(
-    r"device-side assert|out of memory|kernel image|invalid device ordinal|no data!", re.IGNORECASE
-)
-_DEVICE_IN_TEXT = re.compile(r"\b(cpu|meta|mps|(?:cuda|xpu|hpu|npu|xla|privateuseone)(?::\d+)?)\b")
 
 
 @dataclass(frozen=True)
@@ -92,8 +84,13 @@ class MismatchReport:
 class _Stop(BaseException):
     """Private: raised by a pre-hook to end the forward pass once a mismatch is found.
 
-    A BaseException so that a model's own ``except Exception:`` cannot swallow it.
+    A BaseException so that a model's own ``except Exception:`` cannot swallow it.  It carries its
+    tracer, so that a ``locate_mismatch`` running inside another one lets the outer one's signal pass.
     """
+
+    def __init__(self, tracer: _Tracer) -> None:
+        super().__init__("devicekit.locate_mismatch stopped the forward pass")
+        self.tracer = tracer
 
 
 @dataclass
@@ -111,7 +108,7 @@ def _own_tensors(module: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
     own += [
         ("attribute", k, v)
         for k, v in module.__dict__.items()
-        if isinstance(v, torch.Tensor) and k not in _MODULE_INTERNALS
+        if isinstance(v, torch.Tensor) and k not in MODULE_INTERNALS
     ]
     return [(kind, n, t) for kind, n, t in own if not is_cpu_scalar(t)]
 
@@ -130,7 +127,7 @@ def _names(items: list[tuple[str, str, torch.Tensor]]) -> str:
 class _Tracer:
     def __init__(self, model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.model = model
-        scan = _Scan()
+        scan = ModelScan()
         scan.scan(model, "", "parameter", "buffer", "")
         counts: Counter[torch.device] = Counter()
         for e in scan.tensors:
@@ -140,18 +137,17 @@ class _Tracer:
         scan.scan_hidden()
         self.hidden_fix = {id(m): (name, fix) for name, m, fix in scan.hidden_found}
         self.hidden_roots = [(name, m) for name, m, _ in scan.hidden_found]
-        named = [(f"inputs[{i}]", a) for i, a in enumerate(args)] + [
-            (f"kw[{k!r}]", v) for k, v in kwargs.items()
-        ]
-        self.root_inputs = {id(t): n for name, value in named for n, t in iter_named_tensors(value, name)}
+        self.root_inputs = {id(t): n for n, t, _ in named_input_tensors(model, args, kwargs, frozenset())}
         self.stack: list[_Frame] = []
         self.report: MismatchReport | None = None
         self.blame: dict[int, tuple[BaseException, _Frame]] = {}
 
     # ---- hooks
     def pre(self, name: str, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        inputs = [(n, t) for n, t in iter_named_tensors(args, "args") if not is_cpu_scalar(t)]
-        inputs += [(n, t) for n, t in iter_named_tensors(kwargs, "kwargs") if not is_cpu_scalar(t)]
+        if self.report is not None:  # a model that swallowed the stop signal: keep stopping
+            raise _Stop(self)
+        found = named_input_tensors(module, args, kwargs, frozenset(), labels=("args", "kwargs"))
+        inputs = [(n, t) for n, t, cpu_ok in found if not is_cpu_scalar(t) and not cpu_ok]
         frame = _Frame(name, module, inputs)
         self.stack.append(frame)
         own = _own_tensors(module)
@@ -188,7 +184,7 @@ class _Tracer:
         module = self.model if module_name == "" else frame.module
         name = frame.name if module_name is None else module_name
         self.report = MismatchReport(name, type(module).__name__, _sorted_devices(devices), detail, None)
-        raise _Stop
+        raise _Stop(self)
 
     def _where(self, frame: _Frame) -> str:
         return f"{frame.name!r} ({type(frame.module).__name__})" if frame.name else "the model itself"
@@ -263,7 +259,7 @@ class _Tracer:
         own = _own_tensors(module)
         inputs = frame.inputs if frame is not None else []
         known = dict.fromkeys([*(t.device for _, _, t in own), *(t.device for _, t in inputs)])
-        mentioned = [torch.device(m) for m in _DEVICE_IN_TEXT.findall(str(exc))]
+        mentioned = [d for d in catalog.extract_devices(str(exc)) if _is_device_name(d)]
         devices = _sorted_devices([*known, *mentioned])
         others = [d for d in _sorted_devices(mentioned) if d not in {str(k) for k in known}]
         in_text = ", ".join(f"{n} on {t.device}" for n, t in inputs) or "no tensor inputs"
@@ -284,11 +280,17 @@ class _Tracer:
         return MismatchReport(name, type(module).__name__, devices, detail, exc)
 
 
+def _is_device_name(text: str) -> bool:
+    try:
+        torch.device(text)
+    except (RuntimeError, ValueError):
+        return False
+    return True
+
+
 def _is_device_error(exc: BaseException) -> bool:
-    if isinstance(exc, DeviceMismatchError):
-        return True
-    text = str(exc)
-    return bool(_DEVICE_ERROR.search(text)) and not _NOT_A_MISMATCH.search(text)
+    """devicekit's own mismatch errors, or what the catalog classifies as tensors on different devices."""
+    return isinstance(exc, DeviceMismatchError) or catalog.is_device_error(str(exc))
 
 
 def locate_mismatch(model: nn.Module, *args: Any, **kwargs: Any) -> MismatchReport | None:
@@ -316,7 +318,9 @@ def locate_mismatch(model: nn.Module, *args: Any, **kwargs: Any) -> MismatchRepo
             handles.append(m.register_forward_hook(tracer.post, with_kwargs=True, always_call=True))
         try:
             model(*args, **kwargs)
-        except _Stop:
+        except _Stop as stop:
+            if stop.tracer is not tracer:  # the signal of an enclosing locate_mismatch: not ours
+                raise
             return tracer.report
         except Exception as exc:
             if not _is_device_error(exc):
@@ -329,7 +333,7 @@ def locate_mismatch(model: nn.Module, *args: Any, **kwargs: Any) -> MismatchRepo
                     )
                 raise
             return tracer.exception_report(exc)
-        return None
+        return tracer.report  # not None when the model swallowed the stop signal (a bare except:)
     finally:
         for h in handles:
             h.remove()

@@ -15,6 +15,7 @@ import torch
 from devicekit.amp import autocast, grad_scaler
 from devicekit.check import check_devices
 from devicekit.device import DeviceLike, available_devices, best_device, resolve_device
+from devicekit.lang import current_language
 from devicekit.loader import DeviceLoader
 from devicekit.prepare import prepare
 from devicekit.transfer import to_device
@@ -27,6 +28,17 @@ ENV_VAR = "DEVICEKIT_DEVICE"
 T = TypeVar("T")
 
 
+# describe() in Chinese: the fixed phrases it uses.
+_ZH = {
+    "no accelerator found": "未找到加速器",
+    "automatic choice": "自动选择",
+    "explicit argument": "显式传入的参数",
+    f"the {ENV_VAR} environment variable": f"环境变量 {ENV_VAR}",
+    "Apple GPU (Metal Performance Shaders)": "Apple GPU（Metal Performance Shaders）",
+    "no data: tensors carry only shape, dtype and device": "没有数据：张量只有形状、dtype 和设备",
+}
+
+
 def _gib(n_bytes: int) -> str:
     return f"{n_bytes / 2**30:.1f} GiB"
 
@@ -37,8 +49,9 @@ class DeviceManager:
     Args:
         device: ``None`` to pick automatically (the ``DEVICEKIT_DEVICE`` environment variable if set, else
             the best available accelerator, else the CPU), or an explicit device (``"cuda:1"``,
-            ``torch.device("mps")``, ``0``). An unknown or unavailable device raises `UnknownDeviceError`
-            naming the devices this machine does have.
+            ``torch.device("mps")``, ``0`` for index 0 of this machine's accelerator), read by
+            `devicekit.as_device`. An unknown or unavailable device raises `UnknownDeviceError` naming the
+            devices this machine does have.
     """
 
     def __init__(self, device: DeviceLike | None = None) -> None:
@@ -56,7 +69,11 @@ class DeviceManager:
 
     @property
     def device(self) -> torch.device:
-        """The chosen `torch.device`, always with an index for indexed backends (``cuda:0``, not ``cuda``)."""
+        """The chosen `torch.device`, with the index tensors created there report (``cuda:0``, ``mps:0``).
+
+        So ``torch.ones(1, device=dm.device).device == dm.device`` holds on every backend; a bare
+        ``torch.device("cuda")`` names the same GPU as ``cuda:0`` but does not compare equal to it.
+        """
         return self._device
 
     @property
@@ -69,8 +86,12 @@ class DeviceManager:
         """True when the chosen device is a real accelerator (not the CPU, not ``meta``)."""
         return self._device.type not in ("cpu", "meta")
 
-    def describe(self) -> str:
-        """One or two human-readable lines: the device, what hardware it is, and why it was chosen."""
+    def describe(self, lang: str | None = None) -> str:
+        """One line: the device, what hardware it is, and why it was chosen.
+
+        In ``lang`` (``"en"``/``"zh"``); by default in the notebook's language (`devicekit.lang`), English
+        when that is unknown.
+        """
         dev = self._device
         torch_line = f"torch {torch.__version__}"
         if dev.type == "cuda":
@@ -85,6 +106,9 @@ class DeviceManager:
         else:
             others = [d for d in available_devices() if d not in ("cpu", "meta")]
             hw = "no accelerator found" if not others else f"accelerators present but not chosen: {others}"
+        if (lang or current_language()) == "zh":
+            hw = _ZH.get(hw, hw.replace("accelerators present but not chosen", "有加速器但未选用"))
+            return f"{dev}（{hw}；{torch_line}；{_ZH.get(self.source, self.source)}）"
         return f"{dev} ({hw}; {torch_line}; {self.source})"
 
     # -- moving things to the device -------------------------------------------------------------
@@ -96,9 +120,17 @@ class DeviceManager:
         """
         return to_device(obj, self._device, non_blocking=non_blocking, skip_keys=skip_keys)
 
-    def loader(self, dataloader: Iterable, non_blocking: bool | None = None) -> DeviceLoader:
-        """Wrap ``dataloader`` so it yields batches already on this device (prefetched on CUDA)."""
-        return DeviceLoader(dataloader, self._device, non_blocking=non_blocking)
+    def loader(
+        self,
+        dataloader: Iterable,
+        non_blocking: bool | None = None,
+        skip_keys: Iterable[Hashable] | str = (),
+    ) -> DeviceLoader:
+        """Wrap ``dataloader`` so it yields batches already on this device (prefetched on CUDA).
+
+        ``skip_keys`` names mapping keys whose values stay where they are (e.g. ``"lengths"``).
+        """
+        return DeviceLoader(dataloader, self._device, non_blocking=non_blocking, skip_keys=skip_keys)
 
     def prepare(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None):
         """Move ``model`` (in place) and ``optimizer``'s existing state here; returns what was given."""

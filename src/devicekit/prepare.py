@@ -10,13 +10,13 @@ moves both, following the rules PyTorch itself applies in ``Optimizer.load_state
 from __future__ import annotations
 
 import warnings
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 import torch
 from torch import nn
 
-from .device import DeviceLike
-from .transfer import _as_device
+from .device import DeviceLike, as_device
+from .transfer import to_device
 
 __all__ = ["prepare"]
 
@@ -53,7 +53,7 @@ def prepare(model: M, device: DeviceLike, optimizer: O | None = None) -> M | tup
         ``model`` if ``optimizer`` is None, else ``(model, optimizer)``; the same objects, changed
         in place.
     """
-    dev = _as_device(device)
+    dev = as_device(device)
     before = list(model.parameters())
     if optimizer is not None:
         _check_params(model, before, optimizer)
@@ -98,16 +98,7 @@ def _move_state(optimizer: torch.optim.Optimizer) -> None:
             st = optimizer.state.get(p)
             if st:
                 for k, v in list(st.items()):  # in place: the per-parameter dict stays the same object
-                    st[k] = _cast(v, p.device, k, step_to_device)
-
-
-def _cast(value: Any, device: torch.device, key: Any, step_to_device: bool) -> Any:
-    if isinstance(value, torch.Tensor):
-        if key == "step":
-            return value.to(device=device, dtype=torch.float32) if step_to_device else value
-        return value.to(device=device)
-    if isinstance(value, dict):
-        return {k: _cast(v, device, k, step_to_device) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast(v, device, None, step_to_device) for v in value)
-    return value
+                    if k == "step" and isinstance(v, torch.Tensor):
+                        st[k] = v.to(device=p.device, dtype=torch.float32) if step_to_device else v
+                    else:  # any nesting of state values: the same walk as to_device
+                        st[k] = to_device(v, p.device, non_blocking=False)

@@ -14,7 +14,10 @@ What stays allowed, exactly as in PyTorch:
 * ops whose job is to move data between devices: ``aten._to_copy`` (what ``t.to(device)`` and
   ``module.to(device)`` dispatch to), ``aten.copy_`` (``dst.copy_(src)``, ``dst[...] = src``), ``aten.to``,
   ``aten._copy_from`` and friends;
-* CPU index tensors in indexing ops (``x[idx]`` with ``idx`` on the CPU and ``x`` on an accelerator).
+* CPU index tensors in indexing ops (``x[idx]`` with ``idx`` on the CPU and ``x`` on an accelerator);
+* the CPU tensors PyTorch requires or accepts on the CPU: ``lengths`` of ``pack_padded_sequence``
+  (``aten::_pack_padded_sequence`` raises unless it is a CPU int64 tensor), ``batch_sizes`` of packed RNN
+  ops, ``input_lengths``/``target_lengths`` of ``ctc_loss`` (the CUDA kernels copy them to the CPU).
 
 The mode only exists inside the ``with`` block: nothing is patched globally and code outside the block pays
 nothing.  Blocks nest (each level checks), and leaving a block by an exception restores the previous state.
@@ -59,6 +62,27 @@ _INDEX_OPS = frozenset(
     }
 )
 
+# Arguments whose CPU tensors are allowed next to tensors on any device, per op packet.
+_LENGTHS = frozenset({"input_lengths", "target_lengths"})
+_CPU_ARGS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(_INDEX_OPS, frozenset({"indices"})),
+    "aten::_pack_padded_sequence": frozenset({"lengths"}),
+    **dict.fromkeys(
+        (
+            "aten::_pad_packed_sequence",
+            "aten::_pack_padded_sequence_backward",
+            "aten::lstm",
+            "aten::gru",
+            "aten::rnn_tanh",
+            "aten::rnn_relu",
+        ),
+        frozenset({"batch_sizes"}),
+    ),
+    **dict.fromkeys(
+        ("aten::ctc_loss", "aten::_ctc_loss", "aten::_cudnn_ctc_loss", "aten::_use_cudnn_ctc_loss"), _LENGTHS
+    ),
+}
+
 # Per-op cache: (skip the op?, positional argument names, names whose CPU tensors are allowed)
 _SchemaInfo = tuple[bool, tuple[str, ...], frozenset[str]]
 _schema_cache: dict[Any, _SchemaInfo] = {}
@@ -70,7 +94,7 @@ def _schema_info(func: Any) -> _SchemaInfo:
         schema = func._schema
         name = schema.name
         names = tuple(a.name for a in schema.arguments)
-        info = (name in _TRANSFER_OPS, names, frozenset({"indices"}) if name in _INDEX_OPS else frozenset())
+        info = (name in _TRANSFER_OPS, names, _CPU_ARGS.get(name, frozenset()))
         _schema_cache[func] = info
     return info
 

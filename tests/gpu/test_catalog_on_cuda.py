@@ -20,6 +20,7 @@ import io
 import json
 import multiprocessing
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 from torch import nn
 
 import devicekit
@@ -110,7 +112,9 @@ def shuffle_with_default_device_cuda():
 
 
 def data_parallel_module_on_cpu():
-    nn.DataParallel(nn.Linear(4, 2), device_ids=[0])(torch.randn(3, 4))
+    # With one device id, DataParallel.__init__ moves the module itself (recorded on torch 2.11, case
+    # data-parallel-module-on-cpu in results/cuda-messages.json): the error needs two GPUs.
+    nn.DataParallel(nn.Linear(4, 2), device_ids=[0, 1])(torch.randn(3, 4))
 
 
 def optimizer_created_before_move():
@@ -188,6 +192,67 @@ def cuda_in_forked_child() -> str | None:
         child.join(10)
 
 
+_DEVICE_SIDE_ASSERT_CHILD = """
+import torch, torch.nn.functional as F
+try:
+    F.cross_entropy(torch.zeros(2, 3, device="cuda"), torch.tensor([0, 7], device="cuda"))
+    torch.cuda.synchronize()
+except Exception as exc:
+    print(f"{type(exc).__name__}: {exc}")
+"""
+
+
+def device_side_assert() -> str | None:
+    """A label out of range: the assert poisons the CUDA context, so it runs in a child of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DEVICE_SIDE_ASSERT_CHILD], capture_output=True, text=True, timeout=120
+    )
+    return done.stdout.strip() or None
+
+
+def out_of_memory():
+    torch.empty(1 << 50, dtype=torch.uint8, device="cuda:0")  # a petabyte
+
+
+def pin_cuda_tensor():
+    torch.ones(2, device="cuda:0").pin_memory()
+
+
+def lengths_on_cuda():
+    padded = torch.zeros(3, 2, 4, device="cuda:0")
+    nn.utils.rnn.pack_padded_sequence(padded, torch.tensor([3, 2], device="cuda:0"))
+
+
+def copy_out_of_meta():
+    torch.ones(2, device="meta").to("cuda:0")
+
+
+def nccl_with_cpu_tensor():
+    if not dist.is_available() or not dist.is_nccl_available():
+        pytest.skip("this torch has no NCCL")
+    if dist.is_initialized():
+        pytest.skip("a process group already exists in this test process")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    try:
+        dist.all_reduce(torch.ones(2))
+    finally:
+        dist.destroy_process_group()
+
+
+#: Families this machine cannot provoke (another backend, an older driver or GPU, a corrupted kernel).
+NOT_ON_THIS_KIND_OF_MACHINE = {
+    "illegal-memory-access": "needs a kernel that writes out of bounds",
+    "cudnn-cublas": "needs a cuDNN/cuBLAS failure (bad configuration or hardware)",
+    "gpu-not-supported": "needs a GPU this PyTorch build was not compiled for",
+    "driver-too-old": "needs a driver older than the CUDA runtime",
+    "mps-unsupported": "needs an Apple GPU",
+    "op-not-implemented": "needs an operator without a CUDA kernel",
+}
+
+
 _HIDDEN_GPU_CHILD = """
 import json, sys, torch
 out = {}
@@ -231,16 +296,23 @@ CASES = (
     Case("same-device/linear-cpu-batch", "same-device", linear_cpu_batch, ("cuda:0", "cpu")),
     Case("same-device/elementwise-cpu-operand", "same-device", elementwise_cpu_operand, ("cuda:0", "cpu")),
     Case("same-device/two-gpus", "same-device", elementwise_two_gpus, ("cuda:0", "cuda:1"), min_gpus=2),
-    Case("conv-input-weight/cpu-input", "conv-input-weight", conv_cpu_input, ("cpu", "cuda")),
+    # A CPU input to a CUDA conv takes the slow path, whose adaption check names the argument (torch 2.11).
+    Case("same-device/conv-cpu-input", "same-device", conv_cpu_input, ("cuda:0", "cpu")),
     Case("conv-input-weight/cuda-input", "conv-input-weight", conv_cuda_input, ("cuda", "cpu")),
     Case("conv-input-weight/two-gpus", "conv-input-weight", conv_two_gpus, (), min_gpus=2),
-    Case("dtype-mismatch/conv-half-weights", "dtype-mismatch", conv_half_weights, ("cuda",)),
+    Case("dtype-mismatch/conv-half-weights", "dtype-mismatch", conv_half_weights),
     Case("rnn-device/lstm-cpu-input", "rnn-device", lstm_cpu_input, ("cpu", "cuda:0")),
     Case("rnn-device/gru-cpu-hidden", "rnn-device", gru_cpu_hidden, ("cuda:0", "cpu")),
     Case("index-device/cuda-index", "index-device", cuda_index_into_cpu_tensor, ("cpu",)),
     Case("to-numpy/cuda-tensor", "to-numpy", cuda_tensor_to_numpy, ("cuda:0",)),
     Case("generator-device/shuffle", "generator-device", shuffle_with_default_device_cuda, ("cuda", "cpu")),
-    Case("data-parallel/module-on-cpu", "data-parallel", data_parallel_module_on_cpu, ("cuda:0", "cpu")),
+    Case(
+        "data-parallel/module-on-cpu",
+        "data-parallel",
+        data_parallel_module_on_cpu,
+        ("cuda:0", "cpu"),
+        min_gpus=2,
+    ),
     Case("optimizer-state/adam-before-move", "optimizer-state", optimizer_created_before_move),
     Case("load-map-location/missing-gpu", "load-map-location", checkpoint_from_missing_gpu, ("cuda:{n}",)),
     Case("load-map-location/gpus-hidden", "load-map-location", _hidden("load"), ("cuda",)),
@@ -248,13 +320,20 @@ CASES = (
     Case("no-accelerator/missing-ordinal", "no-accelerator", missing_device_ordinal),
     Case("amp/unscale-fp16", "amp", unscale_fp16_gradients),
     Case("ddp/no-process-group", "ddp", ddp_without_process_group),
-    Case("ddp/cuda-in-forked-child", "ddp", cuda_in_forked_child),
+    Case("cuda-fork/forked-child", "cuda-fork", cuda_in_forked_child),
+    Case("device-side-assert/label-out-of-range", "device-side-assert", device_side_assert),
+    Case("out-of-memory/petabyte", "out-of-memory", out_of_memory),
+    Case("pin-memory/cuda-tensor", "pin-memory", pin_cuda_tensor),
+    Case("cpu-required/lengths-on-cuda", "cpu-required", lengths_on_cuda),
+    Case("meta-no-data/copy-to-cuda", "meta-no-data", copy_out_of_meta),
+    Case("dist-backend/nccl-cpu-tensor", "dist-backend", nccl_with_cpu_tensor),
 )
 
 
 def test_every_family_has_a_case():
     """A family added to the catalog must get a CUDA case here (or this test says which is missing)."""
-    assert sorted({case.family for case in CASES}) == sorted(devicekit.FAMILIES)
+    covered = {case.family for case in CASES} | set(NOT_ON_THIS_KIND_OF_MACHINE)
+    assert sorted(covered) == sorted(devicekit.FAMILIES)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])

@@ -132,11 +132,13 @@ def _outcome(ex: Exercise, args: tuple, kwargs: dict) -> tuple[bool, str, str]:
         ex.run(*args, **kwargs)
     except Fail as fail:
         return False, fail.en, fail.zh
-    except NotImplementedError:
+    except NotImplementedError as stub:
+        hint = f" ({stub})" if str(stub) else ""  # the stub's own hint, in the notebook's language
         return (
             False,
-            "not done yet: replace the `raise NotImplementedError` with your code, then run this cell again.",
-            "还没有完成：把 `raise NotImplementedError` 换成你的代码，然后重新运行这个单元格。",
+            "not done yet: replace the `raise NotImplementedError` with your code, then run this cell "
+            f"again.{hint}",
+            f"还没有完成：把 `raise NotImplementedError` 换成你的代码，然后重新运行这个单元格。{hint}",
         )
     except Exception as exc:  # the learner's code crashed: report it, never crash the check cell
         where = traceback.extract_tb(exc.__traceback__)[-1]

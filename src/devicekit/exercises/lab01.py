@@ -10,9 +10,15 @@ from devicekit.exercises import Fail, exercise
 LAB = "01-devices"
 
 
-@exercise(LAB, "move-batch", 1, "return the moved tensor", "返回搬运后的张量", target="move_batch")
+@exercise(LAB, "move-batch", 1, "return the moved tensor", "返回移动后的张量", target="move_batch")
 def check_move_batch(move_batch) -> None:
-    target = mismatch_device()
+    # two targets: the accelerator (or meta) and the CPU, so an answer that ignores `device` fails on any
+    # machine; values are compared wherever the result holds any (meta tensors hold none)
+    for target in (mismatch_device(), torch.device("cpu")):
+        _check_move_to(move_batch, target)
+
+
+def _check_move_to(move_batch, target: torch.device) -> None:
     x = torch.arange(6.0).reshape(2, 3)
     moved = move_batch(x, target)
     if moved is None:
@@ -38,6 +44,12 @@ def check_move_batch(move_batch) -> None:
             "the input tensor must stay where it was, and the result must keep its shape.",
             "输入张量应当留在原设备上，结果的形状也不应改变。",
         )
+    if target.type != "meta" and not torch.equal(moved.cpu(), torch.arange(6.0).reshape(2, 3)):
+        raise Fail(
+            "the returned tensor is on the right device but holds other values: move the tensor you were "
+            "given (its values come along), do not create a new one.",
+            "返回的张量设备对了，数值却不一样：要移动传进来的那个张量（数值会随之带过去），而不是新建一个。",
+        )
 
 
 @exercise(
@@ -49,8 +61,13 @@ def check_move_batch(move_batch) -> None:
     target="causal_mask",
 )
 def check_causal_mask(causal_mask) -> None:
-    for device in (torch.device("cpu"), mismatch_device()):
-        x = torch.zeros(2, 5, 8, device=device)
+    # two devices, and two sequence lengths so that a hard-coded size fails; values compared on the CPU
+    for device, (batch, steps, channels) in (
+        (torch.device("cpu"), (2, 5, 8)),
+        (mismatch_device(), (2, 5, 8)),
+        (torch.device("cpu"), (3, 4, 2)),
+    ):
+        x = torch.zeros(batch, steps, channels, device=device)
         mask = causal_mask(x)
         if not isinstance(mask, torch.Tensor):
             raise Fail(
@@ -65,14 +82,16 @@ def check_causal_mask(causal_mask) -> None:
                 f"输入在 {x.device} 上，掩码却创建在了 {mask.device} 上。torch.ones、torch.tril 这类工厂"
                 "函数不传 device=... 时会把新张量放在 CPU 上：设备应当取自输入张量。",
             )
-        if mask.shape != (5, 5) or mask.dtype != torch.bool:
+        shape = (batch, steps, channels)
+        if mask.shape != (steps, steps) or mask.dtype != torch.bool:
             raise Fail(
-                f"expected a (5, 5) bool mask for an input of shape (2, 5, 8), got {tuple(mask.shape)} "
-                f"{mask.dtype}.",
-                "输入形状为 (2, 5, 8) 时应得到 (5, 5) 的 bool 掩码，"
-                f"实际是 {tuple(mask.shape)} {mask.dtype}。",
+                f"expected a ({steps}, {steps}) bool mask for an input of shape {shape}, got "
+                f"{tuple(mask.shape)} {mask.dtype}. T is x.shape[-2].",
+                f"输入形状为 {shape} 时应得到 ({steps}, {steps}) 的 bool 掩码，"
+                f"实际是 {tuple(mask.shape)} {mask.dtype}。T 是 x.shape[-2]。",
             )
-        if device.type == "cpu" and not torch.equal(mask, torch.ones(5, 5, dtype=torch.bool).tril()):
+        expected = torch.ones(steps, steps, dtype=torch.bool).tril()
+        if device.type == "cpu" and not torch.equal(mask, expected):
             raise Fail(
                 "the mask has the right device and shape but the wrong values: position i may see "
                 "positions 0..i (lower triangle, diagonal included).",
@@ -99,6 +118,12 @@ def mix_cases(acc: torch.device) -> dict[str, object]:
     }
 
 
+#: The answer format of exercise 3, shown in the stub and in every format error.
+PREDICTIONS_FORMAT = (
+    '{"a": True or False, "b": ..., "c": ..., "d": ...}  # True = raises RuntimeError, False = works'
+)
+
+
 @exercise(
     LAB, "predict-raises", 3, "predict which mixes raise", "预测哪些组合会报错", target="my_predictions"
 )
@@ -106,17 +131,29 @@ def check_predictions(predictions) -> None:
     if callable(predictions):
         predictions = predictions()
     if not isinstance(predictions, dict) or set(predictions) != {"a", "b", "c", "d"}:
+        got = sorted(map(repr, predictions)) if isinstance(predictions, dict) else type(predictions).__name__
         raise Fail(
-            "expected a dict with the keys 'a', 'b', 'c', 'd' and True (raises) or False (works) as values.",
-            "应当是一个字典，键为 'a'、'b'、'c'、'd'，值为 True（会报错）或 False（能运行）。",
+            f"expected a dict with exactly the keys 'a', 'b', 'c', 'd', got {got}. Return it in this format: "
+            f"{PREDICTIONS_FORMAT}",
+            f"应当返回一个字典，键恰好是 'a'、'b'、'c'、'd'，实际得到的是 {got}。请按这个格式返回："
+            f"{PREDICTIONS_FORMAT}（True 表示会报 RuntimeError，False 表示能正常运行）",
+        )
+    not_bool = sorted(key for key, value in predictions.items() if not isinstance(value, bool))
+    if not_bool:
+        shown = ", ".join(f"{key!r}: {predictions[key]!r}" for key in not_bool)
+        raise Fail(
+            f"each value must be True or False, not {shown}. Return it in this format: {PREDICTIONS_FORMAT}",
+            f"每个值都必须是 True 或 False，而不是 {shown}。请按这个格式返回：{PREDICTIONS_FORMAT}"
+            "（True 表示会报 RuntimeError，False 表示能正常运行）",
         )
     truth = {key: _raises(case) for key, case in mix_cases(mismatch_device()).items()}
-    wrong = sum(bool(predictions[k]) != truth[k] for k in truth)
+    wrong = sum(predictions[k] != truth[k] for k in truth)
     if wrong:
         verb = "is" if wrong == 1 else "are"
         raise Fail(
-            f"{wrong} of the 4 predictions {verb} wrong. Hint: a 0-dim CPU tensor and a Python number can be "
-            "combined with a tensor on any device; any other CPU tensor cannot.",
-            f"4 个预测中有 {wrong} 个不对。提示：0 维的 CPU 张量和 Python 数字可以与任何设备上的张量一起"
-            "运算；其他 CPU 张量都不行。",
+            f"{wrong} of the 4 predictions {verb} wrong. Hint: a Python number, or a 0-dim CPU tensor in "
+            "an element-wise operation, can be combined with a tensor on any device; any other CPU tensor "
+            "cannot.",
+            f"4 个预测中有 {wrong} 个不对。提示：在逐元素运算中，Python 数字和 0 维的 CPU 张量可以与"
+            "任何设备上的张量一起运算；其他 CPU 张量都不行。",
         )

@@ -1,0 +1,342 @@
+"""Self-checks for lab 06 (checkpoints across devices), and the checkpoint a GPU run would have written.
+
+The lab needs, on a CPU-only runner, a checkpoint whose storages really claim a CUDA device. `torch.save`
+records, for each storage, a tuple ``("storage", storage_type, key, location, numel)`` in the archive's
+``data.pkl``; ``location`` is whatever the first registered *tagger* returns (``"cpu"``, ``"cuda:0"``...):
+see ``persistent_id`` in ``_save`` and ``location_tag`` in ``torch/serialization.py``
+(https://github.com/pytorch/pytorch/blob/v2.13.0/torch/serialization.py). The storage bytes themselves are
+always written from host memory. So a tagger registered with `torch.serialization.register_package` that
+answers ``"cuda:0"`` for chosen storages makes `torch.save` write the record a save on ``cuda:0`` writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import math
+import os
+import pickle
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from devicekit.device import available_devices, mismatch_device
+from devicekit.exercises import Fail, exercise
+
+LAB = "06-checkpoints"
+
+# storage id (UntypedStorage._cdata) -> the location torch.save records for it, while save_as_if_on runs
+_CLAIMS: contextvars.ContextVar[dict[int, str] | None] = contextvars.ContextVar(
+    "devicekit_lab06_claims", default=None
+)
+
+
+def _claimed_location(storage) -> str | None:
+    """Tagger for torch.serialization: the claimed location of ``storage``, or None (PyTorch's own then).
+
+    Built afresh for every storage, as PyTorch's own CUDA tagger (``_backend_tag``) builds it: pickle
+    memoizes a string object it has seen, so handing back one shared string would write a back-reference
+    instead of the location in full, and ``data.pkl`` would differ from a real save's.
+    """
+    claims = _CLAIMS.get()
+    claim = None if claims is None else claims.get(storage._cdata)
+    if claim is None:
+        return None
+    device = torch.device(claim)
+    return device.type if device.index is None else device.type + ":" + str(device.index)
+
+
+def _never_deserialize(storage, location: str) -> None:
+    return None  # loading stays PyTorch's own business
+
+
+# Registered once, at import: a lower number runs before PyTorch's own taggers (cpu is 10, cuda 20).
+torch.serialization.register_package(-60, _claimed_location, _never_deserialize)
+
+
+def missing_cuda_device() -> str:
+    """The first CUDA device this machine lacks: ``cuda:0`` without a GPU, ``cuda:1`` with one GPU."""
+    return f"cuda:{torch.cuda.device_count()}"
+
+
+def save_as_if_on(obj: object, f: str | os.PathLike | object, location: str, tensors: Iterable[torch.Tensor]):
+    """`torch.save(obj, f)`, recording the storages of ``tensors`` at ``location`` (e.g. ``"cuda:0"``).
+
+    The file is what a save from that device writes: the same bytes, and the location string that the
+    CUDA tagger would have returned. Storages not in ``tensors`` keep their real location (``"cpu"``).
+    """
+    if not isinstance(location, str) or not location:
+        raise ValueError(f"location must be a device string such as 'cuda:0', got {location!r}")
+    try:
+        torch.device(location)
+    except RuntimeError as err:
+        raise ValueError(f"location must be a device string such as 'cuda:0', got {location!r}") from err
+    claims = {t.untyped_storage()._cdata: location for t in tensors}
+    token = _CLAIMS.set(claims)
+    try:
+        torch.save(obj, f)
+    finally:
+        _CLAIMS.reset(token)
+
+
+# --- the training run of the lab ------------------------------------------------------------------------
+
+
+def make_model() -> nn.Module:
+    """The lab's small model, always with the same initial weights."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+def make_optimizer(model: nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.Adam(model.parameters(), lr=0.01)
+
+
+def make_scheduler(optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler:
+    """A warm-up: the learning rate grows from 1/4 to all of it over three steps."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 4))
+
+
+def batches(
+    start: int, count: int, device: torch.device | str
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Batches number ``start`` .. ``start + count - 1`` of the lab's data: the same numbers on every run."""
+    for number in range(start, start + count):
+        gen = torch.Generator().manual_seed(1000 + number)
+        x = torch.randn(16, 4, generator=gen)
+        y = torch.randn(16, 2, generator=gen)
+        yield x.to(device), y.to(device)
+
+
+def train(model, optimizer, scheduler, start: int, count: int) -> int:
+    """Run ``count`` training steps from batch ``start`` on the model's device; returns the next batch."""
+    device = next(model.parameters()).device
+    for x, y in batches(start, count, device):
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+        scheduler.step()
+    return start + count
+
+
+def gpu_run_checkpoint(path: str | os.PathLike, steps: int = 3) -> dict:
+    """Train ``steps`` steps and save a checkpoint to ``path`` as a run on a GPU would have saved it.
+
+    Everything that lives on the GPU during such a run (parameters, buffers, and the optimizer state next
+    to each parameter) is recorded at `missing_cuda_device`; Adam's ``step`` counters stay ``"cpu"``, as
+    they do on a GPU (non-fused, non-capturable Adam keeps them on the CPU:
+    https://github.com/pytorch/pytorch/blob/v2.13.0/torch/optim/adam.py, ``_init_group``).
+    Returns the checkpoint as it is in memory here (on the CPU).
+    """
+    model = make_model()
+    optimizer = make_optimizer(model)
+    scheduler = make_scheduler(optimizer)
+    next_batch = train(model, optimizer, scheduler, 0, steps)
+    checkpoint = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "next_batch": next_batch,
+    }
+    on_gpu = list(checkpoint["model"].values()) + [
+        value
+        for state in checkpoint["optimizer"]["state"].values()
+        for key, value in state.items()
+        if key != "step" and isinstance(value, torch.Tensor)
+    ]
+    save_as_if_on(checkpoint, path, missing_cuda_device(), on_gpu)
+    return checkpoint
+
+
+# --- checks --------------------------------------------------------------------------------------------
+
+
+def _target_devices() -> list[torch.device]:
+    """Where the checks load to: the CPU, the mismatch device (accelerator or meta), other accelerators."""
+    devices = [torch.device("cpu"), mismatch_device()]
+    for name in available_devices():
+        dev = torch.device(name)
+        if dev.type not in ("cpu", "meta") and dev not in devices:
+            devices.append(dev)
+    return devices
+
+
+def _tensors(obj: object, where: str = "checkpoint") -> Iterator[tuple[str, torch.Tensor]]:
+    if isinstance(obj, torch.Tensor):
+        yield where, obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _tensors(value, f"{where}[{key!r}]")
+    elif isinstance(obj, (list, tuple)):
+        for index, value in enumerate(obj):
+            yield from _tensors(value, f"{where}[{index}]")
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    return a.type == b.type and (a.index or 0) == (b.index or 0)
+
+
+@exercise(
+    LAB,
+    "load-for-device",
+    1,
+    "load a checkpoint onto this machine's device",
+    "把检查点加载到本机的设备上",
+    target="load_for_device",
+)
+def check_load_for_device(load_for_device) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gpu_run.pt"
+        saved = gpu_run_checkpoint(path)
+        for device in _target_devices():
+            loaded = load_for_device(str(path), device)
+            if not isinstance(loaded, dict) or set(loaded) != set(saved):
+                got = sorted(loaded) if isinstance(loaded, dict) else type(loaded).__name__
+                raise Fail(
+                    f"expected the checkpoint dict with the keys {sorted(saved)}, got {got}.",
+                    f"应当返回检查点字典，键为 {sorted(saved)}，实际得到的是 {got}。",
+                )
+            for where, tensor in _tensors(loaded):
+                if not _same_device(tensor.device, device):
+                    raise Fail(
+                        f"for device={device}, {where} came back on {tensor.device}. Tell torch.load where "
+                        "every storage should go, instead of moving tensors afterwards.",
+                        f"device={device} 时，{where} 加载后在 {tensor.device} 上。应当直接告诉 "
+                        "torch.load 每个存储放到哪里，而不是加载之后再移动张量。",
+                    )
+            if device.type == "cpu":
+                for (where, got), (_, want) in zip(_tensors(loaded), _tensors(saved), strict=True):
+                    if not torch.equal(got, want):
+                        raise Fail(
+                            f"{where} does not hold the saved values.",
+                            f"{where} 的值与保存时不同。",
+                        )
+        unsafe = Path(tmp) / "with_an_object.pt"
+        torch.save({"args": argparse.Namespace(lr=0.01)}, unsafe)
+        try:
+            load_for_device(str(unsafe), torch.device("cpu"))
+        except pickle.UnpicklingError:
+            pass
+        else:
+            raise Fail(
+                "your function also loaded a file holding an arbitrary Python object (an "
+                "argparse.Namespace). Keep torch.load's safe default: a checkpoint you did not write "
+                "yourself can run code when it is unpickled without it.",
+                "你的函数把一个含任意 Python 对象（argparse.Namespace）的文件也加载了。请保留 torch.load 的"
+                "安全默认值：没有这层保护时，反序列化一个不是你自己保存的检查点可能执行任意代码。",
+            )
+
+
+def _param_ids(optimizer: torch.optim.Optimizer) -> set[int]:
+    return {id(p) for group in optimizer.param_groups for p in group["params"]}
+
+
+@exercise(
+    LAB,
+    "resume",
+    2,
+    "resume model, optimizer and scheduler on another device",
+    "在另一个设备上恢复模型、优化器和调度器",
+    target="resume",
+)
+def check_resume(resume) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gpu_run.pt"
+        saved = gpu_run_checkpoint(path)
+        saved_lr = saved["optimizer"]["param_groups"][0]["lr"]
+        # the run that never stopped: one more step after the checkpoint, on the CPU
+        reference = make_model()
+        ref_opt = make_optimizer(reference)
+        train(reference, ref_opt, make_scheduler(ref_opt), 0, saved["next_batch"] + 1)
+        for device in _target_devices():
+            restored = resume(str(path), device)
+            if not isinstance(restored, tuple) or len(restored) != 3:
+                raise Fail(
+                    "expected a tuple (model, optimizer, scheduler).",
+                    "应当返回一个元组 (model, optimizer, scheduler)。",
+                )
+            model, optimizer, scheduler = restored
+            if not isinstance(model, nn.Module) or not isinstance(optimizer, torch.optim.Optimizer):
+                raise Fail(
+                    "expected a tuple (model, optimizer, scheduler): a module, an optimizer, a scheduler.",
+                    "应当返回 (model, optimizer, scheduler)：一个 nn.Module、一个优化器和一个调度器。",
+                )
+            for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+                if not _same_device(tensor.device, device):
+                    raise Fail(
+                        f"for device={device}, the model's {name} is on {tensor.device}.",
+                        f"device={device} 时，模型的 {name} 在 {tensor.device} 上。",
+                    )
+            if _param_ids(optimizer) != {id(p) for p in model.parameters()}:
+                raise Fail(
+                    f"for device={device}, the optimizer updates tensors that are not the model's "
+                    "parameters. Build the optimizer from the model once the model is on its device, "
+                    "and load its state after that.",
+                    f"device={device} 时，优化器更新的张量并不是模型当前的参数。先把模型放到目标设备上，"
+                    "再用它创建优化器，然后才加载优化器的状态。",
+                )
+            for param in model.parameters():
+                state = optimizer.state.get(param, {})
+                if "exp_avg" not in state:
+                    raise Fail(
+                        "the optimizer has no state: its state_dict from the checkpoint was not loaded.",
+                        "优化器没有状态：检查点里的优化器 state_dict 没有被加载。",
+                    )
+                if not _same_device(state["exp_avg"].device, param.device):
+                    raise Fail(
+                        f"for device={device}, the optimizer state of a parameter on {param.device} is on "
+                        f"{state['exp_avg'].device}. Optimizer.load_state_dict puts the state next to the "
+                        "parameters as they are when it runs.",
+                        f"device={device} 时，参数在 {param.device} 上，它的优化器状态却在 "
+                        f"{state['exp_avg'].device} 上。Optimizer.load_state_dict 会把状态放到调用它那一刻"
+                        "参数所在的设备上。",
+                    )
+            steps = [
+                st["step"] for st in optimizer.state.values() if isinstance(st.get("step"), torch.Tensor)
+            ]
+            if any(step.device.type != "cpu" for step in steps):
+                raise Fail(
+                    f"for device={device}, Adam's step counters ended up on {steps[0].device}. Adam (not "
+                    "fused, not capturable) keeps them on the CPU and reads them with .item() every step: "
+                    "on a GPU that waits for the GPU each time, on meta it fails. "
+                    "Optimizer.load_state_dict leaves them where the checkpoint put them. Load the "
+                    "checkpoint to the CPU and let load_state_dict place the rest.",
+                    f"device={device} 时，Adam 的 step 计数器被放到了 {steps[0].device} 上。"
+                    "Adam（非 fused、非 capturable）把它们放在 CPU 上，每一步都用 .item() 读取："
+                    "放在 GPU 上时每次读取都要等 GPU，放在 meta 上则直接出错。"
+                    "Optimizer.load_state_dict 不会移动它们。把检查点加载到 CPU，"
+                    "其余的交给 load_state_dict 去放置。",
+                )
+            if (
+                scheduler is None
+                or getattr(scheduler, "last_epoch", None) != saved["scheduler"]["last_epoch"]
+            ):
+                raise Fail(
+                    "the scheduler does not continue where the run stopped: restore its state_dict too.",
+                    "调度器没有从中断处继续：它的 state_dict 也要恢复。",
+                )
+            lr = optimizer.param_groups[0]["lr"]
+            if not math.isclose(lr, saved_lr):
+                raise Fail(
+                    f"the learning rate after resuming is {lr:g}, the run stopped at {saved_lr:g}. "
+                    "Creating a scheduler sets the learning rate: create it before you load the optimizer's "
+                    "state.",
+                    f"恢复后的学习率是 {lr:g}，而训练中断时是 {saved_lr:g}。创建调度器时会设置学习率："
+                    "要在加载优化器状态之前创建调度器。",
+                )
+            train(model, optimizer, scheduler, saved["next_batch"], 1)
+            if device.type == "cpu":
+                for (name, got), want in zip(
+                    model.state_dict().items(), reference.state_dict().values(), strict=True
+                ):
+                    if not torch.allclose(got, want, atol=1e-6):
+                        raise Fail(
+                            f"one training step after resuming, {name} differs from the run that never "
+                            "stopped: restore the model's weights and the optimizer's state from the "
+                            "checkpoint.",
+                            f"恢复后训练一步，{name} 与从未中断的那次训练不一致：模型权重和优化器状态"
+                            "都要从检查点恢复。",
+                        )

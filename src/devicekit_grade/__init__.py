@@ -1,0 +1,32 @@
+"""``devicekit-grade``: grade lab submissions an instructor can trust (its own package; the runtime library
+``devicekit`` knows nothing of grading). Install with ``pip install "devicekit[grade]"``.
+
+Each submission runs sealed off (`devicekit_grade.sandbox`) to collect its answers; the released checks
+judge those answers in a process of the grader's own (`devicekit_grade._evaluator`); the reports are made
+for people and for learning-management systems (`devicekit_grade.report`, `devicekit_grade.lms`). Run
+``devicekit-grade --help`` or ``python -m devicekit_grade --help``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: What the grader needs beyond devicekit itself: the ``grade`` extra of the devicekit distribution.
+REQUIRES = ("nbformat", "nbclient", "ipykernel")
+
+
+def console() -> int:
+    """The ``devicekit-grade`` console script: a clear message when the ``grade`` extra is missing."""
+    import importlib.util
+
+    missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"devicekit-grade needs {', '.join(missing)}: install the grader with "
+            '`pip install "devicekit[grade]"`',
+            file=sys.stderr,
+        )
+        return 2
+    from devicekit_grade.cli import entry
+
+    return entry()

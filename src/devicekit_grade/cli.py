@@ -1,0 +1,298 @@
+"""The ``devicekit-grade`` command line (also ``python -m devicekit_grade``).
+
+``devicekit-grade --out DIR [--roster CSV] [options] NOTEBOOK_OR_FOLDER...``
+
+Exit status: 0 when every file got a row (whatever its status or score), 2 when the grader could not run
+as asked (no submissions, a missing input, ``--out`` not writable or holding something it cannot merge
+into, a bad roster), 3 when the grading environment was modified during the run (the rows after that
+are not graded), 130 when interrupted (the rows finished so far are written).
+
+Started as a command, the grader first re-executes itself with its arguments passed through a pipe and
+its working directory set to ``/``: from then on neither its command line nor its working directory or
+environment names the submissions or the output folder (see `entry`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from devicekit_grade import lms, sandbox
+from devicekit_grade.discover import UsageError, find
+from devicekit_grade.released import Released, default_folders
+from devicekit_grade.report import MergeError, load, write_all
+from devicekit_grade.run import Context, Grade, Options, grade_submission, kill_all
+
+USAGE_ERROR, TAMPERED = 2, 3
+_ARGS_FD = "--args-fd"
+
+
+def _prepare_out(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+
+
+class Progress:
+    """One line per submission on stderr (nothing with --quiet)."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total, self.done, self.quiet = total, 0, quiet
+
+    def update(self, grade: Grade) -> None:
+        self.done += 1
+        if self.quiet:
+            return
+        score = "" if grade.score is None else f" {grade.score}/{grade.max}"
+        print(
+            f"[{self.done}/{self.total}] {grade.file}: {grade.status}{score} ({grade.duration_s:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _parser() -> argparse.ArgumentParser:
+    limits = sandbox.Limits()
+    parser = argparse.ArgumentParser(
+        prog="devicekit-grade",
+        description="Grade devicekit lab notebooks: each runs sealed off to compute its answers, and the "
+        "grader's own copy of the released checks scores them. Writes DIR/grades.csv, grades.json, "
+        "report.html, canvas.csv, moodle.csv and feedback/.",
+    )
+    add = parser.add_argument
+    add("inputs", nargs="+", metavar="NOTEBOOK_OR_FOLDER", help="submissions, or folders of them")
+    add(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="folder for the grades (merged into if it has some)",
+    )
+    add("--replace", action="store_true", help="start --out afresh instead of merging into its grades")
+    add(
+        "--roster",
+        type=Path,
+        metavar="CSV",
+        help="students: id, name, email, lang, canvas_id, moodle_id, aliases",
+    )
+    add(
+        "--points",
+        type=float,
+        metavar="N",
+        help="scale each lab to N points (default: the sum of the weights)",
+    )
+    add(
+        "--weights",
+        metavar="W",
+        help="exercise weights: 1,1,2 or 01-devices=1,1,2;04-data=1,2 (default 1 each)",
+    )
+    add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
+    add(
+        "--timeout",
+        type=int,
+        default=120,
+        metavar="S",
+        help="per-cell limit, interrupted after (default 120)",
+    )
+    add(
+        "--notebook-timeout",
+        type=int,
+        metavar="S",
+        help="limit for a whole notebook (default 10 x --timeout)",
+    )
+    jobs = min(4, max(1, (os.cpu_count() or 2) // 2))
+    add("--jobs", "-j", type=int, default=jobs, help=f"notebooks run at once (default {jobs})")
+    add("--kernel", default="python3", help="Jupyter kernel (default python3)")
+    add(
+        "--memory-mb",
+        type=int,
+        default=limits.memory_mb,
+        help=f"address space per process, 0 = none (default {limits.memory_mb}; use 0 on a GPU)",
+    )  # noqa: E501
+    add(
+        "--cpu-seconds", type=int, default=limits.cpu_s, help=f"CPU time per process (default {limits.cpu_s})"
+    )
+    add(
+        "--max-processes",
+        type=int,
+        default=limits.processes,
+        help=f"processes and threads of a notebook's own user (default {limits.processes})",
+    )  # noqa: E501
+    add(
+        "--max-file-mb",
+        type=int,
+        default=limits.file_mb,
+        help=f"largest file a notebook may write (default {limits.file_mb})",
+    )  # noqa: E501
+    add(
+        "--isolation",
+        choices=["auto", "none"],
+        default="auto",
+        help="auto: a PID namespace per notebook when the machine allows",
+    )  # noqa: E501
+    add("--sandbox", action="store_true", help="run each notebook under bubblewrap (bwrap) when installed")
+    add("--same-user", action="store_true", help="as root, do not give each notebook a user of its own")
+    add(
+        "--labs",
+        type=Path,
+        help="the released labs, to compare check cells (default: labs/ of this checkout)",
+    )
+    add("--solutions", type=Path, help="the published solutions, to recognise them (default: solutions/)")
+    add("--quiet", "-q", action="store_true", help="no progress output")
+    return parser
+
+
+def entry() -> int:
+    """The console script: hide the arguments and working directory, then `main`."""
+    if _ARGS_FD in sys.argv[1:2] or os.environ.get("DEVICEKIT_GRADE_NO_REEXEC") or os.name != "posix":
+        argv = sys.argv[1:]
+        if argv[:1] == [_ARGS_FD]:
+            with os.fdopen(int(argv[1]), "r", encoding="utf-8") as pipe:
+                argv = json.load(pipe)
+        sandbox.become_subreaper()
+        sandbox.hide_from_proc()
+        signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C
+        return main(argv)
+    argv = _absolute(sys.argv[1:])
+    read, write = os.pipe()
+    os.write(write, json.dumps(argv).encode("utf-8"))
+    os.close(write)
+    os.set_inheritable(read, True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PWD", "OLDPWD", "_")}
+    os.chdir("/")
+    os.execve(sys.executable, [sys.executable, "-m", "devicekit_grade", _ARGS_FD, str(read)], env)
+    return 0  # not reached
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _absolute(argv: list[str]) -> list[str]:
+    """``argv`` plus the working directory it is relative to (the re-executed grader runs in ``/``)."""
+    return [*argv, "--display-root", os.getcwd()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the grader; returns the exit status (see the module docstring)."""
+    parser = _parser()
+    parser.add_argument("--display-root", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.display_root:
+        base = Path(args.display_root)
+        args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
+        args.out = base / args.out if not args.out.is_absolute() else args.out
+        for name in ("roster", "labs", "solutions"):
+            value = getattr(args, name)
+            if value is not None and not value.is_absolute():
+                setattr(args, name, base / value)
+    if args.timeout < 1 or (args.notebook_timeout is not None and args.notebook_timeout < 1) or args.jobs < 1:
+        print("devicekit-grade: --timeout, --notebook-timeout and --jobs must be at least 1", file=sys.stderr)
+        return USAGE_ERROR
+    out: Path = args.out
+    try:
+        submissions = find(args.inputs, exclude=[out])
+        _prepare_out(out)
+        earlier = [] if args.replace else load(out)
+        roster = lms.read_roster(args.roster) if args.roster else None
+        weights = lms.parse_weights(args.weights)
+    except (UsageError, MergeError, lms.RosterError, ValueError) as exc:
+        print(f"devicekit-grade: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    default_labs, default_solutions = default_folders()
+    options = Options(
+        cell_timeout=args.timeout,
+        notebook_timeout=args.notebook_timeout or 10 * args.timeout,
+        kernel=args.kernel,
+        limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
+        same_user=args.same_user,
+        isolation="bwrap" if args.sandbox else args.isolation,
+        released=Released(args.labs or default_labs, args.solutions or default_solutions),
+    )
+    if args.display_root:
+        for sub in submissions:  # show the names as the instructor typed them
+            base = args.display_root.rstrip("/") + "/"
+            sub.shown = sub.shown[len(base) :] if sub.shown.startswith(base) else sub.shown
+    try:
+        ctx = Context(options)
+    except Exception as exc:
+        print(f"devicekit-grade: cannot start: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    for warning in ctx.warnings:
+        if not args.quiet:
+            print(f"devicekit-grade: warning: {warning}", file=sys.stderr)
+    notes = list(ctx.warnings)
+    if not options.released.available:
+        notes.append(
+            "No released labs found (--labs): edited check cells and copied solutions are not flagged."
+        )
+    fresh: list[Grade | None] = [None] * len(submissions)
+    progress = Progress(len(submissions), args.quiet)
+    labs = list(ctx.labs)
+
+    def rows() -> list[Grade]:
+        done = [g for g in fresh if g is not None]
+        names = {g.file for g in done}
+        merged = [g for g in earlier if g.file not in names] + done
+        lms.attribute(merged, roster, labs)
+        lms.keep_latest(merged)
+        lms.assign_points(merged, weights, args.points)
+        return merged
+
+    def save() -> None:
+        write_all(out, rows(), assignment=args.assignment, notes=notes)
+
+    pending = [(i, s) for i, s in enumerate(submissions)]
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        futures = {pool.submit(grade_submission, s, ctx): i for i, s in pending}
+        for future in as_completed(futures):
+            grade = future.result()
+            fresh[futures[future]] = grade
+            save()
+            progress.update(grade)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_all()
+        save()
+        ctx.close()
+        print(f"\ndevicekit-grade: interrupted; the grades finished so far are in {out}", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_all()
+        ctx.close()
+        print(f"devicekit-grade: cannot write the grades to {out}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    ctx.close()
+    final = rows()
+    if not args.quiet:
+        counts = ", ".join(f"{s} {n}" for s, n in Counter(g.status for g in final).most_common())
+        merged = f" (merged with {len(earlier)} earlier row(s))" if earlier else ""
+        print(f"{len(final)} row(s){merged}: {counts}.")
+        print(f"Grades in {out}: grades.csv, grades.json, report.html, canvas.csv, moodle.csv, feedback/")
+    if ctx.tampered:
+        print(
+            f"devicekit-grade: the grading environment was modified during the run ({ctx.tampered}); "
+            "reinstall it and grade the rows marked 'error' again",
+            file=sys.stderr,
+        )
+        return TAMPERED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

@@ -1,0 +1,168 @@
+"""Read a submission and work out which lab it is and which language its learner reads.
+
+A submission is identified, in this order, by
+
+1. ``metadata.devicekit.lab``, written by ``tools/labs.py`` into every lab (``identified_by = "metadata"``).
+   When the metadata names a lab this devicekit has no checks for, the submission is ``unknown-lab``: the
+   grader does not guess past an explicit answer.
+2. the lab ids in its own check calls, ``check("01-devices", ...)`` (``"check calls"``): these calls decide
+   the score anyway, so they are the best evidence once the metadata is lost (a learner who copied the
+   cells into a new notebook, or a tool that dropped the metadata);
+3. its file name: ``01-devices*.ipynb``, ``alice_01_devices.ipynb``, ``lab01.ipynb`` (``"file name"``).
+
+The language is Chinese when the file name ends in ``.zh.ipynb`` (as `devicekit.lang` decides for the
+learner), else the one in the metadata, else Chinese when the markdown is mostly Chinese, else English.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from devicekit.lang import language_of_path
+
+MAX_FILE_BYTES = 256 * 1024 * 1024
+CHECK_CALL = re.compile(r"""\b(?:check|run)\(\s*["']([\w.-]+)["']""")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+class BadSubmission(Exception):
+    """A file that cannot be graded at all. ``status`` is the row's status, ``reason`` says why."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which lab a submission is, how that was found out, and the learner's language."""
+
+    lab: str | None
+    lang: str
+    identified_by: str | None
+    detail: str = ""
+
+
+def known_labs() -> list[str]:
+    """The lab ids this devicekit has self-checks for (read from the file names, nothing imported)."""
+    import devicekit
+
+    folder = Path(devicekit.__file__).resolve().parent / "exercises"
+    ids = []
+    for path in sorted(folder.glob("lab[0-9][0-9].py")):
+        match = re.search(r'^LAB\s*=\s*"([^"]+)"', path.read_text(encoding="utf-8"), re.MULTILINE)
+        if match:
+            ids.append(match.group(1))
+    return ids
+
+
+def load(path: Path) -> nbformat.NotebookNode:
+    """The notebook in ``path``, or `BadSubmission` (``invalid-json``, ``not-a-notebook``, ``error``)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise BadSubmission(
+                "error", f"the file is {size / 2**20:.0f} MiB, too large to be a lab notebook"
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BadSubmission("error", f"cannot read the file: {exc.strerror or exc}") from None
+    return loads(raw)
+
+
+def loads(raw: bytes) -> nbformat.NotebookNode:
+    """The notebook in the bytes ``raw`` (read by `devicekit_grade.discover`), or `BadSubmission`."""
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise BadSubmission(
+            "invalid-json", "the file is not text (not UTF-8): not a saved notebook"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise BadSubmission(
+            "invalid-json", f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
+    has_cells = isinstance(data, dict) and isinstance(data.get("cells", data.get("worksheets")), list)
+    if not has_cells or "nbformat" not in data:
+        kind = type(data).__name__ if not isinstance(data, dict) else "object"
+        raise BadSubmission(
+            "not-a-notebook", f"valid JSON ({kind}) but not a notebook: no 'cells' and 'nbformat'"
+        )
+    try:
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+        for cell in nb.cells:
+            if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(
+                cell.get("source"), str
+            ):
+                raise ValueError(f"a cell of type {cell.get('cell_type')!r} with no text source")
+    except Exception as exc:
+        raise BadSubmission(
+            "not-a-notebook", f"valid JSON but not a readable notebook: {exc}"[:300]
+        ) from None
+    return nb
+
+
+def _by_file_name(name: str, labs: list[str]) -> str | None:
+    flat = re.sub(r"[\s_]+", "-", name.lower())
+    for lab in sorted(labs, key=len, reverse=True):
+        if re.search(r"(?<![0-9a-z])" + re.escape(lab.lower()) + r"(?![0-9a-z])", flat):
+            return lab
+    numbered = [lab for lab in labs if re.match(r"\d+-", lab)]
+    for lab in numbered:
+        number = int(lab.split("-", 1)[0])
+        if re.search(rf"(?<![0-9a-z])lab-?0*{number}(?!\d)", flat):
+            return lab
+    return None
+
+
+def _by_check_calls(nb: nbformat.NotebookNode, labs: list[str]) -> str | None:
+    named = {m for c in nb.cells if c.cell_type == "code" for m in CHECK_CALL.findall(c.source)}
+    found = sorted(named & set(labs))
+    return found[0] if len(found) == 1 else None
+
+
+def language(nb: nbformat.NotebookNode, path: Path) -> str:
+    """``"zh"`` or ``"en"``: the language the grader's feedback for this submission is written in."""
+    if language_of_path(str(path)) == "zh":
+        return "zh"
+    meta: Any = nb.metadata.get("devicekit", {})
+    if isinstance(meta, dict) and meta.get("lang") in ("en", "zh"):
+        return str(meta["lang"])
+    text = "".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    return "zh" if len(CJK.findall(text)) > len(text) / 10 > 0 else "en"
+
+
+def identify(nb: nbformat.NotebookNode, path: Path, labs: list[str] | None = None) -> Identity:
+    """Which lab ``nb`` (read from ``path``) is; ``lab`` is None when nothing identifies a known lab."""
+    labs, lang = labs if labs is not None else known_labs(), language(nb, path)
+    meta: Any = nb.metadata.get("devicekit", {})
+    claimed = meta.get("lab") if isinstance(meta, dict) else None
+    if claimed:
+        if claimed in labs:
+            return Identity(str(claimed), lang, "metadata")
+        return Identity(
+            None,
+            lang,
+            None,
+            f"its metadata names lab {str(claimed)[:80]!r}, which has no checks in this "
+            f"devicekit (labs with checks: {', '.join(labs)}); is the grader's devicekit up to date?",
+        )
+    lab = _by_check_calls(nb, labs)
+    if lab:
+        return Identity(lab, lang, "check calls")
+    lab = _by_file_name(path.name, labs)
+    if lab:
+        return Identity(lab, lang, "file name")
+    return Identity(
+        None,
+        lang,
+        None,
+        "no lab metadata, no check(...) call naming a known lab, and a file name that names "
+        f"none ({', '.join(labs)})",
+    )

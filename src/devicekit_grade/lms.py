@@ -1,0 +1,188 @@
+"""Who handed a submission in, and what it is worth: the roster, the file names Canvas and Moodle give
+downloaded submissions, the latest submission per student, points, weights and percentages.
+
+* Canvas (*Download submissions*): ``lastfirst_12345_67890_01-devices.ipynb`` and
+  ``lastfirst_LATE_12345_67890_...``: 12345 is the Canvas user id, 67890 the submission.
+* Moodle (*Download all submissions*): a folder or file prefix ``First Last_12345_assignsubmission_file_``,
+  12345 the participant id.
+* Otherwise a student's own sub-folder (``submissions/alice/...``) or the file name without the lab id
+  (``01-devices-alice.ipynb``, ``alice_01-devices.zh.ipynb`` → ``alice``).
+
+A roster (``--roster roster.csv``) maps those to student ids: columns ``id`` (required), ``name``,
+``email``, ``lang``, ``canvas_id``, ``moodle_id``, ``aliases`` (``;``-separated other names).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from devicekit_grade.run import Grade
+
+CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?:_LATE)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.IGNORECASE)
+MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_\w+?(?:_|$)")
+
+
+class RosterError(ValueError):
+    """The roster file cannot be used; the message says why."""
+
+
+@dataclass
+class Student:
+    id: str
+    name: str = ""
+    email: str = ""
+    lang: str = ""
+    canvas_id: str = ""
+    moodle_id: str = ""
+    aliases: list[str] = field(default_factory=list)
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
+
+
+def read_roster(path: Path) -> list[Student]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise RosterError(f"--roster {path}: {exc.strerror or exc}") from None
+    rows = list(csv.DictReader(text.splitlines()))
+    if not rows:
+        raise RosterError(f"--roster {path}: no rows (a header line with at least 'id', then one row each)")
+    header = {(h or "").strip().lower().replace(" ", "_"): h for h in rows[0]}
+    id_column = next(
+        (header[k] for k in ("id", "student_id", "sis_user_id", "id_number") if k in header), None
+    )
+    if id_column is None:
+        raise RosterError(f"--roster {path}: no 'id' column (found: {', '.join(filter(None, rows[0]))})")
+
+    def get(row: dict, *names: str) -> str:
+        for name in names:
+            if name in header:
+                return (row.get(header[name]) or "").strip()
+        return ""
+
+    students = []
+    for row in rows:
+        sid = (row.get(id_column) or "").strip()
+        if not sid:
+            continue
+        students.append(
+            Student(
+                id=sid,
+                name=get(row, "name", "full_name", "student"),
+                email=get(row, "email", "email_address"),
+                lang=get(row, "lang", "language"),
+                canvas_id=get(row, "canvas_id", "canvas_user_id"),
+                moodle_id=get(row, "moodle_id", "participant_id"),
+                aliases=[a.strip() for a in get(row, "aliases").split(";") if a.strip()],
+            )
+        )
+    return students
+
+
+def clues(shown: str, labs: list[str], folder: str = "") -> dict[str, str]:
+    """What a submission's path says about its author: ``canvas``, ``moodle``, ``key``, ``name``.
+    ``folder``: the student's own sub-folder of the input folder, if any."""
+    path = Path(shown)
+    found: dict[str, str] = {}
+    for part in [*path.parts[:-1], path.name]:
+        moodle = MOODLE.match(part)
+        if moodle:
+            found.update(moodle=moodle["pid"], name=moodle["name"])
+            break
+    canvas = CANVAS.match(path.name)
+    if canvas and "moodle" not in found:
+        found.update(canvas=canvas["uid"], name=canvas["name"])
+    if "name" not in found:
+        stem = path.name.split(".")[0]
+        for lab in sorted(labs, key=len, reverse=True):
+            stem = re.sub(re.escape(lab), "", stem, flags=re.IGNORECASE)
+        stem = re.sub(r"(?i)\blab[-_ ]?\d+\b", "", stem).strip(" _-.")
+        found["name"] = folder or stem  # submissions/alice/lab.ipynb: the student's folder
+    found["key"] = _key(found["name"])
+    return found
+
+
+def attribute(grades: list[Grade], roster: list[Student] | None, labs: list[str]) -> None:
+    """Fill in ``student`` and ``student_name`` of every row; flag rows the roster does not know."""
+    for grade in grades:
+        hint = clues(grade.file, labs, grade.folder)
+        student = None
+        if roster is not None:
+            for s in roster:
+                if (
+                    ("canvas" in hint and hint["canvas"] in (s.canvas_id, s.id))
+                    or ("moodle" in hint and hint["moodle"] in (s.moodle_id, s.id))
+                    or hint["key"]
+                    and hint["key"]
+                    in {_key(s.id), _key(s.name), _key(s.email.split("@")[0]), *map(_key, s.aliases)}
+                ):
+                    student = s
+                    break
+        if student is not None:
+            grade.student, grade.student_name = student.id, student.name
+            if student.lang in ("en", "zh") and grade.status not in ("ignored", "refused"):
+                grade.lang = student.lang
+        else:
+            grade.student = hint.get("canvas") or hint.get("moodle") or hint["key"]
+            grade.student_name = hint["name"]
+            if roster is not None and grade.status not in ("ignored",) and "not-in-roster" not in grade.flags:
+                grade.flags.append("not-in-roster")
+
+
+def keep_latest(grades: list[Grade]) -> None:
+    """Of several graded submissions by one student for one lab, only the newest counts."""
+    groups: dict[tuple[str, str], list[Grade]] = {}
+    for grade in grades:
+        if grade.student and grade.lab and grade.status not in ("ignored", "refused", "superseded"):
+            groups.setdefault((grade.student, grade.lab), []).append(grade)
+    for rows in groups.values():
+        if len(rows) < 2:
+            continue
+        rows.sort(key=lambda g: (g.submitted, _canvas_submission(g.file), g.file))
+        newest = rows[-1]
+        for old in rows[:-1]:
+            old.status = "superseded"
+            old.reason = f"an older submission by the same student; {newest.file} counts"
+
+
+def _canvas_submission(shown: str) -> int:
+    match = CANVAS.match(Path(shown).name)
+    return int(match["sub"]) if match else 0
+
+
+def parse_weights(text: str | None) -> dict[str, list[float]]:
+    """``--weights``: ``1,1,2`` (every lab with three exercises) or ``01-devices=1,1,2;04-data=1,2``."""
+    if not text:
+        return {}
+    out: dict[str, list[float]] = {}
+    for part in text.split(";"):
+        lab, _, numbers = part.rpartition("=")
+        try:
+            out[lab.strip() or "*"] = [float(n) for n in numbers.split(",")]
+        except ValueError:
+            raise ValueError(f"--weights {text!r}: numbers separated by commas, e.g. 1,1,2") from None
+    return out
+
+
+def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: float | None) -> None:
+    """Points and percentage of every row that has a score. ``total``: scale each lab to that many points."""
+    for grade in grades:
+        if grade.score is None or not grade.max:
+            grade.points = grade.points_possible = grade.percent = None
+            continue
+        w = weights.get(grade.lab or "", weights.get("*", []))
+        if len(w) != len(grade.exercises):
+            w = [1.0] * len(grade.exercises)
+        possible = sum(w) or 1.0
+        earned = sum(wi for wi, e in zip(w, grade.exercises, strict=True) if e.passed)
+        if grade.score == 0:
+            earned = 0.0  # e.g. the published solution: zero whatever the exercises say
+        scale = (total / possible) if total else 1.0
+        grade.points = round(earned * scale, 2)
+        grade.points_possible = round(possible * scale, 2)
+        grade.percent = round(100 * earned / possible, 1)

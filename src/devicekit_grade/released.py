@@ -1,0 +1,154 @@
+"""What the instructor released: the student labs (``labs/``) and the published solutions
+(``solutions/``). The grader compares a submission with them to
+
+* flag check cells that differ from the released ones (``check-cell-edited``) and cells that reach into
+  the self-check machinery (``touches-checks``): neither changes the score, which the grader computes
+  itself, but both are worth a look;
+* recognise the published solution handed in as is (``published-solution``: its metadata says
+  ``role: solution``, or it still holds the solution notebook's ``### BEGIN SOLUTION`` cells verbatim);
+* recognise the lab's deliberate error cells by their source, for copies whose cell tags were lost.
+
+When the folders are not available (a grader installed without the course repository), these flags are
+simply not computed; the score does not depend on them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([\w.-]+)["']""")
+TOUCHES = re.compile(
+    r"devicekit\.exercises|\bCheckResult\b|_REGISTRY|\bresults\s*\.\s*(append|extend|insert|clear)\b"
+    r"|sys\.modules|__code__|importlib\.reload"
+)
+BEGIN = "### BEGIN SOLUTION"
+
+
+def normalise(source: str) -> str:
+    """Cell source compared loosely: line endings, trailing spaces and blank lines do not matter."""
+    lines = [line.rstrip() for line in source.replace("\r\n", "\n").split("\n")]
+    return "\n".join(line for line in lines if line)
+
+
+def _cells(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    cells = []
+    for cell in data.get("cells", []):
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        cells.append(
+            {
+                "type": cell.get("cell_type"),
+                "source": source,
+                "tags": cell.get("metadata", {}).get("tags", []),
+            }
+        )
+    return cells
+
+
+@dataclass
+class LabRelease:
+    """The released cells of one lab, both languages together."""
+
+    cells: set[str] = field(default_factory=set)  # every released code cell, normalised
+    check_cells: set[str] = field(default_factory=set)
+    expected_errors: set[str] = field(default_factory=set)
+    solution_cells: set[str] = field(default_factory=set)  # published solution cells with their markers
+
+
+class Released:
+    """The released labs and solutions under ``labs`` and ``solutions`` (either may be None)."""
+
+    def __init__(self, labs: Path | None, solutions: Path | None) -> None:
+        self.labs, self.solutions = labs, solutions
+
+    @property
+    def available(self) -> bool:
+        return self.labs is not None and self.labs.is_dir()
+
+    @cache  # noqa: B019  (one Released per grading run)
+    def lab(self, lab: str) -> LabRelease:
+        release = LabRelease()
+        for folder, is_solution in ((self.labs, False), (self.solutions, True)):
+            if folder is None:
+                continue
+            for path in sorted(folder.glob(f"{lab}*.ipynb")):
+                for cell in _cells(path):
+                    if cell["type"] != "code":
+                        continue
+                    text = normalise(cell["source"])
+                    if is_solution:
+                        if BEGIN in cell["source"]:
+                            release.solution_cells.add(text)
+                        continue
+                    release.cells.add(text)
+                    if CHECK_CALL.search(cell["source"]):
+                        release.check_cells.add(text)
+                    if "raises-exception" in cell["tags"]:
+                        release.expected_errors.add(text)
+        return release
+
+
+def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[str], bool]:
+    """(flags, reasons, is the published solution) for a submission of ``lab``."""
+    flags: list[str] = []
+    reasons: list[str] = []
+    meta = nb.metadata.get("devicekit", {})
+    published = isinstance(meta, dict) and meta.get("role") == "solution"
+    if published:
+        reasons.append("this is the published solution notebook (its metadata says role: solution)")
+    if not released.available:
+        return (["published-solution"] if published else []), reasons, published
+    release = released.lab(lab)
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    copied = [i for i, c in code if BEGIN in c.source and normalise(c.source) in release.solution_cells]
+    if copied and not published:
+        published = True
+        reasons.append(
+            f"cell {copied[0] + 1} is the published solution's cell, ### BEGIN SOLUTION marker included"
+        )
+    edited = [
+        i
+        for i, c in code
+        if CHECK_CALL.search(c.source)
+        and normalise(c.source) not in release.check_cells
+        and release.check_cells
+    ]
+    if edited:
+        flags.append("check-cell-edited")
+        reasons.append(
+            f"check cell {edited[0] + 1} differs from the released lab (the score does not use it)"
+        )
+    touching = [i for i, c in code if TOUCHES.search(c.source) and normalise(c.source) not in release.cells]
+    if touching:
+        flags.append("touches-checks")
+        reasons.append(f"cell {touching[0] + 1} reaches into the self-checks (the score does not use them)")
+    if published:
+        flags.insert(0, "published-solution")
+    return flags, reasons, published
+
+
+def expected_error_cells(nb: Any, lab: str, released: Released) -> set[int]:
+    """Indices of the submission's code cells that are the lab's deliberate errors, tagged or not."""
+    known = released.lab(lab).expected_errors if released.available else set()
+    return {
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        and ("raises-exception" in c.metadata.get("tags", []) or normalise(c.source) in known)
+    }
+
+
+def default_folders() -> tuple[Path | None, Path | None]:
+    """``labs/`` and ``solutions/`` of the course checkout this grader runs from, when it runs from one."""
+    root = Path(__file__).resolve().parents[2]
+    labs, solutions = root / "labs", root / "solutions"
+    return (labs if labs.is_dir() else None), (solutions if solutions.is_dir() else None)

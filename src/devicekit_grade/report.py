@@ -1,0 +1,327 @@
+"""Write the grades: ``grades.csv`` and ``grades.json`` (every row), ``report.html`` (bilingual, for the
+instructor), ``canvas.csv`` and ``moodle.csv`` (grade-import files), and ``feedback/<student>.txt`` (one
+file per student, in the student's language). Every file is written atomically: a reader never sees half
+a file. `load` reads an earlier ``grades.json`` back, so a second run merges into the same folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import html
+import io
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from devicekit_grade.run import STATUSES, Grade
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+FIXED = [
+    "file", "student", "student_name", "lab", "lang", "identified_by", "status", "flags",
+    "score", "max", "points", "points_possible", "percent",
+]  # fmt: skip
+COUNTED = ("graded", "timeout", "kernel-died")
+
+#: What each status means (en, zh): the report's legend.
+STATUS_HELP = {
+    "graded": (
+        "Ran; the score counts the exercises the grader's checks passed.",
+        "已运行；得分是评分器用已发布的自测判定通过的练习数。",
+    ),
+    "timeout": (
+        "A cell ran past the per-cell limit (interrupted, the rest ran) or the notebook past its limit.",
+        "某个单元格超过单元格时限（已中断，其余照常运行），或整个 notebook 超过时限。",
+    ),
+    "kernel-died": (
+        "Python stopped mid-run (os._exit, native crash, out of memory); exercises before that cell count.",
+        "运行中途 Python 退出（os._exit、本地崩溃、内存耗尽）；该单元格之前的练习照常计分。",
+    ),
+    "invalid-json": (
+        "Not valid JSON: ask for the .ipynb again, saved from Jupyter.",
+        "不是有效的 JSON：请学生从 Jupyter 重新下载 .ipynb 再提交。",
+    ),
+    "not-a-notebook": ("Valid JSON, but not a notebook.", "是 JSON，但不是 notebook。"),
+    "unknown-lab": (
+        "Nothing says which lab this is, or the lab has no checks here.",
+        "无法判断是哪个实验，或该实验没有自测。",
+    ),
+    "refused": ("A symbolic link: never followed, never graded.", "符号链接：不跟随，不评分。"),
+    "ignored": (
+        "Not a submission (the reason says why); name it on the command line to grade it.",
+        "不是提交的作业（原因见说明）；在命令行里单独指定即可评分。",
+    ),
+    "superseded": (
+        "An older submission of the same student; the newest counts.",
+        "同一学生较早的提交；以最新的为准。",
+    ),
+    "error": (
+        "The grader could not handle this file; the reason says why.",
+        "评分器无法处理这个文件；原因见说明。",
+    ),
+}
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and `os.replace`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _cell(value: object) -> str:
+    """A CSV cell; text that a spreadsheet would run as a formula is prefixed with a quote."""
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _csv(header: list[str], rows: list[list[object]]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_cell(v) for v in row])
+    return buffer.getvalue().encode("utf-8-sig")  # with a BOM: spreadsheets then read Chinese correctly
+
+
+def _count(grades: Sequence[Grade]) -> int:
+    return max((len(g.exercises) for g in grades), default=0) or max((g.max or 0 for g in grades), default=0)
+
+
+def to_csv(grades: Sequence[Grade]) -> bytes:
+    count = _count(grades)
+    rows = []
+    for g in grades:
+        marks = {e.number: ("pass" if e.passed else "fail") for e in g.exercises}
+        rows.append(
+            [
+                g.file, g.student, g.student_name, g.lab, g.lang, g.identified_by, g.status,
+                " ".join(g.flags),
+                g.score, g.max, g.points, g.points_possible, g.percent,
+                *(marks.get(n, "") for n in range(1, count + 1)),
+                " | ".join(g.feedback()), g.reason, g.sha256,
+            ]
+        )  # fmt: skip
+    return _csv([*FIXED, *(f"ex{n}" for n in range(1, count + 1)), "feedback", "reason", "sha256"], rows)
+
+
+def to_json(grades: Sequence[Grade]) -> bytes:
+    return (json.dumps([g.to_dict() for g in grades], ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def _counted(grades: Sequence[Grade]) -> list[Grade]:
+    return [g for g in grades if g.status in COUNTED and g.points is not None]
+
+
+def to_canvas(grades: Sequence[Grade], assignment: str) -> bytes:
+    """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment."""
+    rows = [[g.student_name, "", g.student, "", "", g.points] for g in _counted(grades)]
+    possible = max((g.points_possible or 0 for g in _counted(grades)), default=0)
+    return _csv(
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment],
+        [["Points Possible", "", "", "", "", possible], *rows],
+    )
+
+
+def to_moodle(grades: Sequence[Grade]) -> bytes:
+    """Moodle grade import (Grades → Import → CSV file): map "ID number" to the user, "Grade" and
+    "Feedback" to the assignment."""
+    rows = [[g.student, g.student_name, g.points, " | ".join(g.feedback())] for g in _counted(grades)]
+    return _csv(["ID number", "Full name", "Grade", "Feedback"], rows)
+
+
+def feedback_text(g: Grade) -> str:
+    zh = g.lang == "zh"
+    score = (
+        ""
+        if g.score is None
+        else f"{g.points if g.points is not None else g.score}/{g.points_possible or g.max}"
+    )
+    lines = [
+        (
+            f"{g.student_name or g.student} — 实验 {g.lab}"
+            if zh
+            else f"{g.student_name or g.student} — lab {g.lab}"
+        ),
+        (f"得分：{score}" if zh else f"Score: {score}"),
+        "",
+        *g.feedback(),
+    ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", text, flags=re.UNICODE).strip("._")[:80] or "student"
+
+
+CSS = " ".join(
+    [
+        'body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","PingFang SC","Microsoft YaHei",sans-serif;',
+        "margin:2em;color:#1b1b1b} h1{font-size:1.5em}",
+        "table{border-collapse:collapse;width:100%;margin:1em 0}",
+        "th,td{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}",
+        "th{background:#f3f3f3} tr.bad td{background:#fff4f0}",
+        ".pass{color:#1a7f37;font-weight:600} .fail{color:#c0392b;font-weight:600}",
+        "code,.file{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all}",
+        ".note{background:#eef5ff;border-left:4px solid #3b82f6;padding:.6em 1em} .muted{color:#666}",
+        "details{margin:.4em 0} summary{cursor:pointer} .zh{color:#444}",
+        "pre{white-space:pre-wrap;background:#f7f7f7;padding:.6em;margin:.3em 0}",
+    ]
+)
+#: No script, no external anything: even a mistake in escaping could not run code or fetch a resource.
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+
+
+def pass_rates(grades: Sequence[Grade]) -> dict[str, list[tuple[int, int, int]]]:
+    """Per lab: (exercise number, passed, graded) for every exercise, over the rows that count."""
+    table: dict[str, dict[int, list[int]]] = {}
+    for g in grades:
+        if g.status not in COUNTED or not g.lab:
+            continue
+        for e in g.exercises:
+            cell = table.setdefault(g.lab, {}).setdefault(e.number, [0, 0])
+            cell[0] += int(e.passed)
+            cell[1] += 1
+    return {lab: [(n, p, t) for n, (p, t) in sorted(rows.items())] for lab, rows in sorted(table.items())}
+
+
+def to_html(grades: Sequence[Grade], notes: Sequence[str] = ()) -> bytes:
+    """The instructor's report, in English and Chinese. Everything from a submission is escaped; the page
+    loads nothing and runs no script (its Content-Security-Policy forbids both)."""
+    e = html.escape
+    count = _count(grades)
+    statuses = Counter(g.status for g in grades)
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    title = "devicekit-grade report · 评分报告"
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{e(title)}</h1>",
+        f'<p class="muted">{len(grades)} file(s) · 共 {len(grades)} 个文件, {e(when)}. '
+        + ", ".join(f"{e(s)}: {n}" for s, n in sorted(statuses.items()))
+        + "</p>",
+        '<p class="note">Scores come from the released checks, run by the grader in a process of its own on '
+        "the answers the notebook computes: editing or patching the checks in the notebook changes nothing. "
+        '<br><span class="zh">得分来自已发布的自测：评分器在自己的独立进程中，用这些自测检查 notebook '
+        "计算出的答案；在 notebook 里修改或篡改自测不会改变得分。</span></p>",
+    ]
+    out += [f'<p class="note">{e(n)}</p>' for n in notes]
+    out.append("<h2>Pass rate per exercise · 各练习通过率</h2><table><thead><tr><th>lab · 实验</th>")
+    out.append("<th>exercise · 练习</th><th>passed · 通过</th><th>rate · 通过率</th></tr></thead><tbody>")
+    for lab, rows in pass_rates(grades).items():
+        for number, passed, total in rows:
+            rate = f"{100 * passed / total:.0f} %" if total else ""
+            out.append(f"<tr><td>{e(lab)}</td><td>{number}</td><td>{passed}/{total}</td><td>{rate}</td></tr>")
+    out.append("</tbody></table>")
+    out.append(
+        "<h2>Submissions · 提交</h2><table><thead><tr><th>#</th><th>file · 文件</th><th>student · 学生</th>"
+        "<th>lab · 实验</th><th>lang</th><th>status · 状态</th><th>score · 得分</th><th>%</th>"
+    )
+    out += [f"<th>ex{n}</th>" for n in range(1, count + 1)]
+    out.append("<th>reason · 说明</th></tr></thead><tbody>")
+    for number, g in enumerate(grades, start=1):
+        marks = {x.number: x.passed for x in g.exercises}
+        score = "" if g.score is None else f"{g.score}/{g.max}"
+        row_class = ' class="bad"' if g.status != "graded" or g.flags else ""
+        out.append(
+            f'<tr{row_class}><td><a href="#s{number}">{number}</a></td>'
+            f'<td class="file">{e(g.file)}</td><td>{e(g.student_name or g.student)}</td>'
+            f"<td>{e(g.lab or '')}</td><td>{e(g.lang)}</td><td>{e(g.status)}"
+            + (f'<br><span class="muted">{e(" ".join(g.flags))}</span>' if g.flags else "")
+            + f"</td><td>{e(score)}</td><td>{'' if g.percent is None else g.percent}</td>"
+        )
+        for n in range(1, count + 1):
+            mark = marks.get(n)
+            out.append(
+                "<td></td>"
+                if mark is None
+                else f'<td class="{"pass" if mark else "fail"}">{"✓" if mark else "✗"}</td>'
+            )
+        out.append(f"<td>{e(g.reason)}</td></tr>")
+    out.append("</tbody></table><h2>Feedback · 反馈</h2>")
+    for number, g in enumerate(grades, start=1):
+        summary = f"{g.file} — {g.status}" + ("" if g.score is None else f", {g.score}/{g.max}")
+        out.append(f'<details id="s{number}"><summary>{number}. {e(summary)}</summary>')
+        out.append(
+            f'<p class="muted">lab: {e(g.lab or "?")} ({e(g.identified_by or "-")}), language: {e(g.lang)}, '
+            f"{g.duration_s:.1f} s, sha256 {e(g.sha256[:12])}</p>"
+        )
+        lines = g.feedback() or ([g.reason] if g.reason else [])
+        out.append(f"<pre>{e(chr(10).join(lines))}</pre></details>")
+    out.append("<h2>Statuses · 状态</h2><table><tbody>")
+    for s in STATUSES:
+        en, zh = STATUS_HELP[s]
+        out.append(
+            f'<tr><td><code>{e(s)}</code></td><td>{e(en)}<br><span class="zh">{e(zh)}</span></td></tr>'
+        )
+    out.append("</tbody></table></body></html>\n")
+    return "\n".join(out).encode("utf-8")
+
+
+def write_all(
+    out: Path, grades: Sequence[Grade], assignment: str = "Lab", notes: Sequence[str] = ()
+) -> list[Path]:
+    """Write every output file into ``out`` (atomically) and return their paths."""
+    files = {
+        "grades.csv": to_csv(grades),
+        "grades.json": to_json(grades),
+        "report.html": to_html(grades, notes),
+        "canvas.csv": to_canvas(grades, assignment),
+        "moodle.csv": to_moodle(grades),
+    }
+    paths = []
+    for name, data in files.items():
+        atomic_write(out / name, data)
+        paths.append(out / name)
+    folder = out / "feedback"
+    folder.mkdir(exist_ok=True)
+    wanted = {}
+    for g in grades:
+        if g.status in COUNTED:
+            wanted[f"{_safe_name(g.student or Path(g.file).stem)}-{_safe_name(g.lab or '')}.txt"] = (
+                feedback_text(g)
+            )
+    for stale in folder.glob("*.txt"):
+        if stale.name not in wanted:
+            stale.unlink()
+    for name, text in wanted.items():
+        atomic_write(folder / name, text.encode("utf-8"))
+        paths.append(folder / name)
+    return paths
+
+
+class MergeError(Exception):
+    """An earlier ``grades.json`` in the output folder cannot be merged into."""
+
+
+def load(out: Path) -> list[Grade]:
+    """The rows of an earlier run in ``out`` ([] when there is none)."""
+    path = out / "grades.json"
+    if not path.exists():
+        return []
+    try:
+        return [Grade.from_dict(row) for row in json.loads(path.read_text(encoding="utf-8"))]
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise MergeError(
+            f"{path} exists but is not a grades file this grader can merge into ({type(exc).__name__}): "
+            "choose another --out folder, or pass --replace to start it afresh"
+        ) from None

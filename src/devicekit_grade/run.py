@@ -1,0 +1,820 @@
+"""Grade one submission: run it sealed off to collect its answers, then score the answers with the
+released checks in a process of the grader's own.
+
+1. **Run.** The notebook, with its outputs cleared, runs in a fresh kernel inside the submission's own
+   `devicekit_grade.sandbox.Box` (``_worker.py`` drives it, one cell at a time, with a per-cell and a
+   per-notebook time limit). This run gives the feedback about cells: errors, time limits, a dead kernel.
+2. **Answer.** The copy ends with one cell added by the grader: the kernel connects to a socket the grader
+   opened and answers questions about the notebook's final state (`devicekit_grade._kernel`).
+3. **Score.** The evaluator (`devicekit_grade._evaluator`), a fresh ``python -I -S`` process that loads
+   devicekit from the copy the grader took when it started, runs each exercise's check on the lab's
+   ``target``; the learner's functions are called in the kernel and only their results, as plain data,
+   come back. Nothing the notebook does to ``devicekit.exercises``, its results list, or its check cells
+   changes the score.
+4. **Clean up.** Every process of the submission is killed (its own user in root mode; otherwise the
+   worker's descendants, including detached ones, which the worker adopts as a subreaper) and its folder
+   removed.
+
+When the kernel dies or is stopped before the end, the notebook runs a second time up to the cell that
+stopped it, so the exercises before that cell still count, as they did for the learner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import os
+import secrets
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from devicekit_grade import sandbox
+from devicekit_grade._kernel import INJECTED
+from devicekit_grade.discover import Submission
+from devicekit_grade.identify import BadSubmission, identify, loads
+from devicekit_grade.released import Released, expected_error_cells, integrity
+
+#: Every status a row can have. ``graded`` rows have a score; the others say why not (or not fully).
+STATUSES = (
+    "graded",
+    "timeout",
+    "kernel-died",
+    "invalid-json",
+    "not-a-notebook",
+    "unknown-lab",
+    "refused",
+    "ignored",
+    "superseded",
+    "error",
+)
+MAX_FOLDER_BYTES = 50 * 1024 * 1024
+
+
+@dataclass
+class Options:
+    """How submissions are run. Times are in seconds."""
+
+    cell_timeout: int = 120
+    notebook_timeout: int = 900
+    kernel: str = "python3"
+    max_cell_chars: int = 100_000
+    max_notebook_chars: int = 1_000_000
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    same_user: bool = False  # as root: run kernels as root too (not recommended)
+    #: "auto": a PID namespace of its own when the machine allows (see `sandbox.namespace_prefix`);
+    #: "none": plain processes (subreaper only); "bwrap": bubblewrap (``--sandbox``, `sandbox.bwrap_prefix`)
+    isolation: str = "auto"
+    uid_base: int = 1_990_000_000
+    released: Released = field(default_factory=lambda: Released(None, None))
+
+
+@dataclass
+class ExerciseGrade:
+    """One exercise of one submission: passed or not, and the feedback line in both languages."""
+
+    number: int
+    key: str
+    passed: bool
+    #: "checked": the grader ran the released check on the notebook's answer; "not-reached": the run
+    #: stopped before the answer existed; "not-run": no answer for another reason (the feedback says which)
+    how: str
+    en: str
+    zh: str
+
+
+@dataclass
+class Grade:
+    """One row of the grades: a submission, its status, score and feedback."""
+
+    file: str
+    lab: str | None = None
+    lang: str = "en"
+    identified_by: str | None = None
+    status: str = "error"
+    score: int | None = None
+    max: int | None = None
+    flags: list[str] = field(default_factory=list)
+    reason: str = ""
+    exercises: list[ExerciseGrade] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (en, zh) remarks beyond the exercises
+    duration_s: float = 0.0
+    sha256: str = ""
+    submitted: float = 0.0  # the file's modification time
+    versions: dict[str, str] = field(default_factory=dict)  # devicekit/torch of the grader and the notebook
+    student: str = ""
+    student_name: str = ""
+    folder: str = ""  # the student's own sub-folder of the input folder, when there is one
+    points: float | None = None
+    points_possible: float | None = None
+    percent: float | None = None
+
+    def feedback(self) -> list[str]:
+        """The lines to show the learner, in the submission's language."""
+        pick = 1 if self.lang == "zh" else 0
+        lines = [(e.en, e.zh)[pick] for e in self.exercises]
+        return lines + [note[pick] for note in self.notes]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["notes"] = [{"en": en, "zh": zh} for en, zh in self.notes]
+        data["feedback"] = self.feedback()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Grade:
+        data = dict(data)
+        data.pop("feedback", None)
+        exercises = [ExerciseGrade(**e) for e in data.pop("exercises", [])]
+        notes = [(n["en"], n["zh"]) for n in data.pop("notes", [])]
+        known = {f for f in cls.__dataclass_fields__}
+        grade = cls(**{k: v for k, v in data.items() if k in known})
+        grade.exercises, grade.notes = exercises, notes
+        return grade
+
+
+# --- the grader's own copy of its code and a fingerprint of the environment ---------------------------------
+
+
+class Context:
+    """What one grading run sets up once: a private temporary folder, a snapshot of devicekit and the
+    grader (the evaluator loads these, never the installed files a kernel might have changed), the
+    labs' exercises and versions (from a probe run of the evaluator), and a fingerprint of every file the
+    evaluator loads, compared before each evaluation."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        if options.isolation == "bwrap" and not shutil.which("bwrap"):
+            raise RuntimeError(
+                "--sandbox needs bubblewrap (bwrap), which is not installed: install it, or grade in a "
+                "container (see the grading guide)"
+            )
+        self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
+        os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
+        self.as_root = sandbox.running_as_root() and not options.same_user
+        self.warnings: list[str] = []
+        if self.as_root:
+            import nbclient
+
+            blocked = sandbox.usable_by_others(
+                [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER)]
+            )
+            if blocked:
+                self.as_root = False
+                self.warnings.append(
+                    f"running as root, but another user cannot use this Python ({blocked} is private): the "
+                    "notebooks run as root, without a user of their own. Install Python where other users "
+                    "can "
+                    "read it, or use --sandbox."
+                )
+        self.uids = sandbox.UidPool(options.uid_base)
+        self.snapshot = _snapshot_sources()
+        self.site = [p for p in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))]
+        self.tampered: str = ""
+        self.lock = threading.Lock()
+        self.namespaces = options.isolation == "auto" and sandbox.namespaces_work()
+        if options.isolation == "auto" and not self.namespaces:
+            self.warnings.append(
+                "this machine cannot give each notebook a PID namespace of its own (util-linux unshare, "
+                "user namespaces): notebooks can see the grader's processes in /proc"
+            )
+        probe = self.evaluate(["--probe"], timeout=600)
+        if "labs" not in probe:
+            self.close()
+            raise RuntimeError(f"the grader's evaluator does not start: {probe.get('error', probe)}")
+        self.labs: dict[str, list[dict[str, Any]]] = probe["labs"]
+        self.versions: dict[str, str] = probe["versions"]
+        self.fingerprint = _fingerprint(probe["modules"], self.site)
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def check_environment(self) -> str:
+        """ "" when nothing the evaluator loads has changed since the start, else the first changed file."""
+        if not self.tampered:
+            now = _fingerprint(list(self.fingerprint), [])
+            for path, stamp in self.fingerprint.items():
+                if now.get(path) != stamp:
+                    self.tampered = path
+                    break
+        return self.tampered
+
+    def evaluate(self, args: list[str], timeout: float, fds: tuple[int, ...] = ()) -> dict[str, Any]:
+        """Run the evaluator with a fresh copy of the snapshot; its JSON answer (or ``{"error": ...}``)."""
+        private = Path(tempfile.mkdtemp(prefix="eval-", dir=self.root))  # 0700, the grader's user
+        try:
+            for relative, data in self.snapshot.items():
+                target = private / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            boot = (
+                "import sys; n = sys.argv.index('--'); sys.path[:0] = sys.argv[1:n]; "
+                "from devicekit_grade._evaluator import main; raise SystemExit(main(sys.argv[n + 1:]))"
+            )
+            env = {k: os.environ[k] for k in sandbox.PASSTHROUGH if k in os.environ}
+            env.update(
+                PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(private), PYTHONIOENCODING="utf-8"
+            )
+            env.update(TMPDIR=str(private), PYTHONDONTWRITEBYTECODE="1")
+            cmd = [sys.executable, "-I", "-S", "-c", boot, str(private), *self.site, "--", *args]
+            try:
+                done = subprocess.run(
+                    cmd, capture_output=True, timeout=timeout, env=env, cwd=private, pass_fds=fds,
+                    stdin=subprocess.DEVNULL,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return {"error": f"the grader's evaluator took longer than {timeout:.0f} s"}
+            lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
+            try:
+                return json.loads(lines[-1])
+            except (IndexError, ValueError):
+                tail = done.stderr.decode("utf-8", "replace").strip()[-600:]
+                return {"error": f"the grader's evaluator failed (exit {done.returncode}): {tail}"}
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+
+
+def _snapshot_sources() -> dict[str, bytes]:
+    import devicekit
+    import devicekit_grade
+
+    files: dict[str, bytes] = {}
+    for package in (devicekit, devicekit_grade):
+        folder = Path(package.__file__).resolve().parent
+        for path in folder.rglob("*"):
+            if (
+                path.is_file()
+                and "__pycache__" not in path.parts
+                and path.suffix in (".py", ".json", ".toml")
+            ):
+                files[str(Path(folder.name) / path.relative_to(folder))] = path.read_bytes()
+    return files
+
+
+def _fingerprint(modules: list[str], folders: list[str]) -> dict[str, tuple[int, int]]:
+    stamps = {}
+    for path in [*modules, *folders]:
+        if "/eval-" in path:  # the evaluator's own fresh copy
+            continue
+        try:
+            info = os.stat(path)
+            stamps[path] = (info.st_size, info.st_mtime_ns)
+        except OSError:
+            stamps[path] = (-1, -1)
+    return stamps
+
+
+# --- where a cell is, in words the learner can find ---------------------------------------------------------
+
+
+def _first_line(source: str) -> str:
+    line = next((s.strip() for s in source.splitlines() if s.strip()), "")
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def where(nb: nbformat.NotebookNode, index: int) -> tuple[str, str]:
+    """The prepared copy's cell ``index`` (0 is the grader's setup cell) in the learner's words."""
+    if index <= 0:
+        return "the grader's setup cell", "评分器的准备单元格"
+    if index - 1 < len(nb.cells):
+        line = _first_line(nb.cells[index - 1].source)
+        return f"cell {index} ({line})", f"第 {index} 个单元格（{line}）"
+    return "the grader's answer cell", "评分器的收集单元格"
+
+
+# --- preparing the copy -------------------------------------------------------------------------------------
+
+
+def copy_folder(src: Path, dest: Path) -> str:
+    """Copy the data files of a student's own folder; returns a note about what was left out, or "".
+
+    Notebooks (other submissions), hidden entries and symbolic links are never copied; at most
+    `MAX_FOLDER_BYTES` in all.
+    """
+    budget, notes = MAX_FOLDER_BYTES, []
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        folder = Path(dirpath)
+        dirnames[:] = [d for d in sorted(dirnames) if not d.startswith(".") and not (folder / d).is_symlink()]
+        for name in sorted(filenames):
+            path = folder / name
+            if name.startswith(".") or path.suffix == ".ipynb":
+                continue
+            relative = path.relative_to(src)
+            if path.is_symlink():
+                notes.append(f"{relative} is a symbolic link: not copied")
+                continue
+            try:
+                size = path.stat().st_size
+                if size > budget:
+                    notes.append(f"{relative} not copied: over the {MAX_FOLDER_BYTES // 2**20} MB limit")
+                    continue
+                (dest / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, dest / relative, follow_symlinks=False)
+                budget -= size
+            except OSError as exc:
+                notes.append(f"{relative} not copied: {exc.strerror or exc}")
+    return "; ".join(notes[:5])
+
+
+def prepare(nb: nbformat.NotebookNode, expected: set[int], address: str, upto: int | None) -> Any:
+    """The copy that runs: outputs cleared, the grader's setup cell first and its answer cell last.
+    ``upto``: keep only the learner's cells before that index (the second run after a fatal cell)."""
+    ready = copy.deepcopy(nb)
+    for index, cell in enumerate(ready.cells):
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            if index in expected:
+                cell.metadata["devicekit-grade-expected"] = True
+    cells = ready.cells if upto is None else ready.cells[:upto]
+    kernel = f"{INJECTED}\n__import__('devicekit_grade._kernel', fromlist=['_'])"
+    ready.cells = [
+        nbformat.v4.new_code_cell(f"{kernel}.setup()", metadata={"devicekit-grade": "setup"}),
+        *cells,
+        nbformat.v4.new_code_cell(f"{kernel}.serve({address!r})", metadata={"devicekit-grade": "serve"}),
+    ]
+    ready.nbformat, ready.nbformat_minor = 4, max(int(ready.get("nbformat_minor", 5) or 5), 5)
+    for number, cell in enumerate(ready.cells):
+        cell["id"] = f"devicekit-grade-{number}"
+    return ready
+
+
+# --- running it ---------------------------------------------------------------------------------------------
+
+_WORKER = Path(__file__).with_name("_worker.py")
+_RUN_WORKER = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__')"
+_RUNNING: dict[int, tuple[subprocess.Popen, int | None]] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    events = []
+    with contextlib.suppress(OSError):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[:100_000]:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    events.append(event)
+    return events
+
+
+def _stop(proc: subprocess.Popen, uid: int | None) -> None:
+    """Kill the worker, the kernel and everything they started, detached or not."""
+    if uid is not None:
+        sandbox.kill_user(uid)
+    if os.name == "posix":
+        sandbox.kill_tree(proc.pid)
+    else:  # pragma: no cover
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+def kill_all() -> None:
+    """Kill every submission still running (the grader is being interrupted)."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING.values())
+    for proc, uid in running:
+        _stop(proc, uid)
+
+
+@dataclass
+class Execution:
+    events: list[dict[str, Any]]
+    stopped: bool  # by the notebook time limit
+    answers: dict[str, Any]  # the evaluator's reply
+    log: str
+
+
+def _isolated(ctx: Context, box: sandbox.Box, cmd: list[str]) -> tuple[list[str], int | None]:
+    """The command wrapped for the chosen isolation, and the user to switch to before exec (None: the
+    wrapper switches, or the grader's own user)."""
+    if ctx.options.isolation == "bwrap":
+        keep = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), *ctx.site]
+        return [*sandbox.bwrap_prefix(box, keep), *cmd], box.uid  # the user switches before bwrap
+    if ctx.namespaces:
+        return [*sandbox.namespace_prefix(box.uid), *cmd], None
+    return cmd, box.uid
+
+
+def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) -> Execution:
+    options = ctx.options
+    gate = box.root / "gate"
+    gate.mkdir(mode=0o755)
+    address = str(gate / f"{secrets.token_hex(6)}.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    os.chmod(address, 0o777)
+    listener.listen(4)
+    notebook = box.work / "notebook.ipynb"
+    ready.cells[-1].source = ready.cells[-1].source.replace("__ADDRESS__", address)
+    nbformat.write(ready, notebook)
+    events = box.run / "events.jsonl"
+    log_path = box.run / "worker.log"
+    if box.uid is not None:
+        sandbox.chown_tree(box.work, box.uid)
+    cmd = [
+        sys.executable, "-c", _RUN_WORKER, str(_WORKER), str(notebook), str(events),
+        "--cell-timeout", str(options.cell_timeout), "--kernel", options.kernel,
+        "--setup-timeout", str(max(300, options.cell_timeout)),
+        "--max-cell-chars", str(options.max_cell_chars),
+        "--max-notebook-chars", str(options.max_notebook_chars),
+    ]  # fmt: skip
+    env = box.env({"DEVICEKIT_LANG": lang})
+    answers: dict[str, Any] = {}
+    stopped = False
+    with open(log_path, "wb") as log:
+        if box.uid is not None:
+            os.chown(log_path, box.uid, box.uid)
+        cmd, drop = _isolated(ctx, box, cmd)
+        with ctx.lock:  # no fork while another thread changes the set of running workers
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
+                preexec_fn=sandbox.preexec(options.limits, drop) if os.name == "posix" else None,
+            )  # fmt: skip
+            with _RUNNING_LOCK:
+                _RUNNING[proc.pid] = (proc, box.uid)
+        try:
+            deadline = time.monotonic() + options.notebook_timeout
+            while True:
+                ready_fds, _, _ = select.select([listener], [], [], 0.25)
+                if ready_fds:
+                    break
+                if proc.poll() is not None:
+                    break
+                if time.monotonic() > deadline:
+                    stopped = True
+                    break
+            tampered = ctx.check_environment()
+            if tampered:
+                answers = {"error": f"the grading environment was modified: {tampered}", "tampered": True}
+            else:
+                ex_count = len(ctx.labs.get(lab, []))
+                args = [
+                    "--lab", lab, "--fd", str(listener.fileno()), "--timeout", str(options.cell_timeout),
+                    "--connect-timeout", "2" if not ready_fds else "60",
+                ]  # fmt: skip
+                if box.uid is not None:
+                    args += ["--uid", str(box.uid)]
+                budget = 120 + ex_count * 4 * options.cell_timeout
+                answers = ctx.evaluate(args, timeout=budget, fds=(listener.fileno(),))
+            if not stopped:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=max(5.0, deadline - time.monotonic()))
+                stopped = proc.poll() is None
+        finally:
+            listener.close()
+            _stop(proc, box.uid)
+            with _RUNNING_LOCK:
+                _RUNNING.pop(proc.pid, None)
+    tail = ""
+    with contextlib.suppress(OSError):
+        tail = log_path.read_bytes()[-2000:].decode("utf-8", errors="replace")
+    return Execution(_events(events), stopped, answers, tail)
+
+
+def grade_submission(sub: Submission, ctx: Context) -> Grade:
+    """Grade one submission (its bytes were read when it was found); never raises."""
+    started = time.monotonic()
+    grade = Grade(file=sub.shown, submitted=sub.mtime, folder=sub.folder.name if sub.folder else "")
+    if sub.data is not None:
+        grade.sha256 = hashlib.sha256(sub.data).hexdigest()
+    if sub.status != "pending":
+        grade.status, grade.reason = sub.status, sub.reason
+        return grade
+    try:
+        if ctx.tampered:
+            raise BadSubmission(
+                "error",
+                f"not graded: the grading environment was modified during this run ({ctx.tampered}); "
+                "reinstall it and grade again",
+            )
+        _grade(sub, grade, ctx)
+    except BadSubmission as bad:
+        grade.status, grade.reason = bad.status, bad.reason
+    except Exception as exc:  # the grader's own failure for this one file: a row, and on to the next
+        grade.status = "error"
+        grade.reason = f"the grader failed on this file: {type(exc).__name__}: {exc}"[:500]
+    grade.duration_s = round(time.monotonic() - started, 2)
+    return grade
+
+
+def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
+    assert sub.data is not None
+    nb = loads(sub.data)
+    identity = identify(nb, sub.path, list(ctx.labs))
+    grade.lang, grade.lab, grade.identified_by = identity.lang, identity.lab, identity.identified_by
+    if identity.lab is None:
+        raise BadSubmission("unknown-lab", f"cannot tell which lab this is: {identity.detail}")
+    lab = identity.lab
+    grade.max = len(ctx.labs[lab])
+    grade.versions = {f"grader_{k}": v for k, v in ctx.versions.items()}
+    executed = (
+        nb.metadata.get("devicekit", {}).get("executed", {})
+        if isinstance(nb.metadata.get("devicekit"), dict)
+        else {}
+    )
+    if isinstance(executed, dict) and executed.get("torch"):
+        grade.versions["notebook_torch"] = str(executed.get("torch"))[:40]
+    flags, reasons, published = integrity(nb, lab, ctx.options.released)
+    expected = expected_error_cells(nb, lab, ctx.options.released)
+    first = _run_once(ctx, sub, nb, lab, identity.lang, expected, None)
+    fatal = _fatal_cell(first)
+    fatal = fatal if fatal is not None and fatal <= len(nb.cells) else None
+    second = None
+    if fatal is not None and fatal <= len(nb.cells):
+        second = _run_once(ctx, sub, nb, lab, identity.lang, expected, fatal - 1)
+    answers = (second or first).answers
+    replay = [r["key"] for r in answers.get("results", []) if r.get("status") == "replay"]
+    if replay:
+        answers["replayed"] = _replay(ctx, nb, lab, identity.lang, replay, fatal)
+    _score(grade, nb, ctx, first, second, fatal)
+    grade.flags = flags + [f for f in grade.flags if f not in flags]
+    if published:
+        grade.score = 0
+        grade.notes.append(
+            (
+                "0 points: this is the published solution, not your own work.",
+                "0 分：提交的是公开的参考答案，而不是你自己的作业。",
+            )
+        )
+    grade.reason = "; ".join(filter(None, [*reasons, grade.reason]))
+
+
+def _run_once(
+    ctx: Context, sub: Submission, nb: Any, lab: str, lang: str, expected: set[int], upto: int | None
+) -> Execution:
+    uid = ctx.uids.take() if ctx.as_root else None
+    box = sandbox.make_box(ctx.root, uid)
+    try:
+        note = copy_folder(sub.folder, box.work) if sub.folder is not None else ""
+        ready = prepare(nb, expected, "__ADDRESS__", upto)
+        execution = _execute(ctx, ready, box, lab, lang)
+        if note:
+            execution.log = note + "\n" + execution.log
+            execution.answers.setdefault("copy_note", note)
+        return execution
+    finally:
+        sandbox.remove_box(box)
+
+
+def _replay(ctx: Context, nb: Any, lab: str, lang: str, keys: list[str], fatal: int | None) -> dict[str, Any]:
+    """Score ``keys`` in a sealed-off replay process (`devicekit_grade._replay`); {key: result row}."""
+    options = ctx.options
+    uid = ctx.uids.take() if ctx.as_root else None
+    box = sandbox.make_box(ctx.root, uid)
+    read, write = os.pipe()
+    try:
+        code = box.root / "code"
+        for relative, data in ctx.snapshot.items():
+            (code / relative).parent.mkdir(parents=True, exist_ok=True)
+            (code / relative).write_bytes(data)
+        learner = copy.deepcopy(nb)
+        if fatal is not None:
+            learner.cells = learner.cells[: fatal - 1]
+        for cell in learner.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        notebook = box.work / "notebook.ipynb"
+        nbformat.write(learner, notebook)
+        if uid is not None:
+            sandbox.chown_tree(box.root, uid)
+        boot = (
+            "import sys; n = sys.argv.index('--'); sys.path[:0] = sys.argv[1:n]; "
+            "from devicekit_grade._replay import main; main(sys.argv[n + 1:])"
+        )
+        cmd = [
+            sys.executable, "-I", "-S", "-c", boot, str(code), *ctx.site, "--", "--lab", lab,
+            "--keys", ",".join(keys), "--notebook", str(notebook), "--fd", str(write),
+            "--cell-timeout", str(options.cell_timeout),
+        ]  # fmt: skip
+        cmd, drop = _isolated(ctx, box, cmd)
+        with ctx.lock:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=box.env({"DEVICEKIT_LANG": lang}), cwd=box.work, pass_fds=(write,),
+                preexec_fn=sandbox.preexec(options.limits, drop),
+            )  # fmt: skip
+            with _RUNNING_LOCK:
+                _RUNNING[proc.pid] = (proc, uid)
+        os.close(write)
+        write = -1
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + options.notebook_timeout
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([read], [], [], 0.5)
+                if ready:
+                    chunk = os.read(read, 1 << 16)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                elif proc.poll() is not None:
+                    break
+        finally:
+            _stop(proc, uid)
+            with _RUNNING_LOCK:
+                _RUNNING.pop(proc.pid, None)
+        try:
+            rows = json.loads(b"".join(chunks).decode("utf-8"))["results"]
+            return {str(r["key"]): r for r in rows if isinstance(r, dict) and "key" in r}
+        except (ValueError, KeyError, TypeError):
+            return {}
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+        sandbox.remove_box(box)
+
+
+def _fatal_cell(execution: Execution) -> int | None:
+    """The prepared-copy index of the cell that stopped the run: the cell where the kernel died, or, when
+    the run was stopped for time, the first interrupted cell after which the kernel never finished another
+    cell (every later cell timed out too, waiting for a kernel that ignored the interrupt)."""
+    events = execution.events
+    dead = next((e for e in events if e.get("event") == "dead"), None)
+    cells = [e["index"] for e in events if e.get("event") == "cell" and isinstance(e.get("index"), int)]
+    if dead is not None:
+        index = dead.get("index", -1)
+        return index if isinstance(index, int) and index > 0 else (cells[-1] if cells else None)
+    if not execution.stopped or not cells or cells[-1] <= 0:
+        return None
+    timeouts = {e.get("index") for e in events if e.get("event") == "timeout"}
+    for first in sorted(t for t in timeouts if isinstance(t, int) and t > 0):
+        later = [c for c in cells if c > first]
+        if all(c in timeouts for c in later[:-1]):
+            return first
+    return cells[-1]
+
+
+#: Why an exercise has no result, for the learner (en, zh).
+NOT_RUN = {
+    "stopped": (
+        "not reached: the run stopped before the notebook defined `{target}` (see the remark below).",
+        "没有运行到：notebook 在定义 `{target}` 之前就停止了（见下面的说明）。",
+    ),
+    "target-missing": (
+        "`{target}` is not defined at the end of the notebook: the lab asks for a function or value with "
+        "exactly this name. Restore it, then Restart & Run All.",
+        "notebook 运行结束时没有定义 `{target}`：实验要求的函数或变量必须叫这个名字。"
+        "请恢复它，然后重启并全部运行。",
+    ),
+    "not-evaluated": (
+        "could not be checked: {why}.",
+        "无法检查：{why}。",
+    ),
+    "no-target": (
+        "this exercise names no notebook variable for the grader to check (the lab's `target`): "
+        "tell your instructor.",
+        "这个练习没有声明评分器要检查的变量（实验的 `target`）：请告诉老师。",
+    ),
+}
+
+
+def _score(
+    grade: Grade, nb: Any, ctx: Context, first: Execution, second: Execution | None, fatal: int | None
+) -> None:
+    options = ctx.options
+    reasons: list[str] = []
+    truncated: list[int] = []
+    status = "graded"
+    events = first.events
+    for event in events:
+        kind, index = event.get("event"), event.get("index", -1)
+        index = index if isinstance(index, int) else -1
+        if fatal is not None and index >= fatal:
+            continue  # the stopping cell is explained below; the cells after it never really ran
+        if kind == "error" and not event.get("expected"):
+            en, zh = where(nb, index)
+            what = f"{str(event.get('ename'))[:100]}: {str(event.get('evalue'))[:500]}".rstrip(": ")
+            if index == 0:
+                raise BadSubmission("error", f"the grader's setup cell failed in the kernel: {what}")
+            if index > len(nb.cells):
+                continue
+            grade.notes.append((f"error in {en}: {what}", f"{zh}出错：{what}"))
+            reasons.append(f"error in {en}: {what}")
+        elif kind == "timeout" and 0 < index <= len(nb.cells):
+            en, zh = where(nb, index)
+            status = "timeout"
+            grade.notes.append(
+                (
+                    f"{en} ran longer than {options.cell_timeout} s and was interrupted; "
+                    "the notebook went on with the next cell.",
+                    f"{zh}运行超过 {options.cell_timeout} 秒，已被中断；notebook 接着运行了下一个单元格。",
+                )
+            )
+            reasons.insert(0, f"{en} ran longer than {options.cell_timeout} s (interrupted)")
+        elif kind == "truncated":
+            truncated.append(index)
+    if truncated:
+        en, zh = where(nb, truncated[0])
+        grade.flags.append("output-truncated")
+        grade.notes.append(
+            (
+                f"{en} printed more output than the grader keeps; the rest was dropped (the cell still ran).",
+                f"{zh}的输出超出评分器保留的上限，多余部分已丢弃（单元格本身照常运行完）。",
+            )
+        )
+        reasons.append(f"output of {en} truncated")
+    died = any(e.get("event") == "dead" for e in events)
+    if fatal is not None:
+        en, zh = where(nb, fatal)
+        if died:
+            status = "kernel-died"
+            grade.notes.append(
+                (
+                    f"the kernel died while running {en} (os._exit, a crash in native code, or out of "
+                    "memory); the grader ran the notebook again up to that cell, so the exercises before it "
+                    "count; "
+                    "the cells after it never ran.",
+                    f"运行{zh}时内核退出了（os._exit、本地代码崩溃或内存耗尽）；"
+                    "评分器把 notebook 重新运行到这个单元格之前，"
+                    "此前的练习照常计分，之后的单元格没有运行。",
+                )
+            )
+            reasons.insert(0, f"kernel died in {en}")
+        else:
+            status = "timeout"
+            grade.notes.append(
+                (
+                    f"{en} did not stop when interrupted and the notebook ran past "
+                    f"{options.notebook_timeout} s: it was stopped there; the exercises before that cell "
+                    "count, the cells after it never ran.",
+                    f"{zh}被中断后仍未停止，整个 notebook 运行超过 {options.notebook_timeout} 秒，"
+                    "在此处被终止；"
+                    "此前的练习照常计分，之后的单元格没有运行。",
+                )
+            )
+            reasons.insert(0, f"notebook ran longer than {options.notebook_timeout} s, stopped in {en}")
+    elif first.stopped:
+        status = "timeout"
+        reasons.insert(0, f"the notebook ran longer than {options.notebook_timeout} s")
+    elif not any(e.get("event") == "done" for e in events) and not first.answers.get("results"):
+        fatal_event = next((e for e in events if e.get("event") == "fatal"), None)
+        message = fatal_event.get("message") if fatal_event else first.log.strip()[-300:]
+        raise BadSubmission("error", f"could not execute the notebook: {message}")
+    answers = (second or first).answers
+    if answers.get("tampered"):
+        raise BadSubmission("error", f"not graded: {answers['error']}")
+    if "results" not in answers:
+        raise BadSubmission("error", f"could not check the answers: {answers.get('error', 'no reply')}")
+    if answers.get("copy_note"):
+        reasons.append(str(answers["copy_note"]))
+    grade.versions.update({f"checked_{k}": v for k, v in answers.get("versions", {}).items()})
+    mine, theirs = grade.versions.get("checked_torch", ""), grade.versions.get("notebook_torch", "")
+    if mine and theirs and mine.split(".")[:2] != theirs.split(".")[:2]:
+        reasons.append(f"the notebook was last run with torch {theirs}; graded with torch {mine}")
+    replayed = answers.get("replayed", {})
+    for row in answers["results"]:
+        number, key, target = int(row["number"]), str(row["key"]), row.get("target")
+        head_en, head_zh = f"✗ Exercise {number}: ", f"✗ 练习 {number}："
+        if row.get("status") == "replay":
+            again = replayed.get(key, {"status": "not-evaluated", "why": "the replay did not finish"})
+            if "replayed" not in grade.flags:
+                grade.flags.append("replayed")
+            if again.get("status") == "checked":
+                en, zh = str(again["en"]), str(again["zh"])
+                grade.exercises.append(ExerciseGrade(number, key, bool(again["passed"]), "replayed", en, zh))
+                continue
+            if again.get("status") == "tampered":
+                if "touches-checks" not in grade.flags:
+                    grade.flags.append("touches-checks")
+                reasons.append(f"exercise {number}: the notebook changed {again.get('why')} (not scored)")
+                row = {
+                    **row,
+                    "status": "not-evaluated",
+                    "why": "the notebook changed devicekit or torch while it ran",
+                }
+            else:
+                row = {**row, **again}
+        if row.get("status") == "checked":
+            en, zh = str(row["en"]), str(row["zh"])
+            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), "checked", en, zh))
+            continue
+        why = str(row.get("status"))
+        if fatal is not None and why in ("target-missing", "not-evaluated"):
+            why = "stopped"
+        texts = NOT_RUN.get(why, NOT_RUN["not-evaluated"])
+        detail = str(row.get("why") or "the kernel did not answer")
+        en, zh = (t.format(target=target, why=detail) for t in texts)
+        how = "not-reached" if why == "stopped" else "not-run"
+        grade.exercises.append(ExerciseGrade(number, key, False, how, head_en + en, head_zh + zh))
+    if any(e.how == "not-run" for e in grade.exercises):
+        grade.flags.append("check-not-run")
+    if any(r.startswith("error in") for r in reasons):
+        grade.flags.append("cell-errors")
+    grade.status = status
+    grade.score = sum(e.passed for e in grade.exercises)
+    grade.reason = "; ".join(reasons)

@@ -1,0 +1,287 @@
+"""The catalog against PyTorch's own vocabulary: every mined message it claims, in Python and in the widget.
+
+``tools/torch_messages.json`` holds PyTorch's device-related error and warning texts, mined by
+``tools/mine_messages.py`` from the torch 2.0.0 and 2.14.1 wheels and the installed torch, each with the
+family ``devicekit.explain`` should give it (``null``: not claimed). These tests hold the catalog to that
+list, and the catalog's examples to the installed torch, so a PyTorch release that rewords a message
+fails here. Coverage numbers are printed by ``tools/catalog_coverage.py``, not asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import mine_messages  # tools/mine_messages.py (tools/ is on pytest's pythonpath)
+import pytest
+import torch
+
+from _paths import ROOT
+from devicekit import explain
+from devicekit.catalog import load_catalog
+
+HARNESS = Path(__file__).with_name("explainer_harness.mjs")
+MINED = json.loads((ROOT / "tools" / "torch_messages.json").read_text(encoding="utf-8"))
+MESSAGES = MINED["messages"]
+CLAIMED = [m for m in MESSAGES if m.get("family")]
+CATALOG = load_catalog()
+FAMILY_IDS = {family["id"] for family in CATALOG["families"]}
+
+
+def test_the_mined_list_spans_two_releases_far_apart_and_is_mostly_claimed():
+    versions = [tuple(int(p) for p in v.split(".")[:2]) for v in MINED["sources"]]
+    assert min(versions) <= (2, 0) and max(versions) >= (2, 13)
+    assert len(MESSAGES) >= 150
+    # the targets of issue 17, on the list as mined: the numbers come from tools/catalog_coverage.py
+    assert len(CLAIMED) >= 0.85 * len(MESSAGES)
+    common = [m for m in MESSAGES if m["common"]]
+    assert sum(bool(m.get("family")) for m in common) >= 0.95 * len(common)
+
+
+def test_the_mined_list_matches_the_miners_current_filters_and_family_map():
+    """Editing the miner's filters or family map without regenerating the list fails here."""
+    assert mine_messages.refilter(MESSAGES) == MESSAGES
+
+
+def test_the_family_map_names_only_catalog_families():
+    named = set(mine_messages.CATEGORY_FAMILY.values()) | {f for _, f in mine_messages.FAMILY_OVERRIDES}
+    assert named - {None} <= FAMILY_IDS
+
+
+def test_every_claimed_mined_message_gets_its_family_from_explain():
+    wrong = [
+        (m["text"][:120], m["family"], family)
+        for m in CLAIMED
+        if (family := explain(m["text"]).family) != m["family"]
+    ]
+    assert not wrong, wrong
+
+
+def test_every_claimed_mined_message_gets_its_family_in_the_widget():
+    """The same list through docs/assets/explainer.js under node, in one process."""
+    import atlas
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("node is not installed")
+    payload = json.dumps({"catalog": json.loads(atlas.widget_json()), "texts": [m["text"] for m in CLAIMED]})
+    done = subprocess.run([node, str(HARNESS)], input=payload, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    wrong = [
+        (m["text"][:120], m["family"], js["family"])
+        for m, js in zip(CLAIMED, results, strict=True)
+        if js["family"] != m["family"]
+    ]
+    assert not wrong, wrong
+
+
+def test_unclaimed_messages_stay_unclassified():
+    """What the catalog does not claim (internals, performance hints) is not given a family by accident."""
+    given = [
+        (m["text"][:120], f) for m in MESSAGES if not m.get("family") and (f := explain(m["text"]).family)
+    ]
+    assert not given, given
+
+
+# --- the catalog's examples against the installed torch -------------------------------------------------
+
+_EXCEPTION_PREFIX = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Warning|Exception)): ")
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\s*$")
+# what varies between two runs of the same check: devices, numbers, quoted names, argument lists
+_VARIABLE = re.compile(
+    r"\b(?:cuda|cpu|meta|mps|xpu)(?::\d+)?\b|\d+(?:\.\d+)*|'[^']*'|`[^`]*`|\([^)]*\)|\{[^}]*\}|\[[^\]]*\]"
+)
+
+
+def _body(message: str) -> str:
+    """The message without its exception type and PyTorch's '(Triggered internally at ...)' suffix."""
+    return _TRIGGERED.sub("", _EXCEPTION_PREFIX.sub("", message.strip()))
+
+
+def _anchor(message: str) -> str:
+    """The longest fixed part of a message: the text PyTorch's source should contain verbatim."""
+    return max((part.strip(" ,.;:!") for part in _VARIABLE.split(_body(message))), key=len)
+
+
+def _examples_from_a_torch_install() -> list[tuple[str, dict]]:
+    """Examples recorded from an installed torch (a live run, or a file of it), not from an issue or a GPU."""
+    return [
+        (family["id"], example)
+        for family in CATALOG["families"]
+        for example in family["examples"]
+        if re.search(r"\btorch \d+\.\d+\.\d+\b", example["source"])
+        and "results/cuda-messages" not in example["source"]
+    ]
+
+
+# adjacent string literals ("abc " "def", across lines) as the parser joins them, so a message written in
+# pieces reads as one text in the raw source
+_LITERAL_JOIN = re.compile(r"""(["'])\s*\n\s*[rRfFbB]{0,2}\1""")
+_PRINTABLE = re.compile(rb"[\x20-\x7e]{4,}")
+_EDGE = " ()'\"`,.:;!?[]{}"
+
+
+def _edges(text: str) -> str:
+    """Text without the punctuation around values: ``"' with arguments from the '"`` -> ``with ... the``."""
+    return text.strip(_EDGE)
+
+
+@cache
+def _installed_torch() -> tuple[str, frozenset[str], str]:
+    """The installed torch as text: the string pieces of its shared libraries (printable runs of 4+
+    characters, as the miner reads 16+), joined and as a set, and its Python sources with adjacent string
+    literals joined."""
+    root = Path(torch.__file__).resolve().parent
+    found = [
+        piece.decode("ascii")
+        for path in sorted((root / "lib").glob("*.so*"))
+        for piece in _PRINTABLE.findall(path.read_bytes())
+    ]
+    libraries = "\n".join(piece for piece in found if len(piece) >= 16)
+    pieces = frozenset(_edges(piece) for piece in found)
+    python = "\n".join(
+        _LITERAL_JOIN.sub("", path.read_text(encoding="utf-8", errors="replace"))
+        for path in root.rglob("*.py")
+    )
+    return libraries, pieces, python
+
+
+def _longest_prefix_in(words: list[str], i: int, text: str) -> str:
+    """The longest run of ``words`` from ``i`` found in ``text`` (a prefix of a substring is one too, so a
+    binary search)."""
+    low, high = i, len(words)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if " ".join(words[i:middle]) in text:
+            low = middle
+        else:
+            high = middle - 1
+    return " ".join(words[i:low])
+
+
+def _longest_run(words: list[str], i: int) -> str:
+    """The longest run of ``words`` from ``i`` that is a whole C++ string piece of the libraries (8+
+    characters), or a longer stretch (30+ characters) of their strings or of the Python sources."""
+    libraries, pieces, python = _installed_torch()
+    piece = next(
+        (
+            run
+            for j in range(len(words), i, -1)
+            if len(run := _edges(" ".join(words[i:j]))) >= 8 and run in pieces
+        ),
+        "",
+    )
+    stretches = [run for text in (libraries, python) if len(run := _longest_prefix_in(words, i, text)) >= 30]
+    return max([piece, *stretches], key=len)
+
+
+def _in_installed_torch(message: str) -> bool:
+    """Whether a message's wording is in the installed torch.
+
+    Its longest fixed part verbatim (when it is 24+ characters long), or else 60 % of its fixed text as
+    runs of whole words that are whole C++ string pieces or longer stretches of Python source: C++ composes
+    messages from pieces with values in between (``"expected scalar type ", a, " but found ", b``), and
+    some Python code appends to a C++ message.
+    """
+    libraries, _, python = _installed_torch()
+    anchor = _anchor(message)
+    if len(anchor) >= 24 and (anchor in libraries or anchor in python):
+        return True
+    body = _body(message)
+    fixed = len(_VARIABLE.sub("", body))
+    words, covered, i = body.split(), 0, 0
+    while i < len(words):
+        run = _longest_run(words, i)
+        covered += len(run)
+        i += max(len(run.split()), 1)
+    return fixed > 0 and covered >= 0.6 * fixed
+
+
+@pytest.mark.parametrize(
+    "family_id,example", _examples_from_a_torch_install(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_catalogued_example_still_exists_in_the_installed_torch(family_id, example):
+    """Re-run on every PyTorch upgrade: a wording that changed or went away fails here."""
+    assert len(_anchor(example["message"])) >= 12, example["message"]
+    assert _in_installed_torch(example["message"]), (
+        f"{family_id}: {example['message']!r} is not in torch {torch.__version__} ({example['source']})"
+    )
+
+
+def test_mined_texts_still_exist_where_the_list_says():
+    """Every text mined from the installed torch (or, for a newer torch, from the newest mined release) is
+    still in the file or library the list names; re-run tools/mine_messages.py when this fails."""
+    version = torch.__version__.split("+")[0]
+    newest = max(MINED["sources"], key=lambda v: tuple(int(p) for p in v.split(".")))
+    mined_from = version if version in MINED["sources"] else newest
+    root = Path(torch.__file__).resolve().parent
+    gone = []
+    templates: dict[str, set[str]] = {}
+    for message in MESSAGES:
+        where = message["where"].get(mined_from)
+        if where is None:
+            continue
+        name = where.split(":", 1)[0]
+        if name.startswith("torch/"):
+            if name not in templates:
+                path = root.parent / name
+                source = path.read_bytes() if path.is_file() else b""
+                templates[name] = {text for text, _ in mine_messages.python_messages(name, source)}
+            found = message["text"] in templates[name]
+        else:
+            libraries, _, _ = _installed_torch()
+            found = message["text"] in libraries
+        if not found:
+            gone.append((message["text"][:100], where))
+    assert not gone, gone
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "RuntimeError: Expected all tensors to live on one single device, but found at least two devices, "
+        "cuda:0 and cpu!",
+        "RuntimeError: Tensor.item() may not be called on meta tensors",
+    ],
+)
+def test_the_existence_check_rejects_a_reworded_message(message):
+    """The check above can fail: the same words in another order or with another verb are not found."""
+    assert not _in_installed_torch(message)
+
+
+def test_the_grown_widget_stays_fast_on_long_tracebacks():
+    """26 families and their patterns against a 1 MB traceback: the widget answers well within a second on a
+    laptop (measured ~50 ms); the bound is generous for a busy machine."""
+    import atlas
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("node is not installed")
+    frame = (
+        '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1553, in _call_impl\n'
+        "    return forward_call(*args, **kwargs)\n"
+    )
+    head = "Traceback (most recent call last):\n" + frame * 8000
+    texts = [
+        head + "RuntimeError: CUDA error: device-side assert triggered\n",
+        head + "ValueError: bad value\n",
+    ]
+    script = (
+        "const w = require(process.argv[1]); const d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "process.stdout.write(JSON.stringify(d.texts.map(t => { const s = performance.now();"
+        " const r = w.explain(d.catalog, t); return [r.family, performance.now() - s]; })));"
+    )
+    payload = json.dumps({"catalog": json.loads(atlas.widget_json()), "texts": texts})
+    widget = str(ROOT / "docs" / "assets" / "explainer.js")
+    done = subprocess.run(
+        [node, "-e", script, widget], input=payload, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    (family, first_ms), (none, second_ms) = json.loads(done.stdout)
+    assert (family, none) == ("device-side-assert", None)
+    assert first_ms < 5000 and second_ms < 5000, (first_ms, second_ms)

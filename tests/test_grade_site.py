@@ -1,0 +1,43 @@
+"""The students-only site (``COURSE_STUDENTS_ONLY=1``) leaks nothing an instructor keeps: no instructors'
+pages (the grading guide explains how grades are computed), no link to the repository that holds
+``solutions/`` unless it is replaced by a solution-free one (``COURSE_STUDENTS_REPO_URL``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from _paths import ROOT
+
+MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]
+
+
+def _course_repo() -> str:
+    return re.search(r"^repo_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M).group(1)
+
+
+@pytest.mark.parametrize("students_repo", ["", "https://github.com/example/device-course-labs"])
+def test_students_only_build_has_no_instructor_pages_or_course_repository(tmp_path, students_repo):
+    site = tmp_path / "students"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "COURSE_STUDENTS_ONLY": "1"}
+    env["COURSE_STUDENTS_REPO_URL"] = students_repo
+    run = subprocess.run([*MKDOCS, "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert (site / "labs" / "01-devices" / "index.html").exists()
+    assert not (site / "instructors").exists() and not (site / "zh" / "instructors").exists()
+    course_repo = _course_repo()
+    found_students_repo = False
+    for path in site.rglob("*"):
+        if path.suffix not in (".html", ".json", ".xml", ".js"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        where = path.relative_to(site)
+        assert course_repo not in text, f"{where} links to the repository that holds the solutions"
+        assert "instructors/" not in text, f"{where} links to an instructors' page"
+        assert "devicekit-grade" not in text, f"{where} mentions the grader"
+        found_students_repo |= bool(students_repo) and students_repo in text
+    assert found_students_repo == bool(students_repo)

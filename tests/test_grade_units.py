@@ -1,0 +1,310 @@
+"""devicekit-grade's parts without a kernel: finding files, comparing with the released labs, LMS names and
+rosters, points, the report files, resource limits and process clean-up. Fast; nothing here runs a notebook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from devicekit_grade import discover, lms, sandbox
+from devicekit_grade.released import CHECK_CALL, Released, default_folders, expected_error_cells, integrity
+from devicekit_grade.report import MergeError, atomic_write, load, to_csv, to_html, write_all
+from devicekit_grade.run import ExerciseGrade, Grade
+from grade_helpers import as_student_work, graded_labs, lab_notebook, solution_notebook, solved_lab, write
+
+LABS = graded_labs()
+RELEASED = Released(*default_folders())
+
+
+# --- the released labs --------------------------------------------------------------------------------------
+
+
+def test_the_course_has_labs_to_grade():
+    assert "01-devices" in LABS
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_a_correct_or_untouched_lab_raises_no_flag(lab):
+    for nb in (solved_lab(lab), lab_notebook(lab), solved_lab(lab, "zh")):
+        flags, reasons, published = integrity(nb, lab, RELEASED)
+        assert (flags, published) == ([], False), reasons
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_published_solution_is_recognised_by_metadata_and_by_its_cells(lab):
+    assert integrity(solution_notebook(lab), lab, RELEASED)[2]
+    copied = solution_notebook(lab)
+    copied.metadata["devicekit"]["role"] = "student"
+    flags, reasons, published = integrity(copied, lab, RELEASED)
+    assert published and "published-solution" in flags and "BEGIN SOLUTION" in reasons[0]
+    assert not integrity(as_student_work(solution_notebook(lab)), lab, RELEASED)[2]
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_an_edited_check_cell_is_flagged(lab):
+    nb = lab_notebook(lab)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and CHECK_CALL.search(c.source))
+    cell.source = cell.source.replace("check(", "check(  ", 1) + "  # edited"
+    assert "check-cell-edited" in integrity(nb, lab, RELEASED)[0]
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_deliberate_error_cells_are_recognised_without_their_tags(lab):
+    tagged = {
+        i for i, c in enumerate(lab_notebook(lab).cells) if "raises-exception" in c.metadata.get("tags", [])
+    }
+    nb = lab_notebook(lab)
+    for cell in nb.cells:
+        cell.metadata.pop("tags", None)
+    assert tagged and expected_error_cells(nb, lab, RELEASED) == tagged
+
+
+# --- finding the submissions --------------------------------------------------------------------------------
+
+
+def test_find_reads_every_file_refuses_links_and_lists_the_rest(tmp_path):
+    subs = tmp_path / "subs"
+    write(lab_notebook("01-devices"), subs / "alice.ipynb")
+    (subs / "link.ipynb").symlink_to("alice.ipynb")
+    (subs / ".x.ipynb").write_text("{}")
+    (subs / "bob.ipynb.txt").write_text("{}")
+    (subs / "out").mkdir()
+    (subs / "out" / "grades.json").write_text("[]")
+    found = {Path(s.shown).name: s for s in discover.find([str(subs)], exclude=[subs / "out"])}
+    assert set(found) == {"alice.ipynb", "link.ipynb", ".x.ipynb", "bob.ipynb.txt"}
+    assert found["alice.ipynb"].data == (subs / "alice.ipynb").read_bytes()
+    assert (found["link.ipynb"].status, found["link.ipynb"].data) == ("refused", None)
+    assert "alice.ipynb" in found["link.ipynb"].reason
+    assert found[".x.ipynb"].status == found["bob.ipynb.txt"].status == "ignored"
+
+
+def test_find_without_submissions_is_a_usage_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(discover.UsageError, match="no submissions found"):
+        discover.find([str(tmp_path / "empty")], [])
+    with pytest.raises(discover.UsageError, match="no such file"):
+        discover.find([str(tmp_path / "missing")], [])
+
+
+# --- who handed it in, and what it is worth -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shown", "expected"),
+    [
+        ("subs/smithjane_12345_67890_01-devices.ipynb", {"canvas": "12345", "name": "smithjane"}),
+        ("subs/smithjane_LATE_12345_67891_01-devices-1.ipynb", {"canvas": "12345"}),
+        (
+            "subs/Jane Smith_4242_assignsubmission_file_/01-devices.ipynb",
+            {"moodle": "4242", "name": "Jane Smith"},
+        ),
+        ("subs/01-devices-alice.zh.ipynb", {"key": "alice"}),
+        ("subs/01-devices.ipynb", {"key": ""}),
+    ],
+)
+def test_lms_file_names_name_the_student(shown, expected):
+    clues = lms.clues(shown, LABS)
+    assert {k: clues[k] for k in expected} == expected
+
+
+def test_a_students_own_folder_names_the_student():
+    assert lms.clues("/abs/path/subs/bob/01-devices.ipynb", LABS, folder="bob")["key"] == "bob"
+    assert lms.clues("/abs/path/subs/01-devices-bob.ipynb", LABS)["key"] == "bob", "not the input folder"
+
+
+def _grade(
+    file: str, lab: str = "01-devices", score: int = 2, submitted: float = 0.0, folder: str = ""
+) -> Grade:
+    grade = Grade(file=file, lab=lab, status="graded", score=score, max=3, submitted=submitted, folder=folder)
+    grade.exercises = [ExerciseGrade(n, f"k{n}", n <= score, "checked", f"e{n}", f"z{n}") for n in (1, 2, 3)]
+    return grade
+
+
+def test_roster_latest_submission_points_and_weights(tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text(
+        "id,name,email,lang,canvas_id\ns1,Jane Smith,jane@x.edu,zh,12345\ns2,Bob Li,bob@x.edu,,\n"
+    )
+    students = lms.read_roster(roster)
+    rows = [
+        _grade("subs/smithjane_12345_1_01-devices.ipynb", score=1, submitted=1.0),
+        _grade("subs/smithjane_LATE_12345_2_01-devices.ipynb", score=3, submitted=2.0),
+        _grade("subs/bob/01-devices.ipynb", score=2, folder="bob"),
+        _grade("subs/mallory.ipynb", score=3),
+    ]
+    lms.attribute(rows, students, LABS)
+    lms.keep_latest(rows)
+    lms.assign_points(rows, lms.parse_weights("1,1,2"), 10)
+    assert [r.student for r in rows[:3]] == ["s1", "s1", "s2"]
+    assert rows[0].status == "superseded" and rows[1].status == "graded"
+    assert rows[1].lang == "zh", "the roster's language wins"
+    assert "not-in-roster" in rows[3].flags
+    assert (rows[1].points, rows[1].points_possible, rows[1].percent) == (10.0, 10.0, 100.0)
+    assert (rows[2].points, rows[2].percent) == (5.0, 50.0), "exercises 1 and 2 of weights 1,1,2"
+
+
+def test_a_roster_without_ids_is_refused(tmp_path):
+    (tmp_path / "r.csv").write_text("name\nJane\n")
+    with pytest.raises(lms.RosterError, match="no 'id' column"):
+        lms.read_roster(tmp_path / "r.csv")
+
+
+# --- the report files ---------------------------------------------------------------------------------------
+
+
+def test_csv_cells_cannot_become_spreadsheet_formulas():
+    text = to_csv([Grade(file='=HYPERLINK("http://x")', status="invalid-json", reason="-1")]).decode(
+        "utf-8-sig"
+    )
+    assert "'=HYPERLINK" in text and ",'-1," in text
+
+
+def test_the_report_escapes_submissions_and_shows_pass_rates():
+    rows = [_grade("<script>alert(1)</script>.ipynb", score=1), _grade("b.ipynb", score=3)]
+    page = to_html(rows).decode("utf-8")
+    assert "<script" not in page.lower() and "&lt;script&gt;" in page
+    assert "Content-Security-Policy" in page
+    assert "<td>01-devices</td><td>1</td><td>2/2</td><td>100 %</td>" in page
+    assert "<td>01-devices</td><td>2</td><td>1/2</td><td>50 %</td>" in page
+
+
+def test_outputs_are_written_whole_and_read_back_for_merging(tmp_path):
+    rows = [_grade("a.ipynb"), _grade("b.ipynb", score=0)]
+    rows[1].lang = "zh"
+    lms.attribute(rows, None, LABS)
+    lms.assign_points(rows, {}, None)
+    write_all(tmp_path, rows)
+    assert [g.file for g in load(tmp_path)] == ["a.ipynb", "b.ipynb"]
+    assert load(tmp_path)[0].exercises == rows[0].exercises
+    assert "得分：0.0/3.0" in (tmp_path / "feedback" / "b-01-devices.txt").read_text(encoding="utf-8")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    (tmp_path / "grades.json").write_text("{broken")
+    with pytest.raises(MergeError, match="--replace"):
+        load(tmp_path)
+
+
+def test_atomic_write_replaces_whole_files(tmp_path):
+    atomic_write(tmp_path / "x", b"old")
+    atomic_write(tmp_path / "x", b"new")
+    assert (tmp_path / "x").read_bytes() == b"new" and len(list(tmp_path.iterdir())) == 1
+
+
+# --- limits and clean-up ------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="rlimits and /proc: Linux")
+def test_limits_apply_to_a_submissions_processes():
+    limits = sandbox.Limits(memory_mb=3000, cpu_s=77, processes=300, file_mb=5)
+    code = "import resource as r; "
+    code += "print([r.getrlimit(x)[0] for x in (r.RLIMIT_AS, r.RLIMIT_CPU, r.RLIMIT_FSIZE)])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=sandbox.preexec(limits, None)
+    )
+    assert json.loads(done.stdout) == [3000 * 2**20, 77, 5 * 2**20]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc: Linux")
+def test_kill_tree_kills_detached_descendants(tmp_path):
+    # A child that starts a grandchild in a session of its own, then exits: the grandchild is adopted by the
+    # child subreaper (a helper process started here), where kill_tree finds it.
+    marker = tmp_path / "grandchild.pid"
+    helper = (
+        "import os, subprocess, sys, time\n"
+        "from devicekit_grade import sandbox\n"
+        "sandbox.become_subreaper()\n"
+        'code = \'import os, subprocess, sys; p = subprocess.Popen([sys.executable, "-c", '
+        '"import time; time.sleep(300)"], start_new_session=True); '
+        'open(sys.argv[1], "w").write(str(p.pid))\'\n'
+        f"subprocess.run([sys.executable, '-c', code, {str(marker)!r}])\n"
+        "time.sleep(300)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.Popen([sys.executable, "-c", helper], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists() or not marker.read_text():
+            assert time.monotonic() < deadline, "the helper did not start its grandchild"
+            time.sleep(0.2)
+        grandchild = int(marker.read_text())
+        assert grandchild in sandbox.descendants(proc.pid), "adopted by the subreaper"
+        sandbox.kill_tree(proc.pid)
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 60
+        while (
+            grandchild in sandbox.descendants(proc.pid)
+            or Path(f"/proc/{grandchild}/cmdline").exists()
+            and (b"time.sleep(300)" in Path(f"/proc/{grandchild}/cmdline").read_bytes())
+        ):
+            assert time.monotonic() < deadline, "the detached grandchild survived"
+            time.sleep(0.2)
+    finally:
+        proc.kill()
+
+
+def test_the_runtime_library_knows_nothing_of_grading():
+    src = Path(__file__).resolve().parents[1] / "src" / "devicekit"
+    assert not (src / "grade").exists()
+    offenders = [p.name for p in src.rglob("*.py") if "devicekit_grade" in p.read_text(encoding="utf-8")]
+    assert offenders == []
+
+
+def test_the_console_script_belongs_to_the_grade_extra():
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    assert project["scripts"]["devicekit-grade"] == "devicekit_grade:console"
+    assert {"nbformat", "nbclient", "ipykernel"} <= {
+        r.split(">")[0].split("=")[0] for r in project["optional-dependencies"]["grade"]
+    }
+
+
+def test_lab_csv_headers_are_stable():
+    text = to_csv([_grade("a.ipynb")]).decode("utf-8-sig")
+    header = next(csv.reader(text.splitlines()))
+    assert header[:6] == ["file", "student", "student_name", "lab", "lang", "identified_by"]
+    assert header[-3:] == ["feedback", "reason", "sha256"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc: Linux")
+def test_the_command_line_of_the_running_grader_names_no_folder(tmp_path):
+    subs = tmp_path / "class-of-2026"
+    subs.mkdir()
+    (subs / "broken.ipynb").write_text("{not json", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    env.pop("DEVICEKIT_GRADE_NO_REEXEC", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devicekit_grade", "--out", "grades-secret", "-q", "class-of-2026"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        seen = b""
+        deadline = time.monotonic() + 120
+        while b"--args-fd" not in seen and proc.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                seen = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+            time.sleep(0.05)
+        assert b"--args-fd" in seen, seen
+        assert b"class-of-2026" not in seen and b"grades-secret" not in seen
+        proc.wait(timeout=600)
+        assert proc.returncode == 0, proc.stderr.read()[-2000:]
+        rows = json.loads((tmp_path / "grades-secret" / "grades.json").read_text(encoding="utf-8"))
+        assert [(r["file"], r["status"]) for r in rows] == [("class-of-2026/broken.ipynb", "invalid-json")]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_sandbox_without_bubblewrap_says_what_to_do(monkeypatch):
+    from devicekit_grade import run
+
+    monkeypatch.setattr(run.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="bubblewrap"):
+        run.Context(run.Options(isolation="bwrap"))

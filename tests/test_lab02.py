@@ -1,0 +1,220 @@
+"""Lab 02 (models): the self-checks accept correct answers, reject the typical wrong ones with a hint in both
+languages, and the grader scores the solution fully and the untouched lab at zero."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+import torch
+from torch import nn
+
+from _paths import LABS, SOLUTIONS
+from devicekit.exercises import exercises_for, run
+from devicekit_grade.cli import main
+from grade_helpers import as_student_work
+
+LAB = "02-models"
+MAX = 4
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+# --- exercise 1: the mask ---------------------------------------------------------------------------------
+
+
+class ScoresOk(nn.Module):
+    def __init__(self, steps):
+        super().__init__()
+        self.register_buffer("mask", torch.ones(steps, steps, dtype=torch.bool).tril(), persistent=False)
+
+    def forward(self, scores):
+        return torch.where(self.mask, scores, float("-inf"))
+
+
+class ScoresPersistent(ScoresOk):
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.register_buffer("mask", torch.ones(steps, steps, dtype=torch.bool).tril())
+
+
+class ScoresPlain(ScoresOk):
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.mask = torch.ones(steps, steps, dtype=torch.bool).tril()
+
+
+class ScoresUpperTriangle(ScoresOk):
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.register_buffer("mask", torch.ones(steps, steps, dtype=torch.bool).triu())
+
+
+class ScoresStub(nn.Module):
+    def __init__(self, steps):
+        super().__init__()
+        raise NotImplementedError("Exercise 1: register the buffer")
+
+
+# --- exercise 2: the layers -------------------------------------------------------------------------------
+
+
+class StackOk(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+
+class StackList(StackOk):
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.layers = [nn.Linear(width, width) for _ in range(depth)]
+
+
+class StackSequentialNoRelu(StackOk):
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class StackOtherName(StackOk):
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.blocks = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+        self.layers = list(self.blocks)
+
+
+# --- exercise 3: the noise --------------------------------------------------------------------------------
+
+
+class NoiseOk(nn.Module):
+    def __init__(self, std):
+        super().__init__()
+        self.std = std
+
+    def forward(self, x):
+        return x + torch.randn_like(x) * self.std
+
+
+class NoiseOnCpu(NoiseOk):
+    def forward(self, x):
+        return x + torch.randn(x.shape, dtype=x.dtype) * self.std
+
+
+class NoiseFloat16(NoiseOk):
+    def forward(self, x):
+        return (x + torch.randn_like(x) * self.std).half()
+
+
+class NoiseWrongScale(NoiseOk):
+    def forward(self, x):
+        return x + torch.randn_like(x)
+
+
+class NoiseNone(NoiseOk):
+    def forward(self, x):
+        return x.clone()
+
+
+# --- exercise 4: two stages -------------------------------------------------------------------------------
+
+
+class TwoStageOk(nn.Module):
+    def __init__(self, first, second):
+        super().__init__()
+        self.first, self.second = torch.device(first), torch.device(second)
+        self.stage1 = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).to(self.first)
+        self.stage2 = nn.Linear(8, 2).to(self.second)
+
+    def forward(self, x):
+        return self.stage2(self.stage1(x.to(self.first)).to(self.second))
+
+
+class TwoStageNoHandOver(TwoStageOk):
+    def forward(self, x):
+        return self.stage2(self.stage1(x.to(self.first)))
+
+
+class TwoStageOneDevice(TwoStageOk):
+    def __init__(self, first, second):
+        nn.Module.__init__(self)
+        self.first, self.second = torch.device(first), torch.device(second)
+        self.stage1 = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).to(self.first)
+        self.stage2 = nn.Linear(8, 2).to(self.first)
+
+    def forward(self, x):
+        return self.stage2(self.stage1(x.to(self.first)))
+
+
+class TwoStageSkipsStage1(TwoStageOk):
+    def forward(self, x):
+        return self.stage2(torch.zeros(x.shape[0], 8, device=self.second))
+
+
+CASES = [
+    ("mask-buffer", ScoresOk, None),
+    ("mask-buffer", ScoresPersistent, None),
+    ("mask-buffer", ScoresPlain, "plain tensor attribute"),
+    ("mask-buffer", ScoresUpperTriangle, "output is wrong"),
+    ("mask-buffer", ScoresOk(4), "subclass of nn.Module"),
+    ("mask-buffer", ScoresStub, "not done yet"),
+    ("module-list", StackOk, None),
+    ("module-list", StackList, "6 parameter tensors"),
+    ("module-list", StackSequentialNoRelu, "torch.relu"),
+    ("module-list", StackOtherName, "'layers.0.weight'"),
+    ("noise-forward", NoiseOk, None),
+    ("noise-forward", NoiseOnCpu, "take the device from x"),
+    ("noise-forward", NoiseFloat16, "dtype"),
+    ("noise-forward", NoiseWrongScale, "std 0.5"),
+    ("noise-forward", NoiseNone, "std 0.5"),
+    ("two-stage", TwoStageOk, None),
+    ("two-stage", TwoStageNoHandOver, "Move the activations"),
+    ("two-stage", TwoStageOneDevice, "stage2's on"),
+    ("two-stage", TwoStageSkipsStage1, "stage2(stage1(x))"),
+]
+
+
+@pytest.mark.parametrize(("key", "answer", "hint"), CASES, ids=lambda v: getattr(v, "__name__", str(v))[:30])
+def test_checks(key, answer, hint):
+    result = run(LAB, key, answer)
+    assert result.passed is (hint is None), result.en
+    if hint:
+        assert hint in result.en
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), "the Chinese hint is written in Chinese"
+
+
+def test_the_checks_leave_the_default_device_and_grad_mode_alone():
+    run(LAB, "noise-forward", NoiseOnCpu)
+    assert torch.get_default_device().type == "cpu"
+
+
+def test_exercises_are_numbered_in_notebook_order():
+    assert [e.key for e in exercises_for(LAB)] == ["mask-buffer", "module-list", "noise-forward", "two-stage"]
+
+
+def test_the_grader_scores_the_solution_fully_and_the_untouched_lab_at_zero(tmp_path):
+    rows = {}
+    for name, source in {"complete.ipynb": SOLUTIONS, "untouched.zh.ipynb": LABS}.items():
+        subs, out = tmp_path / name / "subs", tmp_path / name / "grades"  # one submission per folder
+        subs.mkdir(parents=True)
+        nb = nbformat.read(source / f"{LAB}{'.zh' if 'zh' in name else ''}.ipynb", as_version=4)
+        nb = as_student_work(nb) if source == SOLUTIONS else nb  # own work, not the published file
+        nbformat.write(nb, subs / name)
+        assert main(["--out", str(out), "--timeout", "90", "--jobs", "1", "--quiet", str(subs)]) == 0
+        rows.update(
+            {r["file"].rsplit("/", 1)[-1]: r for r in json.loads((out / "grades.json").read_text("utf-8"))}
+        )
+    complete = rows["complete.ipynb"]
+    assert (complete["status"], complete["score"], complete["max"]) == ("graded", MAX, MAX), complete
+    untouched = rows["untouched.zh.ipynb"]
+    assert (untouched["status"], untouched["score"], untouched["lang"]) == ("graded", 0, "zh")
+    assert all("还没有完成" in line for line in untouched["feedback"])

@@ -1,0 +1,159 @@
+"""Lab 03 (how devices propagate): the self-checks accept correct answers, reject the typical wrong ones with
+a hint in both languages, the drill's truth agrees with what CUDA recorded, and the grader scores the solution
+fully and the untouched lab at zero."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from _paths import LABS, ROOT, SOLUTIONS
+from devicekit import mismatch_device
+from devicekit.exercises import exercises_for, run
+from devicekit.exercises.lab03 import drill_cases, outcome
+from devicekit_grade.cli import main
+from grade_helpers import as_student_work
+
+LAB = "03-propagation"
+ON_GPU = mismatch_device().type != "meta"
+MAX = 4
+RIGHT = {
+    "a": "x", "b": "x", "c": "error", "d": "error", "e": "error", "f": "x",
+    "g": "error", "h": "x", "i": "x", "j": "cpu", "k": "x", "l": "error",
+}  # fmt: skip
+#: Drill item -> the case in results/cuda-messages.json that recorded it on CUDA, and what it recorded.
+RECORDED = {
+    "b": ("add-0dim-cpu-ok", False),
+    "c": ("add-1elem-cpu", True),
+    "d": ("cat", True),
+    "e": ("stack-0dim", True),
+    "g": ("where-cpu-cond", True),
+    "h": ("index-cuda-tensor-cpu-indices-ok", False),
+    "i": ("mask-cpu-bool", False),
+}
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def _build_ok(device):
+    with torch.device(device):
+        model = torch.nn.Linear(4, 2)
+    return model, DataLoader(list(range(8)), batch_size=4, shuffle=True)
+
+
+def _build_global(device):
+    torch.set_default_device(device)
+    return torch.nn.Linear(4, 2), DataLoader(list(range(8)), batch_size=4, shuffle=True)
+
+
+def _build_on_cpu(device):
+    return torch.nn.Linear(4, 2), DataLoader(list(range(8)), batch_size=4, shuffle=True)
+
+
+def _build_drops_last(device):
+    model, _ = _build_ok(device)
+    return model, DataLoader(list(range(8)), batch_size=3, shuffle=True, drop_last=True)
+
+
+CASES = [
+    ("predict-mixes", lambda: RIGHT, None),
+    ("predict-mixes", lambda: {**RIGHT, "b": "error"}, "1 of the 12 predictions"),
+    ("predict-mixes", lambda: {**RIGHT, "j": "x", "h": "error"}, "2 of the 12"),
+    ("predict-mixes", lambda: {**RIGHT, "a": True}, '"error", "x" or "cpu"'),
+    ("predict-mixes", lambda: {"a": "x"}, "keys 'a' to 'l'"),
+    ("predict-mixes", _stub, "not done yet"),
+    ("lookup", lambda table, ids: table.to(ids.device)[ids], None),
+    ("lookup", lambda table, ids: table[ids], "indices must be on one device"),
+    ("lookup", lambda table, ids: table[ids.cpu()].to(ids.device), None if ON_GPU else "do not copy"),
+    ("lookup", lambda table, ids: table[ids[:, :1]], "result is wrong"),
+    ("to-numpy", lambda t: t.detach().cpu().numpy(), None),
+    ("to-numpy", lambda t: t.cpu().detach().numpy(), None),
+    ("to-numpy", lambda t: t.detach().numpy(), "NumPy reads host memory only"),
+    ("to-numpy", lambda t: t.numpy(), "requires grad"),
+    ("to-numpy", lambda t: t.detach().cpu().tolist(), "expected a numpy.ndarray"),
+    ("default-device", _build_ok, None),
+    ("default-device", _build_global, "leaked"),
+    ("default-device", _build_on_cpu, "not on"),
+    ("default-device", _build_drops_last, "0..7 once each"),
+    ("default-device", _stub, "not done yet"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("key", "answer", "hint"), CASES)
+def test_checks(key, answer, hint):
+    result = run(LAB, key, answer)
+    assert result.passed is (hint is None), result.en
+    if hint:
+        assert hint in result.en
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), "the Chinese hint is written in Chinese"
+    assert torch.get_default_device().type == "cpu", "a check must restore the default device"
+
+
+def test_the_drill_truth_on_this_runner_is_the_solution():
+    acc = mismatch_device()
+    assert {key: outcome(case, acc) for key, case in drill_cases(acc).items()} == RIGHT
+
+
+def test_the_drill_agrees_with_what_cuda_recorded():
+    # the meta stand-in and CUDA must give the same answers, or the drill would teach meta's quirks
+    recorded = json.loads((ROOT / "results" / "cuda-messages.json").read_text())
+    for item, (case, raised) in RECORDED.items():
+        assert recorded["cases"][case]["raised"] is raised, case
+        assert (RIGHT[item] == "error") is raised, item
+
+
+def test_hints_never_name_the_wrong_items():
+    result = run(LAB, "predict-mixes", lambda: {**RIGHT, "c": "x"})
+    assert "'c'" not in result.en and "(c)" not in result.en
+
+
+def test_to_numpy_reaches_the_copy_on_meta():
+    # The check's meta branch relies on this: .cpu() of a meta tensor raises, .numpy() of it is a TypeError.
+    with pytest.raises(NotImplementedError, match="meta"):
+        torch.ones(2, device="meta").cpu()
+    with pytest.raises(TypeError, match="can't convert meta device type tensor to numpy"):
+        torch.ones(2, device="meta").numpy()
+    assert isinstance(torch.ones(2).detach().cpu().numpy(), np.ndarray)
+
+
+def test_a_global_meta_default_breaks_the_dataloader_even_without_shuffle():
+    # What lab 3 shows on the CPU runner: the global default reaches the loader's seed draw.
+    torch.set_default_device("meta")
+    try:
+        for shuffle in (True, False):
+            with pytest.raises(RuntimeError, match=r"Tensor.item\(\) cannot be called on meta tensors"):
+                next(iter(DataLoader(list(range(8)), batch_size=4, shuffle=shuffle)))
+        # meta does not check a generator's device (CUDA does: "Expected a 'cuda' device type for generator")
+        assert torch.randperm(4, generator=torch.Generator()).device.type == "meta"
+    finally:
+        torch.set_default_device(None)
+
+
+def test_exercises_are_numbered_in_notebook_order():
+    assert [e.key for e in exercises_for(LAB)] == ["predict-mixes", "lookup", "to-numpy", "default-device"]
+
+
+def test_the_grader_scores_the_solution_fully_and_the_untouched_lab_at_zero(tmp_path):
+    rows = {}
+    for name, source in {"complete.ipynb": SOLUTIONS, "untouched.zh.ipynb": LABS}.items():
+        subs, out = tmp_path / name / "subs", tmp_path / name / "grades"  # one submission per folder
+        subs.mkdir(parents=True)
+        nb = nbformat.read(source / f"{LAB}{'.zh' if 'zh' in name else ''}.ipynb", as_version=4)
+        nb = as_student_work(nb) if source == SOLUTIONS else nb  # own work, not the published file
+        nbformat.write(nb, subs / name)
+        assert main(["--out", str(out), "--timeout", "90", "--jobs", "1", "--quiet", str(subs)]) == 0
+        rows.update(
+            {r["file"].rsplit("/", 1)[-1]: r for r in json.loads((out / "grades.json").read_text("utf-8"))}
+        )
+    complete = rows["complete.ipynb"]
+    assert (complete["status"], complete["score"], complete["max"]) == ("graded", MAX, MAX), complete
+    untouched = rows["untouched.zh.ipynb"]
+    assert (untouched["status"], untouched["score"], untouched["lang"]) == ("graded", 0, "zh")
+    assert all("还没有完成" in line for line in untouched["feedback"])

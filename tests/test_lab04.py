@@ -1,0 +1,146 @@
+"""Lab 04 (data pipelines): the self-checks accept correct answers, reject typical wrong ones with a hint in
+both languages, and the grader scores the solution fully and the untouched lab at zero."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from _paths import LABS, SOLUTIONS
+from devicekit import mismatch_device, to_device
+from devicekit.exercises import exercises_for, run
+from devicekit.exercises.lab04 import ImageBatch
+from devicekit_grade.cli import main
+from grade_helpers import as_student_work
+
+LAB = "04-data"
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def _collate(samples):
+    return {
+        "tokens": pad_sequence([s["tokens"] for s in samples], batch_first=True),
+        "lengths": torch.tensor([len(s["tokens"]) for s in samples]),
+        "labels": torch.tensor([s["label"] for s in samples]),
+    }
+
+
+def ragged_ok(samples, device):
+    return to_device(_collate(samples), device, skip_keys=["lengths"])
+
+
+def ragged_lengths_moved(samples, device):
+    return to_device(_collate(samples), device)
+
+
+def ragged_labels_forgotten(samples, device):
+    batch = _collate(samples)
+    return {**to_device(batch, device, skip_keys=["lengths"]), "labels": batch["labels"]}
+
+
+def ragged_int32_lengths(samples, device):
+    batch = ragged_ok(samples, device)
+    return {**batch, "lengths": batch["lengths"].int()}
+
+
+def ragged_right_padded_wrong(samples, device):
+    batch = _collate(samples)
+    batch["tokens"] = pad_sequence([s["tokens"] for s in samples], batch_first=True, padding_value=9)
+    return to_device(batch, device, skip_keys=["lengths"])
+
+
+def dataclass_in_place(batch, device):
+    object.__setattr__(batch, "images", batch.images.to(device))
+    object.__setattr__(batch, "labels", batch.labels.to(device))
+    return batch
+
+
+CASES = [
+    ("ragged-batch", ragged_ok, None),
+    ("ragged-batch", ragged_lengths_moved, "1-D int64 tensor on the CPU"),
+    ("ragged-batch", ragged_labels_forgotten, "'labels' on cpu"),
+    ("ragged-batch", ragged_int32_lengths, "torch.int32"),
+    ("ragged-batch", ragged_right_padded_wrong, "padded with 0"),
+    ("ragged-batch", lambda s, d: [t["tokens"] for t in s], "expected a dict"),
+    ("ragged-batch", _stub, "not done yet"),
+    ("dataclass-batch", lambda b, d: to_device(b, d), None),
+    ("dataclass-batch", lambda b, d: ImageBatch(b.images.to(d), b.labels, b.names), "Labels are the tensor"),
+    ("dataclass-batch", lambda b, d: (b.images.to(d), b.labels.to(d), b.names), "expected an ImageBatch"),
+    ("dataclass-batch", dataclass_in_place, "the input batch changed"),
+    ("dataclass-batch", _stub, "not done yet"),
+    ("non-blocking", lambda: {"a": False, "b": True, "c": False, "d": True, "e": False}, None),
+    (
+        "non-blocking",
+        lambda: {"a": True, "b": True, "c": False, "d": True, "e": False},
+        "1 of the 5 answers is",
+    ),
+    ("non-blocking", lambda: {"a": False, "b": False, "c": False, "d": False, "e": False}, "2 of the 5"),
+    ("non-blocking", lambda: {"a": "no", "b": "yes", "c": "no", "d": "yes", "e": "no"}, "True (has a bug)"),
+    ("non-blocking", lambda: {"a": False}, "keys 'a' to 'e'"),
+    ("non-blocking", _stub, "not done yet"),
+]
+
+
+@pytest.mark.parametrize(("key", "answer", "hint"), CASES)
+def test_checks(key, answer, hint):
+    result = run(LAB, key, answer)
+    assert result.passed is (hint is None), result.en
+    if hint:
+        assert hint in result.en
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), "the Chinese hint is written in Chinese"
+
+
+def test_the_ragged_check_really_runs_pack_padded_sequence_on_the_mismatch_device():
+    # The truth behind the lengths rule is PyTorch's, on this runner's mismatch device.
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    device = mismatch_device()
+    data = torch.zeros(2, 3, 4, device=device)
+    with pytest.raises(RuntimeError, match="CPU int64"):
+        pack_padded_sequence(data, torch.tensor([3, 1], device=device), batch_first=True)
+    packed = pack_padded_sequence(data, torch.tensor([3, 1]), batch_first=True)
+    assert packed.data.device == device and packed.batch_sizes.device.type == "cpu"
+
+
+def test_hints_never_reveal_the_non_blocking_answers():
+    result = run(LAB, "non-blocking", lambda: {k: True for k in "abcde"})
+    for key in "abcde":
+        assert f"({key})" not in result.en and f"'{key}'" not in result.en.split("answers", 1)[-1]
+
+
+def test_exercises_are_numbered_in_notebook_order():
+    assert [e.key for e in exercises_for(LAB)] == ["ragged-batch", "dataclass-batch", "non-blocking"]
+
+
+def test_the_grader_scores_the_solution_fully_and_the_untouched_lab_at_zero(tmp_path):
+    names = {"complete.ipynb": SOLUTIONS, "untouched.zh.ipynb": LABS}
+    rows = {}
+    for name, source in names.items():  # one folder each: the grader keeps one submission per lab and student
+        subs, out = tmp_path / name / "subs", tmp_path / name / "grades"
+        subs.mkdir(parents=True)
+        nb = nbformat.read(source / f"{LAB}{'.zh' if 'zh' in name else ''}.ipynb", as_version=4)
+        nb = as_student_work(nb) if source == SOLUTIONS else nb  # own work, not the published file
+        nbformat.write(nb, subs / name)
+        assert main(["--out", str(out), "--timeout", "60", "--jobs", "1", "--quiet", str(subs)]) == 0
+        rows.update(
+            {r["file"].rsplit("/", 1)[-1]: r for r in json.loads((out / "grades.json").read_text("utf-8"))}
+        )
+    assert (
+        rows["complete.ipynb"]["status"],
+        rows["complete.ipynb"]["score"],
+        rows["complete.ipynb"]["max"],
+    ) == (
+        "graded",
+        3,
+        3,
+    )
+    untouched = rows["untouched.zh.ipynb"]
+    assert (untouched["status"], untouched["score"], untouched["lang"]) == ("graded", 0, "zh")
+    assert all("还没有完成" in line for line in untouched["feedback"])

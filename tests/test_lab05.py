@@ -1,0 +1,195 @@
+"""Lab 05 (debugging a mismatch): the checks compute their truth by running devicekit's tools on the lab's
+models, accept correct answers, reject typical wrong ones with a hint in both languages, and the grader
+scores the solution fully and the untouched lab at zero."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+import torch
+from torch import nn
+
+from _paths import LABS, SOLUTIONS
+from devicekit import locate_mismatch, mismatch_device, strict_devices
+from devicekit.exercises import exercises_for, run
+from devicekit.exercises.lab05 import FeatureScale, MixerTagger, Tagger, distance_weights, token_ids
+from devicekit_grade.cli import main
+from grade_helpers import as_student_work
+
+LAB = "05-debugging"
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+class BufferScale(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(dim))
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class NonPersistentScale(BufferScale):
+    def __init__(self, dim):
+        nn.Module.__init__(self)
+        self.register_buffer("scale", torch.ones(dim), persistent=False)
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+
+class ParameterScale(BufferScale):
+    """Moves with the model and is saved, but makes a constant trainable: rejected (the optimizer would
+    change the scale, so it is not a drop-in replacement)."""
+
+    def __init__(self, dim):
+        nn.Module.__init__(self)
+        self.scale = nn.Parameter(torch.ones(dim))
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+
+class NoShiftScale(nn.Module):
+    """Computes the same for a fresh layer but drops the trained shift: not a drop-in replacement."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(dim))
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class IgnoresLoadedScale(BufferScale):
+    """Right tensors, but forward ignores the loaded scale."""
+
+    def forward(self, x):
+        return x + self.shift
+
+
+class DoubledScale(BufferScale):
+    def forward(self, x):
+        return 2 * x * self.scale + self.shift
+
+
+class StubScale(nn.Module):
+    """What the untouched lab defines: the solution region of __init__ is a raising stub."""
+
+    def __init__(self, dim):
+        super().__init__()
+        raise NotImplementedError
+
+
+def culprit_strict(model, batch):
+    with strict_devices():
+        report = locate_mismatch(model, batch)
+    return None if report is None else report.module
+
+
+def culprit_plain(model, batch):
+    report = locate_mismatch(model, batch)
+    return None if report is None else report.module
+
+
+def weights_fixed(x):
+    positions = torch.arange(x.shape[1], device=x.device)
+    return torch.softmax(-(positions[:, None] - positions[None, :]).abs().float(), dim=-1)
+
+
+def weights_copied(x):
+    """Right values and device, but built on the CPU and copied on every call."""
+    return distance_weights(x).to(x.device)
+
+
+def weights_uniform(x):
+    return torch.full((x.shape[1], x.shape[1]), 1 / x.shape[1], device=x.device)
+
+
+CASES = [
+    ("first-module", lambda: "layers.2.scale", None),
+    ("first-module", "layers.2.scale", None),
+    ("first-module", lambda: "layers.2", "not where the devices mix"),
+    ("first-module", lambda: "layers.2.scale.scale", "no module named"),
+    ("first-module", lambda: 2, "as a string"),
+    ("first-module", _stub, "not done yet"),
+    ("fix-scale", BufferScale, None),
+    ("fix-scale", ParameterScale, "must not change"),
+    ("fix-scale", NoShiftScale, "drop-in replacement"),
+    ("fix-scale", IgnoresLoadedScale, "after load_state_dict"),
+    ("fix-scale", FeatureScale, "stayed behind"),
+    ("fix-scale", NonPersistentScale, "missing from state_dict"),
+    ("fix-scale", DoubledScale, "same as FeatureScale"),
+    ("fix-scale", lambda dim: None, "nn.Module subclass"),
+    ("fix-scale", StubScale, "not done yet"),
+    ("find-culprit", culprit_strict, None),
+    ("find-culprit", lambda m, b: "blocks.0.mixer", "not the module where"),
+    ("find-culprit", _stub, "not done yet"),
+    ("fix-weights", weights_fixed, None),
+    ("fix-weights", distance_weights, "weights are on"),
+    ("fix-weights", weights_uniform, "must equal distance_weights"),
+    ("fix-weights", weights_copied, "copies them"),
+    ("fix-weights", _stub, "not done yet"),
+]
+if mismatch_device().type == "meta":  # on an accelerator PyTorch itself raises, and the plain tool suffices
+    CASES.append(("find-culprit", culprit_plain, "stand-in lets through"))
+
+
+@pytest.mark.parametrize(("key", "answer", "hint"), CASES)
+def test_checks(key, answer, hint):
+    result = run(LAB, key, answer)
+    assert result.passed is (hint is None), result.en
+    if hint:
+        assert hint in result.en
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), "the Chinese hint is written in Chinese"
+
+
+def test_the_lab_models_fail_as_the_lab_says():
+    device = mismatch_device()
+    torch.manual_seed(0)
+    tagger, ids = Tagger().to(device), token_ids(device)
+    with pytest.raises(RuntimeError):
+        tagger(ids)
+    assert culprit_plain(tagger, ids) == "layers.2.scale"
+    mixer = MixerTagger().to(device)
+    if device.type == "meta":  # the lab's section 5: meta lets the CPU @ meta matmul through
+        assert mixer(ids).device == device
+        assert culprit_plain(mixer, ids) is None
+    assert culprit_strict(mixer, ids) == "blocks.0.mixer"
+
+
+def test_hints_never_reveal_the_module_names():
+    for key, answer in [("first-module", lambda: "embed"), ("find-culprit", lambda m, b: "embed")]:
+        result = run(LAB, key, answer)
+        assert "layers.2.scale" not in result.en and "blocks.0.mixer" not in result.en
+
+
+def test_exercises_are_numbered_in_notebook_order():
+    assert [e.key for e in exercises_for(LAB)] == ["first-module", "fix-scale", "find-culprit", "fix-weights"]
+
+
+def test_the_grader_scores_the_solution_fully_and_the_untouched_lab_at_zero(tmp_path):
+    names = {"complete.zh.ipynb": SOLUTIONS, "untouched.ipynb": LABS}
+    rows = {}
+    for name, source in names.items():  # one folder each: the grader keeps one submission per lab and student
+        subs, out = tmp_path / name / "subs", tmp_path / name / "grades"
+        subs.mkdir(parents=True)
+        nb = nbformat.read(source / f"{LAB}{'.zh' if 'zh' in name else ''}.ipynb", as_version=4)
+        nb = as_student_work(nb) if source == SOLUTIONS else nb  # own work, not the published file
+        nbformat.write(nb, subs / name)
+        assert main(["--out", str(out), "--timeout", "60", "--jobs", "1", "--quiet", str(subs)]) == 0
+        rows.update(
+            {r["file"].rsplit("/", 1)[-1]: r for r in json.loads((out / "grades.json").read_text("utf-8"))}
+        )
+    complete = rows["complete.zh.ipynb"]
+    assert (complete["status"], complete["score"], complete["max"], complete["lang"]) == (
+        "graded",
+        4,
+        4,
+        "zh",
+    )
+    untouched = rows["untouched.ipynb"]
+    assert (untouched["status"], untouched["score"]) == ("graded", 0)
+    assert all("not done yet" in line for line in untouched["feedback"])

@@ -1,0 +1,208 @@
+"""Lab 06 self-checks: a correct answer passes, typical wrong ones fail with their hint, and the checkpoint
+the lab writes really claims a CUDA device: PyTorch's own torch.load refuses it where that GPU is missing."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from devicekit.exercises import lab06, run
+from devicekit.exercises.lab06 import (
+    gpu_run_checkpoint,
+    make_model,
+    make_optimizer,
+    make_scheduler,
+    missing_cuda_device,
+    save_as_if_on,
+)
+
+LAB = "06-checkpoints"
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def load_ok(path, device):
+    return torch.load(path, map_location=device)
+
+
+def load_without_map_location(path, device):
+    return torch.load(path)
+
+
+def load_unsafely(path, device):
+    return torch.load(path, map_location=device, weights_only=False)
+
+
+def load_then_move_the_model(path, device):
+    checkpoint = torch.load(path, map_location="cpu")
+    checkpoint["model"] = {k: v.to(device) for k, v in checkpoint["model"].items()}
+    return checkpoint
+
+
+def resume_ok(path, device):
+    checkpoint = torch.load(path, map_location="cpu")
+    model = make_model()
+    model.load_state_dict(checkpoint["model"])
+    model.to(device)
+    optimizer = make_optimizer(model)
+    scheduler = make_scheduler(optimizer)
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    return model, optimizer, scheduler
+
+
+def resume_optimizer_state_before_the_move(path, device):
+    checkpoint = torch.load(path, map_location="cpu")
+    model = make_model()
+    optimizer = make_optimizer(model)
+    scheduler = make_scheduler(optimizer)
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    model.to(device)
+    return model, optimizer, scheduler
+
+
+def resume_scheduler_created_last(path, device):
+    checkpoint = torch.load(path, map_location="cpu")
+    model = make_model()
+    model.load_state_dict(checkpoint["model"])
+    model.to(device)
+    optimizer = make_optimizer(model)
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler = make_scheduler(optimizer)
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    return model, optimizer, scheduler
+
+
+def resume_mapped_to_device(path, device):
+    checkpoint = torch.load(path, map_location=device)
+    model = make_model().to(device)
+    model.load_state_dict(checkpoint["model"])
+    optimizer = make_optimizer(model)
+    scheduler = make_scheduler(optimizer)
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    return model, optimizer, scheduler
+
+
+def resume_weights_only(path, device):
+    checkpoint = torch.load(path, map_location="cpu")
+    model = make_model()
+    model.load_state_dict(checkpoint["model"])
+    model.to(device)
+    optimizer = make_optimizer(model)
+    scheduler = make_scheduler(optimizer)
+    return model, optimizer, scheduler
+
+
+def resume_without_scheduler_state(path, device):
+    checkpoint = torch.load(path, map_location="cpu")
+    model = make_model()
+    model.load_state_dict(checkpoint["model"])
+    model.to(device)
+    optimizer = make_optimizer(model)
+    scheduler = make_scheduler(optimizer)
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    return model, optimizer, scheduler
+
+
+CASES = [
+    ("load-for-device", load_ok, None),
+    ("load-for-device", load_without_map_location, "Attempting to deserialize object on a CUDA device"),
+    ("load-for-device", load_unsafely, "arbitrary Python object"),
+    ("load-for-device", load_then_move_the_model, "came back on cpu"),
+    ("load-for-device", _stub, "not done yet"),
+    ("resume", resume_ok, None),
+    ("resume", resume_optimizer_state_before_the_move, "not the model's parameters"),
+    ("resume", resume_scheduler_created_last, "learning rate after resuming"),
+    ("resume", resume_mapped_to_device, "step counters"),
+    ("resume", resume_weights_only, "no state"),
+    ("resume", resume_without_scheduler_state, "scheduler does not continue"),
+    ("resume", _stub, "not done yet"),
+]
+
+
+@pytest.mark.parametrize(("key", "answer", "hint"), CASES, ids=lambda c: getattr(c, "__name__", str(c)))
+def test_checks(key, answer, hint):
+    if hint and "deserialize" in hint and torch.cuda.is_available():
+        hint = "Attempting to deserialize object on CUDA device"  # the device_count variant
+    result = run(LAB, key, answer)
+    assert result.passed is (hint is None), result.en
+    if hint:
+        assert hint in result.en
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh)
+
+
+def test_the_checkpoint_claims_a_missing_cuda_device_and_torch_load_refuses_it(tmp_path):
+    path = tmp_path / "gpu_run.pt"
+    saved = gpu_run_checkpoint(path)
+    location = missing_cuda_device()
+    with zipfile.ZipFile(path) as archive:
+        pickled = next(archive.read(n) for n in archive.namelist() if n.endswith("/data.pkl"))
+    assert location.encode() in pickled and b"cpu" in pickled  # Adam's step counters stay "cpu"
+
+    with pytest.raises(RuntimeError, match=r"^Attempting to deserialize object on (a )?CUDA device"):
+        torch.load(path)
+    seen = []
+    loaded = torch.load(path, map_location=lambda storage, where: seen.append(where) or storage)
+    assert set(seen) == {location, "cpu"}
+    assert torch.equal(loaded["model"]["0.weight"], saved["model"]["0.weight"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU-only wording")
+def test_the_cpu_only_message_is_pytorchs_own():
+    buffer = io.BytesIO()
+    save_as_if_on({"w": torch.ones(2)}, buffer, "cuda:0", [])
+    buffer.seek(0)
+    assert torch.load(buffer)["w"].device.type == "cpu"  # nothing claimed: nothing changes
+    buffer = io.BytesIO()
+    weight = torch.ones(2)
+    save_as_if_on({"w": weight}, buffer, "cuda:0", [weight])
+    buffer.seek(0)
+    with pytest.raises(RuntimeError) as err:
+        torch.load(buffer)
+    assert str(err.value).startswith(
+        "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False."
+    )
+    assert any(frame.name == "_validate_device" for frame in __import__("traceback").extract_tb(err.tb))
+
+
+def test_save_as_if_on_refuses_a_bad_location():
+    with pytest.raises(ValueError, match="location"):
+        save_as_if_on({}, io.BytesIO(), "", [])
+
+
+def test_each_claimed_storage_records_its_location_in_full():
+    # PyTorch's CUDA tagger returns a new string per storage, so pickle writes each location in full; a
+    # shared string object would be memoized (a back-reference) and data.pkl would differ from a real save's
+    state = make_model().state_dict()
+    buffer = io.BytesIO()
+    save_as_if_on(state, buffer, "cuda:0", state.values())
+    with zipfile.ZipFile(buffer) as archive:
+        pickled = next(archive.read(n) for n in archive.namelist() if n.endswith("/data.pkl"))
+    assert pickled.count(b"cuda:0") == len(state)
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "lab06-h200-torch2.11-data.pkl"
+
+
+@pytest.mark.skipif(
+    not (2, 11) <= tuple(int(n) for n in torch.__version__.split(".")[:2]) <= (2, 13),
+    reason="data.pkl recorded with torch 2.11 and checked up to 2.13; later state_dict layouts may differ",
+)
+def test_data_pkl_is_byte_for_byte_what_a_real_cuda_save_wrote(tmp_path, monkeypatch):
+    # FIXTURE: data.pkl of the same three-step run, trained on cuda:0 of an H200 and saved by torch.save
+    # (torch 2.11.0+cu130), recorded during the review of issue 12
+    monkeypatch.setattr(lab06, "missing_cuda_device", lambda: "cuda:0")
+    path = tmp_path / "gpu_run.pt"
+    gpu_run_checkpoint(path)
+    with zipfile.ZipFile(path) as archive:
+        pickled = next(archive.read(n) for n in archive.namelist() if n.endswith("/data.pkl"))
+    assert pickled == FIXTURE.read_bytes()

@@ -1,0 +1,189 @@
+"""Lab 08 (multi-GPU): the checks accept correct answers and reject typical wrong ones with a hint in both
+languages; the workers really run DDP on two CPU processes; nothing is left running afterwards; the grader
+scores the solution fully and the untouched lab at zero."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import nbformat
+import pytest
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from _paths import LABS, SOLUTIONS
+from devicekit import dist_workers
+from devicekit.distributed import spawn, teardown
+from devicekit.exercises import exercises_for, run
+from devicekit_grade.cli import main
+from grade_helpers import as_student_work
+
+LAB = "08-multi-gpu"
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="this PyTorch build has no torch.distributed")
+
+
+@pytest.fixture(autouse=True)
+def no_group_left():
+    teardown()
+    yield
+    assert not dist.is_initialized(), "a check left a process group behind"
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def plan(env, gpus):
+    local_rank = int(env.get("LOCAL_RANK", 0))
+    if gpus == 0:
+        return {"backend": "gloo", "device": torch.device("cpu")}
+    return {"backend": "nccl", "device": torch.device("cuda", local_rank)}
+
+
+def plan_by_global_rank(env, gpus):
+    if gpus == 0:
+        return {"backend": "gloo", "device": torch.device("cpu")}
+    return {"backend": "nccl", "device": torch.device("cuda", int(env.get("RANK", 0)))}
+
+
+def wrap(model, info):
+    model = model.to(info.device)
+    return DDP(model, device_ids=[info.local_rank]) if info.device.type == "cuda" else DDP(model)
+
+
+RANK_PLAN = [
+    (plan, None),
+    (
+        lambda env, gpus: {**plan(env, gpus), "device": str(plan(env, gpus)["device"])},
+        None,
+    ),  # strings are fine
+    (plan_by_global_rank, "Which variable numbers the processes on one machine"),
+    (
+        lambda env, gpus: {"backend": "nccl", "device": plan(env, gpus)["device"]},
+        "gloo is the backend for CPU",
+    ),
+    (lambda env, gpus: (plan(env, gpus)["backend"], plan(env, gpus)["device"]), "exactly two keys"),
+    (_stub, "not done yet"),
+]
+
+
+@pytest.mark.parametrize(("answer", "hint"), RANK_PLAN)
+def test_rank_plan(answer, hint):
+    _expect(run(LAB, "rank-plan", answer), hint)
+
+
+WRAP = [
+    (wrap, None),
+    (lambda model, info: DDP(model.to(info.device), device_ids=[0]), "ValueError"),  # PyTorch's own error
+    (lambda model, info: model.to(info.device), "expected a DistributedDataParallel"),
+    (
+        lambda model, info: DDP(type(model)(*model.children()).to(info.device)),
+        "wrap the model you were given",
+    ),
+    (_stub, "not done yet"),
+]
+if not torch.cuda.is_available():
+    WRAP.append((lambda model, info: DDP(model.to("cuda"), device_ids=[0]), "your code raised"))
+
+
+@pytest.mark.parametrize(("answer", "hint"), WRAP)
+def test_wrap_model(answer, hint):
+    result = run(LAB, "wrap-model", answer)
+    _expect(result, hint)
+
+
+def test_wrap_model_keeps_a_group_that_was_already_there():
+    from devicekit.distributed import setup
+
+    info = setup("gloo")
+    assert run(LAB, "wrap-model", wrap).passed
+    assert dist.is_initialized() and setup() is info
+    teardown()
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda: {"timeout_s": 60, "probe": "monitored_barrier"}, "between 0.5 and 5 seconds"),
+        (lambda: {"timeout_s": "2", "probe": "monitored_barrier"}, "number of seconds"),
+        (lambda: {"timeout_s": 2, "probe": "barrier"}, "probe must be one of"),
+        (lambda: {"timeout": 2}, "timeout_s"),
+        (_stub, "not done yet"),
+    ],
+)
+def test_fail_fast_rejects_bad_settings_without_starting_processes(answer, hint):
+    _expect(run(LAB, "fail-fast", answer), hint)
+
+
+def test_fail_fast_runs_two_real_processes():
+    """The probe that names the missing rank passes; a plain all_reduce times out without naming it."""
+    start = time.monotonic()
+    assert run(LAB, "fail-fast", lambda: {"timeout_s": 1.5, "probe": "monitored_barrier"}).passed
+    _expect(
+        run(LAB, "fail-fast", lambda: {"timeout_s": 1.5, "probe": "all_reduce"}), "does not say which rank"
+    )
+    assert time.monotonic() - start < 120
+
+
+def test_straggler_worker_validates_its_arguments():
+    with pytest.raises(ValueError, match="probe"):
+        dist_workers.straggler_demo(0, 1, probe="nope")
+    with pytest.raises(ValueError, match="positive"):
+        dist_workers.straggler_demo(0, 1, timeout_s=0)
+    assert not dist.is_initialized()
+
+
+def test_nothing_left_running_after_the_lab_workers(tmp_path):
+    """Every process this test starts has exited and been reaped; no process group survives anywhere."""
+    context = spawn(dist_workers.ddp_train_step, nprocs=2, args=(2, tmp_path, 3), join=False)
+    pids = [p.pid for p in context.processes]
+    deadline = time.monotonic() + 300
+    while not context.join(timeout=5):
+        assert time.monotonic() < deadline, "the workers did not finish"
+    assert all(not p.is_alive() and p.exitcode == 0 for p in context.processes)
+    for pid in pids:  # reaped: the kernel no longer knows them as our children
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    results = dist_workers.collect_results(tmp_path)
+    assert [r["rank"] for r in results] == [0, 1] and results[0]["digest"] == results[1]["digest"]
+    assert not dist.is_initialized()
+
+
+def test_the_notebook_ends_by_checking_that_nothing_is_left():
+    nb = nbformat.read(SOLUTIONS / f"{LAB}.ipynb", as_version=4)
+    last_code = [c for c in nb.cells if c.cell_type == "code"][-1].source
+    assert "dist.is_initialized()" in last_code and "multiprocessing.active_children()" in last_code
+    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "child processes still alive: []" in outputs and "process group initialised: False" in outputs
+
+
+def test_three_exercises_in_order():
+    assert [e.key for e in exercises_for(LAB)] == ["rank-plan", "wrap-model", "fail-fast"]
+
+
+def test_the_grader_scores_the_solution_fully_and_the_untouched_lab_at_zero(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "grades"
+    # One folder per student: the grader names the student after the folder (or the file name).
+    for name, source in {"complete": SOLUTIONS, "untouched": LABS}.items():
+        suffix = ".zh" if name == "untouched" else ""
+        nb = nbformat.read(source / f"{LAB}{suffix}.ipynb", as_version=4)
+        nb = as_student_work(nb) if source == SOLUTIONS else nb  # own work, not the published file
+        (subs / name).mkdir(parents=True)
+        nbformat.write(nb, subs / name / f"{LAB}{suffix}.ipynb")
+    assert main(["--out", str(out), "--timeout", "600", "--jobs", "1", "--quiet", str(subs)]) == 0
+    rows = {r["file"].split("/")[-2]: r for r in json.loads((out / "grades.json").read_text("utf-8"))}
+    complete = rows["complete"]
+    assert (complete["status"], complete["score"], complete["max"]) == ("graded", 3, 3), complete
+    untouched = rows["untouched"]
+    assert (untouched["status"], untouched["score"], untouched["lang"]) == ("graded", 0, "zh"), untouched
+
+
+def _expect(result, hint):
+    assert result.passed is (hint is None), result.en
+    if hint is not None:
+        assert hint in result.en, result.en
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), "the Chinese hint is written in Chinese"

@@ -1,0 +1,239 @@
+"""Lab 09 (capstone): the broken script is exactly the fixed one with the planted bugs listed here (each a
+scenario from the course's list), every planted bug alone makes the self-check fail, the fixed script
+passes, the audit check rejects typical wrong audits, and the grader scores the solution fully and the
+untouched lab at zero."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+import torch
+
+from _paths import LABS, SOLUTIONS
+from devicekit.exercises import exercises_for, run
+from devicekit_grade.cli import main
+from grade_helpers import as_student_work
+
+LAB = "09-capstone"
+
+#: (scenario number in the course's list of 15, bug, fixed text, planted text). Together they turn the fixed
+#: script into the broken one given to the learner; entries with the same bug name are one bug.
+BUGS: list[tuple[int, str, str, str]] = [
+    (
+        4,
+        "plain tensor attribute",
+        'self.register_buffer("gate", torch.ones(dim))',
+        "self.gate = torch.ones(dim)",
+    ),
+    (3, "arange in forward", "torch.arange(x.shape[1], device=x.device)", "torch.arange(x.shape[1])"),
+    (
+        5,
+        "blocks in a list",
+        "self.blocks = nn.ModuleList(PositionalMixer(dim) for _ in range(depth))",
+        "self.blocks = [PositionalMixer(dim) for _ in range(depth)]",
+    ),
+    (7, "metric state on the CPU", "def __init__(self, device):", 'def __init__(self, device="cpu"):'),
+    (7, "metric state on the CPU", "    metric = RunningAccuracy(device)", "    metric = RunningAccuracy()"),
+    (
+        10,
+        "NumPy on the device",
+        "hits, seen = self.hits.cpu().numpy(), self.seen.cpu().numpy()",
+        "hits, seen = self.hits.numpy(), self.seen.numpy()",
+    ),
+    (
+        9,
+        "metric state left on the CPU after resume",
+        'self.hits = state["hits"].to(self.hits.device)\n'
+        '        self.seen = state["seen"].to(self.seen.device)',
+        'self.hits = state["hits"]\n        self.seen = state["seen"]',
+    ),
+    (
+        7,
+        "loss weights on the CPU",
+        "class_weights = torch.tensor([1.0, 2.0, 2.0], device=device)",
+        "class_weights = torch.tensor([1.0, 2.0, 2.0])",
+    ),
+    (
+        9,
+        "resume built on the CPU, model moved after loading the optimizer",
+        '    state = build(device)\n    checkpoint = torch.load(path, map_location="cpu")'
+        "  # load_state_dict moves each part to its device\n"
+        '    state["model"].load_state_dict(checkpoint["model"])\n'
+        '    state["optimizer"].load_state_dict(checkpoint["optimizer"])',
+        '    state = build("cpu")\n    checkpoint = torch.load(path, map_location="cpu")\n'
+        '    state["model"].load_state_dict(checkpoint["model"])\n'
+        '    state["optimizer"].load_state_dict(checkpoint["optimizer"])\n'
+        '    state["model"].to(device)',
+    ),
+    (
+        2,
+        "x.to(device) as a statement",
+        'tokens = batch["tokens"].to(device)\n',
+        'tokens = batch["tokens"]\n        tokens.to(device)\n',
+    ),
+    (1, "labels never moved", 'labels = batch["labels"].to(device)', 'labels = batch["labels"]'),
+    (
+        6,
+        "RNN hidden state on the CPU",
+        "h0 = x.new_zeros(1, x.shape[0], x.shape[2])",
+        "h0 = torch.zeros(1, x.shape[0], x.shape[2])",
+    ),
+]
+BUG_NAMES = list(dict.fromkeys(name for _, name, _, _ in BUGS))
+
+
+def _notebook(folder=SOLUTIONS, lang: str = "en") -> nbformat.NotebookNode:
+    return nbformat.read(folder / f"{LAB}{'.zh' if lang == 'zh' else ''}.ipynb", as_version=4)
+
+
+def _broken_script(lang: str = "en") -> str:
+    (cell,) = [
+        c for c in _notebook(lang=lang).cells if c.cell_type == "code" and c.source.startswith("# train.py")
+    ]
+    return cell.source
+
+
+def _fixed_script(lang: str = "en") -> str:
+    (cell,) = [
+        c
+        for c in _notebook(lang=lang).cells
+        if "### BEGIN SOLUTION" in c.source and "train_and_resume" in c.source
+    ]
+    body = cell.source.split("### BEGIN SOLUTION\n", 1)[1].split("### END SOLUTION", 1)[0]
+    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("### HINT:"))
+
+
+def _code(source: str) -> str:
+    """Comments and docstrings removed: the twins translate them, the code is the same."""
+    source = re.sub(r'"""[\s\S]*?"""', '""', source)
+    return "\n".join(re.sub(r"\s*#.*$", "", line) for line in source.splitlines() if line.strip())
+
+
+def _plant(source: str, bugs) -> str:
+    for _, _, fixed, planted in bugs:
+        assert source.count(fixed) == 1, fixed
+        source = source.replace(fixed, planted)
+    return source
+
+
+def _train_and_resume(source: str):
+    namespace: dict = {"__name__": "capstone_under_test"}
+    exec(compile(source, "train.py", "exec"), namespace)
+    return namespace["train_and_resume"]
+
+
+def test_the_broken_script_is_the_fixed_one_with_the_listed_bugs():
+    planted = _plant(_fixed_script(), BUGS)
+    assert _code("# train.py\n" + planted) == _code(_broken_script())
+    assert len({number for number, *_ in BUGS}) >= 6, "at least six different scenarios are planted"
+    assert 120 <= len(_broken_script().splitlines()) <= 180, "about 150 lines"
+
+
+def test_the_twins_share_the_code_of_both_scripts():
+    assert _code(_broken_script("en")) == _code(_broken_script("zh"))
+    assert _code(_fixed_script("en")) == _code(_fixed_script("zh"))
+
+
+def test_the_fixed_script_passes():
+    result = run(LAB, "fixed-script", _train_and_resume(_fixed_script()))
+    assert result.passed, result.en
+
+
+def test_the_broken_script_fails():
+    result = run(LAB, "fixed-script", _train_and_resume(_broken_script()))
+    assert not result.passed
+
+
+@pytest.mark.parametrize("bug", BUG_NAMES)
+def test_each_planted_bug_alone_fails_the_check(bug):
+    """Every bug is found by the check, also when it is the only one left."""
+    result = run(
+        LAB, "fixed-script", _train_and_resume(_plant(_fixed_script(), [b for b in BUGS if b[1] == bug]))
+    )
+    assert not result.passed, f"{bug!r} planted alone passed the check"
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh)
+
+
+def test_a_resume_that_forgets_the_scheduler_fails():
+    """StepLR(step_size=10) changes no loss within the check's steps, so the scheduler is compared itself."""
+    fixed = _fixed_script()
+    restore = '    state["scheduler"].load_state_dict(checkpoint["scheduler"])\n'
+    assert fixed.count(restore) == 1
+    result = run(LAB, "fixed-script", _train_and_resume(fixed.replace(restore, "")))
+    assert not result.passed and "scheduler" in result.en, result.en
+
+
+def _audit_solution():
+    (cell,) = [
+        c
+        for c in _notebook().cells
+        if c.cell_type == "code" and c.source.lstrip().startswith("def misplaced(")
+    ]
+    namespace: dict = {"torch": torch}
+    exec(cell.source, namespace)
+    return namespace["misplaced"]
+
+
+def _audit_without(part: str):
+    def misplaced(state, device):
+        found = _audit_solution()(state, device)
+        return [name for name in found if not name.startswith(part)]
+
+    return misplaced
+
+
+def _audit_with_step(state, device):
+    found = _audit_solution()(state, device)
+    for slot in state["optimizer"].state.values():
+        if slot["step"].device != device:
+            found.append("optimizer step")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (_audit_solution(), None),
+        (_audit_without("optimizer"), "optimizer's per-parameter state"),
+        (_audit_without("metric"), "metric's attributes"),
+        (_audit_without("loss_fn"), "loss's buffers"),
+        (_audit_with_step, "`step` counter"),
+        (lambda state, device: None, "list of strings"),
+        (lambda state, device: [], "1 tensor"),
+        (lambda *args: (_ for _ in ()).throw(NotImplementedError), "not done yet"),
+    ],
+)
+def test_audit(answer, hint):
+    result = run(LAB, "audit", answer)
+    assert result.passed is (hint is None), result.en
+    if hint:
+        assert hint in result.en or hint.replace("1 tensor", "reports 0") in result.en, result.en
+
+
+def test_two_exercises_in_order():
+    assert [e.key for e in exercises_for(LAB)] == ["audit", "fixed-script"]
+
+
+def test_the_grader_scores_the_solution_fully_and_the_untouched_lab_at_zero(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "grades"
+    # One folder per student: the grader names the student after the folder (or the file name).
+    for name, source in {"complete": SOLUTIONS, "untouched": LABS}.items():
+        suffix = ".zh" if name == "complete" else ""
+        nb = nbformat.read(source / f"{LAB}{suffix}.ipynb", as_version=4)
+        nb = as_student_work(nb) if source == SOLUTIONS else nb  # own work, not the published file
+        (subs / name).mkdir(parents=True)
+        nbformat.write(nb, subs / name / f"{LAB}{suffix}.ipynb")
+    assert main(["--out", str(out), "--timeout", "300", "--jobs", "1", "--quiet", str(subs)]) == 0
+    rows = {r["file"].split("/")[-2]: r for r in json.loads((out / "grades.json").read_text("utf-8"))}
+    complete = rows["complete"]
+    assert (complete["status"], complete["score"], complete["max"], complete["lang"]) == (
+        "graded",
+        2,
+        2,
+        "zh",
+    )
+    untouched = rows["untouched"]
+    assert (untouched["status"], untouched["score"]) == ("graded", 0), untouched
