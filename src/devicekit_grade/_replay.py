@@ -160,7 +160,17 @@ def main(argv: list[str] | None = None) -> int:
         elif not target or target not in namespace:
             row["status"] = "target-missing"
         else:
-            result = run(args.lab, key, namespace[target])
+            # A check runs the student's code too (a process group, a training step): it gets the same
+            # time limit as a cell, so a hang ends as a failed exercise instead of holding the grader.
+            try:
+                signal.alarm(args.cell_timeout)
+                result = run(args.lab, key, namespace[target])
+            except _CellTimeout:
+                row.update(status="not-evaluated", why=f"the check ran longer than {args.cell_timeout} s")
+                results.append(row)
+                continue
+            finally:
+                signal.alarm(0)
             row.update(status="checked", passed=result.passed, en=result.en, zh=result.zh)
         results.append(row)
     out.write(json.dumps({"results": results}, ensure_ascii=False))
