@@ -14,6 +14,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from _paths import SOLUTIONS
+from check_outcome import expect
 from devicekit import dist_workers
 from devicekit.distributed import spawn, teardown
 from devicekit.exercises import exercises_for, run
@@ -70,7 +71,7 @@ RANK_PLAN = [
 
 @pytest.mark.parametrize(("answer", "hint"), RANK_PLAN)
 def test_rank_plan(answer, hint):
-    _expect(run(LAB, "rank-plan", answer), hint)
+    expect(run(LAB, "rank-plan", answer), hint)
 
 
 WRAP = [
@@ -90,7 +91,7 @@ if not torch.cuda.is_available():
 @pytest.mark.parametrize(("answer", "hint"), WRAP)
 def test_wrap_model(answer, hint):
     result = run(LAB, "wrap-model", answer)
-    _expect(result, hint)
+    expect(result, hint)
 
 
 def test_wrap_model_keeps_a_group_that_was_already_there():
@@ -113,14 +114,14 @@ def test_wrap_model_keeps_a_group_that_was_already_there():
     ],
 )
 def test_fail_fast_rejects_bad_settings_without_starting_processes(answer, hint):
-    _expect(run(LAB, "fail-fast", answer), hint)
+    expect(run(LAB, "fail-fast", answer), hint)
 
 
 def test_fail_fast_runs_two_real_processes():
     """The probe that names the missing rank passes; a plain all_reduce times out without naming it."""
     start = time.monotonic()
     assert run(LAB, "fail-fast", lambda: {"timeout_s": 1.5, "probe": "monitored_barrier"}).passed
-    _expect(
+    expect(
         run(LAB, "fail-fast", lambda: {"timeout_s": 1.5, "probe": "all_reduce"}), "does not say which rank"
     )
     assert time.monotonic() - start < 120
@@ -160,10 +161,3 @@ def test_the_notebook_ends_by_checking_that_nothing_is_left():
 
 def test_three_exercises_in_order():
     assert [e.key for e in exercises_for(LAB)] == ["rank-plan", "wrap-model", "fail-fast"]
-
-
-def _expect(result, hint):
-    assert result.passed is (hint is None), result.en
-    if hint is not None:
-        assert hint in result.en, result.en
-        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), "the Chinese hint is written in Chinese"
