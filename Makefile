@@ -16,12 +16,12 @@ export NO_MKDOCS_2_WARNING := 1
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml tools/pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e ".[docs,lab,test]"
+	$(BIN)/python -m pip install -q -e ".[docs,lab,test]" -e tools
 	@touch $(STAMP)
 
 # --dirty rebuilds only the edited pages (about 3 s instead of a full bilingual rebuild); restart it after
@@ -37,7 +37,7 @@ lab: setup
 	$(BIN)/jupyter lab labs/ $(ARGS)
 
 labs: setup
-	$(BIN)/python tools/labs.py sync
+	$(BIN)/python -m course_tools.generate.labs sync
 
 build: setup
 	$(BIN)/mkdocs build --strict
@@ -48,7 +48,7 @@ students: setup
 
 # One zip per lab (student notebooks, both languages) in dist/.
 dist: setup
-	$(BIN)/python tools/dist.py --out dist
+	$(BIN)/python -m course_tools.generate.dist --out dist
 
 # Speed against the peers (accelerate, Lightning); prints ratios. Not part of `make test`.
 bench: setup
@@ -65,7 +65,7 @@ gpu-wheels: setup
 	$(BIN)/python scripts/prepare-gpu-wheels
 
 lint: setup
-	$(BIN)/ruff check src tests tools benchmarks
+	$(BIN)/ruff check src tests tools benchmarks scripts
 
 clean:
 	rm -rf site site-students .cache docs/labs docs/solutions build dist

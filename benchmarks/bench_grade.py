@@ -23,16 +23,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
+import nbformat
 
-import nbformat  # noqa: E402
-
-from grade_helpers import graded_labs, lab_notebook, solution_notebook, solved_lab, write  # noqa: E402
+from course_tools.paths import ROOT
+from course_tools.submissions import graded_labs, lab_notebook, solution_notebook, solved_lab, write
 
 HANG = "while True:\n    pass"
 DIE = "import os\nos._exit(1)"
-PATCH = "import devicekit.exercises as _E\n_E._outcome = lambda ex, a, k: (True, 'passed.', '通过。')"
+PATCH = "import devicekit_labs as _E\n_E._outcome = lambda ex, a, k: (True, 'passed.', '通过。')"
 DETACH = (
     "import subprocess, sys\n"
     "subprocess.Popen(['setsid', sys.executable, '-c', 'import time; time.sleep(120)'], "

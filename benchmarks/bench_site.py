@@ -28,7 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from course_tools.paths import ROOT
+
 MKDOCS = [sys.executable, "-m", "mkdocs"]
 
 

@@ -3,7 +3,7 @@ and when it failed, the expected hint is in the English line and the Chinese lin
 
 from __future__ import annotations
 
-from devicekit.exercises import CheckResult
+from devicekit_labs import CheckResult
 
 
 def expect(result: CheckResult, hint: str | None) -> None:

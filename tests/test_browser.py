@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from test_links import built_site
 
-from _paths import DOCS, LABS, ROOT, SOLUTIONS, english, notebooks
+from course_tools.paths import DOCS, LABS, ROOT, SOLUTIONS, english, notebooks
 from devicekit.explain import explain, load_catalog
 
 SYSTEM_CHROMIUM = Path("/usr/bin/chromium")
@@ -45,7 +45,7 @@ SCREENSHOTS = ROOT / "build" / "screenshots"
 HARNESS = Path(__file__).with_name("explainer_harness.mjs")
 CATALOG = load_catalog()
 
-#: Console errors the site is known to cause, each with its reason (none today: tools/site_hooks.py fix 6 and
+#: Console errors the site is known to cause, each with its reason (none today: site hooks fix 6 and
 #: docs/overrides/partials/source.html removed the two there were). Anything else fails the test.
 KNOWN_CONSOLE_ERRORS: dict[str, tuple[re.Pattern, str]] = {}
 
@@ -84,7 +84,7 @@ def browser():
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+    def log_message(self, format, *args):
         pass
 
 
@@ -253,7 +253,7 @@ def _fuzz(count: int, seed: int = 20240611) -> list[str]:
 
 
 def _explain_in_node(texts: list[str]) -> list[dict]:
-    import atlas
+    from course_tools.generate import atlas
 
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:

@@ -69,7 +69,7 @@ def test_devices_in_chinese_text(text, devices):
 
 
 def test_python_and_javascript_agree_on_chinese_text_around_devices():
-    import atlas
+    from course_tools.generate import atlas
 
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:

@@ -1,10 +1,11 @@
 """The catalog against PyTorch's own vocabulary: every mined message it claims, in Python and in the widget.
 
-``tools/torch_messages.json`` holds PyTorch's device-related error and warning texts, mined by
-``tools/mine_messages.py`` from the torch 2.0.0 and 2.14.1 wheels and the installed torch, each with the
+``course_tools/data/torch_messages.json`` holds PyTorch's device-related error and warning texts, mined by
+``course_tools.miners.mine_messages`` from the torch 2.0.0 and 2.14.1 wheels and the installed torch, each
+with the
 family ``devicekit.explain`` should give it (``null``: not claimed). These tests hold the catalog to that
 list, and the catalog's examples to the installed torch, so a PyTorch release that rewords a message
-fails here. Coverage numbers are printed by ``tools/catalog_coverage.py``, not asserted here.
+fails here. Coverage numbers are printed by ``course_tools/miners/catalog_coverage.py``, not asserted here.
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-import mine_messages  # tools/mine_messages.py (tools/ is on pytest's pythonpath)
 import pytest
 import torch
 
-from _paths import ROOT
+from course_tools.miners import mine_messages
+from course_tools.paths import DATA, ROOT
 from devicekit import explain
 from devicekit.catalog import load_catalog
 
 HARNESS = Path(__file__).with_name("explainer_harness.mjs")
-MINED = json.loads((ROOT / "tools" / "torch_messages.json").read_text(encoding="utf-8"))
+MINED = json.loads((DATA / "torch_messages.json").read_text(encoding="utf-8"))
 MESSAGES = MINED["messages"]
 CLAIMED = [m for m in MESSAGES if m.get("family")]
 CATALOG = load_catalog()
@@ -36,7 +37,7 @@ def test_the_mined_list_spans_two_releases_far_apart_and_is_mostly_claimed():
     versions = [tuple(int(p) for p in v.split(".")[:2]) for v in MINED["sources"]]
     assert min(versions) <= (2, 0) and max(versions) >= (2, 13)
     assert len(MESSAGES) >= 150
-    # the targets of issue 17, on the list as mined: the numbers come from tools/catalog_coverage.py
+    # the targets of issue 17, on the list as mined (numbers: course_tools.miners.catalog_coverage)
     assert len(CLAIMED) >= 0.85 * len(MESSAGES)
     common = [m for m in MESSAGES if m["common"]]
     assert sum(bool(m.get("family")) for m in common) >= 0.95 * len(common)
@@ -63,7 +64,7 @@ def test_every_claimed_mined_message_gets_its_family_from_explain():
 
 def test_every_claimed_mined_message_gets_its_family_in_the_widget():
     """The same list through docs/assets/explainer.js under node, in one process."""
-    import atlas
+    from course_tools.generate import atlas
 
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:
@@ -215,7 +216,7 @@ def test_catalogued_example_still_exists_in_the_installed_torch(family_id, examp
 
 def test_mined_texts_still_exist_where_the_list_says():
     """Every text mined from the installed torch (or, for a newer torch, from the newest mined release) is
-    still in the file or library the list names; re-run tools/mine_messages.py when this fails."""
+    still in the file or library the list names; re-run course_tools.miners.mine_messages if it fails."""
     version = torch.__version__.split("+")[0]
     newest = max(MINED["sources"], key=lambda v: tuple(int(p) for p in v.split(".")))
     mined_from = version if version in MINED["sources"] else newest
@@ -257,7 +258,7 @@ def test_the_existence_check_rejects_a_reworded_message(message):
 def test_the_grown_widget_stays_fast_on_long_tracebacks():
     """26 families and their patterns against a 1 MB traceback: the widget answers well within a second on a
     laptop (measured ~50 ms); the bound is generous for a busy machine."""
-    import atlas
+    from course_tools.generate import atlas
 
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:

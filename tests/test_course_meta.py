@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-import course
-from _paths import SOLUTIONS, notebooks
+from course_tools import course
+from course_tools.paths import SOLUTIONS, notebooks
 
 
 def test_every_solution_declares_valid_metadata():

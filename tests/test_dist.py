@@ -13,9 +13,9 @@ import zipfile
 
 import pytest
 
-import course
-import dist
-from _paths import LABS, ROOT
+from course_tools import course
+from course_tools.generate import dist
+from course_tools.paths import LABS, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_the_wheel_installs_offline_into_a_fresh_environment(zips, tmp_path):
     with open(os.path.join(fresh_site, "course_torch.pth"), "w") as handle:
         handle.write(sysconfig.get_paths()["purelib"] + "\n")
     code = (
-        "import devicekit; from devicekit.exercises import run; "
+        "import devicekit; from devicekit_labs import run; "
         "print(devicekit.__version__, devicekit.__file__); "
         "print(run('01-devices', 'predict-raises', {'a': False, 'b': True, 'c': False, 'd': True}).passed)"
     )

@@ -1,4 +1,4 @@
-"""devicekit.distributed and devicekit.dist_workers: set-up/tear-down, clear errors, real 2-process DDP."""
+"""devicekit.distributed and devicekit_labs.workers: set-up/tear-down, clear errors, real 2-process DDP."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from devicekit import dist_workers, distributed
+from devicekit import distributed
 from devicekit.distributed import DistInfo, DistributedSetupError, setup, spawn, teardown
+from devicekit_labs import workers as dist_workers
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="this PyTorch build has no torch.distributed")
 
@@ -173,7 +174,7 @@ def test_spawn_rejects_a_notebook_function(monkeypatch: pytest.MonkeyPatch):
     """In a notebook ``__main__`` has no ``__file__``; a worker defined there cannot reach the children."""
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     monkeypatch.setattr(_worker, "__module__", "__main__")
-    with pytest.raises(ValueError, match="importable module, e.g. devicekit.dist_workers") as info:
+    with pytest.raises(ValueError, match="importable module, e.g. devicekit_labs.workers") as info:
         spawn(_worker, nprocs=2)
     assert "Can't get attribute '_worker' on <module '__main__'" in str(info.value)
 
@@ -261,7 +262,7 @@ def test_spawn_from_a_real_notebook_kernel(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     cells = [
-        "from devicekit import dist_workers\n"
+        "from devicekit_labs import workers as dist_workers\n"
         "from devicekit.distributed import spawn\n"
         f"spawn(dist_workers.ddp_train_step, nprocs=2, args=(2, {str(tmp_path)!r}))",
         "def worker(rank):\n    pass\n\nspawn(worker)",
@@ -273,7 +274,7 @@ def test_spawn_from_a_real_notebook_kernel(tmp_path):
     assert len(results) == 2 and results[0]["digest"] == results[1]["digest"]
     errors = [o for o in nb.cells[1].outputs if o.output_type == "error"]
     assert len(errors) == 1 and errors[0].ename == "ValueError"
-    assert "devicekit.dist_workers" in errors[0].evalue
+    assert "devicekit_labs.workers" in errors[0].evalue
 
 
 # --- GPU only -------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from devicekit import mismatch_device
-from devicekit.exercises import check, exercises_for, run
+from devicekit_labs import check, exercises_for, run
 
 
 def _stub(*args):
@@ -58,7 +58,7 @@ def test_hints_never_reveal_the_prediction_answers():
 
 def test_the_predictions_check_is_grounded_in_real_pytorch():
     # The truth the check compares against is computed by running the operations, not typed in.
-    from devicekit.exercises.lab01 import _raises, mix_cases
+    from devicekit_labs.lab01 import _raises, mix_cases
 
     truth = {k: _raises(f) for k, f in mix_cases(mismatch_device()).items()}
     assert truth == {"a": False, "b": True, "c": False, "d": True}
@@ -169,7 +169,7 @@ def test_describe_speaks_the_notebook_language(monkeypatch):
     ],
 )
 def test_exercise_3_rejects_malformed_answers_with_the_format(answer, needle):
-    from devicekit.exercises.lab01 import PREDICTIONS_FORMAT
+    from devicekit_labs.lab01 import PREDICTIONS_FORMAT
 
     result = run("01-devices", "predict-raises", answer)
     assert not result.passed

@@ -20,7 +20,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _paths import ROOT
+from course_tools.paths import ROOT
 from devicekit.explain import FAMILIES, Explanation, explain, load_catalog
 
 CATALOG = load_catalog()

@@ -21,9 +21,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from _paths import ROOT, SOLUTIONS
+from course_tools.paths import ROOT, SOLUTIONS
+from course_tools.submissions import (
+    as_student_work,
+    graded_labs,
+    lab_notebook,
+    solution_notebook,
+    solved_lab,
+    write,
+)
 from devicekit_grade import sandbox
-from grade_helpers import as_student_work, graded_labs, lab_notebook, solution_notebook, solved_lab, write
 
 LAB = "01-devices"
 LABS = graded_labs()
@@ -47,12 +54,12 @@ def _replace_function(nb: nbformat.NotebookNode, name: str, body: str) -> nbform
 
 # --- the attacks (issue 16), each a submission --------------------------------------------------------------
 
-PATCH_CHECKS = """import devicekit.exercises as _E
+PATCH_CHECKS = """import devicekit_labs as _E
 _E._outcome = lambda ex, args, kwargs: (True, "passed.", "通过。")
 for _ex in list(_E._REGISTRY.values()):
     object.__setattr__(_ex, "run", lambda *a, **k: None)"""
 
-FAKE_RESULTS = """from devicekit.exercises import CheckResult, results
+FAKE_RESULTS = """from devicekit_labs import CheckResult, results
 for _n, _k in enumerate(["move-batch", "causal-mask", "predict-raises"], 1):
     results.append(CheckResult("01-devices", _k, _n, True, "✓ passed.", "✓ 通过。"))"""
 
@@ -157,7 +164,7 @@ def build_class(root: Path) -> dict[str, str]:
         edited.cells[_index(edited, f'"{key}"')].source = f'check("{LAB}", "{key}", {fn})'
     notebooks["edited-checks.ipynb"] = edited
     notebooks["patched-checks.ipynb"] = _insert(
-        lab_notebook(LAB), "from devicekit.exercises import check", PATCH_CHECKS
+        lab_notebook(LAB), "from devicekit_labs import check", PATCH_CHECKS
     )
     notebooks["fake-results.ipynb"] = _insert(lab_notebook(LAB), '"predict-raises"', FAKE_RESULTS)
     notebooks["published-solution.ipynb"] = solution_notebook(LAB)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from _paths import ROOT
+from course_tools.paths import ROOT
 
 MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]
 

@@ -15,14 +15,23 @@ from pathlib import Path
 
 import pytest
 
+from course_tools.paths import LABS as LABS_DIR
+from course_tools.paths import SOLUTIONS
+from course_tools.submissions import (
+    as_student_work,
+    graded_labs,
+    lab_notebook,
+    solution_notebook,
+    solved_lab,
+    write,
+)
 from devicekit_grade import discover, lms, sandbox
-from devicekit_grade.released import CHECK_CALL, Released, default_folders, expected_error_cells, integrity
+from devicekit_grade.released import CHECK_CALL, Released, expected_error_cells, integrity
 from devicekit_grade.report import MergeError, atomic_write, load, to_csv, to_html, write_all
 from devicekit_grade.run import ExerciseGrade, Grade
-from grade_helpers import as_student_work, graded_labs, lab_notebook, solution_notebook, solved_lab, write
 
 LABS = graded_labs()
-RELEASED = Released(*default_folders())
+RELEASED = Released(LABS_DIR, SOLUTIONS)
 
 
 # --- the released labs --------------------------------------------------------------------------------------

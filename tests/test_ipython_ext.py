@@ -8,11 +8,11 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
-from traitlets.config import Config  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
 
-import devicekit  # noqa: E402
-from devicekit import ipython as ext  # noqa: E402
+import devicekit
+from devicekit import ipython as ext
 
 DEVICE_ERROR = "torch.ones(2, device='meta') + torch.ones(2)"
 MARK = "[devicekit]"

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from check_outcome import expect
-from devicekit.exercises import exercises_for, run
+from devicekit_labs import exercises_for, run
 
 LAB = "02-models"
 MAX = 4

@@ -11,11 +11,11 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from _paths import ROOT
 from check_outcome import expect
+from course_tools.paths import ROOT
 from devicekit import mismatch_device
-from devicekit.exercises import exercises_for, run
-from devicekit.exercises.lab03 import drill_cases, outcome
+from devicekit_labs import exercises_for, run
+from devicekit_labs.lab03 import drill_cases, outcome
 
 LAB = "03-propagation"
 ON_GPU = mismatch_device().type != "meta"

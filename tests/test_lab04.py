@@ -9,8 +9,8 @@ from torch.nn.utils.rnn import pad_sequence
 
 from check_outcome import expect
 from devicekit import mismatch_device, to_device
-from devicekit.exercises import exercises_for, run
-from devicekit.exercises.lab04 import ImageBatch
+from devicekit_labs import exercises_for, run
+from devicekit_labs.lab04 import ImageBatch
 
 LAB = "04-data"
 

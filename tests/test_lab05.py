@@ -10,8 +10,8 @@ from torch import nn
 
 from check_outcome import expect
 from devicekit import locate_mismatch, mismatch_device, strict_devices
-from devicekit.exercises import exercises_for, run
-from devicekit.exercises.lab05 import FeatureScale, MixerTagger, Tagger, distance_weights, token_ids
+from devicekit_labs import exercises_for, run
+from devicekit_labs.lab05 import FeatureScale, MixerTagger, Tagger, distance_weights, token_ids
 
 LAB = "05-debugging"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from devicekit.exercises import lab06, run
-from devicekit.exercises.lab06 import (
+from devicekit_labs import lab06, run
+from devicekit_labs.lab06 import (
     gpu_run_checkpoint,
     make_model,
     make_optimizer,

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from devicekit.exercises import run
+from devicekit_labs import run
 
 LAB = "07-amp"
 

@@ -13,11 +13,11 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from _paths import SOLUTIONS
 from check_outcome import expect
-from devicekit import dist_workers
+from course_tools.paths import SOLUTIONS
 from devicekit.distributed import spawn, teardown
-from devicekit.exercises import exercises_for, run
+from devicekit_labs import exercises_for, run
+from devicekit_labs import workers as dist_workers
 
 LAB = "08-multi-gpu"
 

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 import torch
 
-from _paths import SOLUTIONS
-from devicekit.exercises import exercises_for, run
+from course_tools.paths import SOLUTIONS
+from devicekit_labs import exercises_for, run
 
 LAB = "09-capstone"
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import re
-import sys
 
 import nbformat
 import pytest
 
-from _paths import LABS, ROOT, SOLUTIONS, notebooks
-
-sys.path.insert(0, str(ROOT / "tools"))
-import labs as labtool  # noqa: E402
+from course_tools.generate import labs as labtool
+from course_tools.paths import LABS, ROOT, SOLUTIONS, notebooks
 
 
 def test_labs_are_in_sync_with_solutions():

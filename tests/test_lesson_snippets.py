@@ -11,7 +11,7 @@ import pytest
 from test_parity import python_blocks
 
 import devicekit
-from _paths import DOCS, english, zh_twin
+from course_tools.paths import DOCS, english, zh_twin
 
 LESSONS = english(sorted((DOCS / "lessons").glob("*.md")))
 MARKED_OUTPUT = re.compile(r"<!-- output: cpu-runner -->\s*\n\s*```text\n(.*?)\n\s*```", re.DOTALL)

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-from _paths import ROOT
+from course_tools.paths import ROOT
 
 #: Never copied into the build's snapshot: git, environments, build outputs, caches, the notebook mirrors.
 _NOT_SOURCE = {
@@ -230,7 +230,7 @@ def test_every_atlas_family_has_its_anchor_in_both_languages(site):
 
 
 def test_widget_catalog_is_published_once_for_both_languages(site):
-    import atlas
+    from course_tools.generate import atlas
 
     published = site / atlas.WIDGET_JSON_PATH
     assert json.loads(published.read_text(encoding="utf-8")) == json.loads(atlas.widget_json())

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-import devicekit  # noqa: F401  (importing must leave no global hooks behind)
+import devicekit
 from devicekit.locate import MismatchReport, locate_mismatch
 
 META = torch.device("meta")

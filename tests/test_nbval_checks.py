@@ -9,7 +9,7 @@ import sys
 
 import nbformat
 
-from _paths import ROOT
+from course_tools.paths import ROOT
 
 
 def _run_nbval(tmp_path, cell, mode: str = "--nbval-lax"):

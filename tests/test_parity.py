@@ -9,7 +9,7 @@ import tokenize
 import nbformat
 import pytest
 
-from _paths import DOCS, LABS, SOLUTIONS, english, notebooks, zh_twin
+from course_tools.paths import DOCS, LABS, SOLUTIONS, english, notebooks, zh_twin
 
 PAGES = english(
     sorted(p for p in DOCS.rglob("*.md") if "overrides" not in p.parts and p.parts[-2:-1] != ("labs",))
@@ -122,8 +122,8 @@ def test_notebooks_have_twins_with_identical_code_cells(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_chinese_markdown_has_no_line_breaks_inside_sentences(path):
     # Jupyter, Colab and nbconvert render a line break inside a paragraph as a space, which shows between
-    # two Chinese characters. (Markdown pages are fixed at build time by tools/site_hooks.py.)
-    from site_hooks import cjk_breaks
+    # two Chinese characters. (Markdown pages are fixed at build time by course_tools/site/hooks.py.)
+    from course_tools.site.hooks import cjk_breaks
 
     zh = nbformat.read(zh_twin(path), as_version=4)
     problems = []

@@ -1,6 +1,6 @@
 """The built site: strict, both languages, lab pages rendered (not raw JSON), anchors alive, buttons,
 Chinese search, and a render cache that hits. Each check guards one of the silent failures fixed in
-tools/site_hooks.py."""
+course_tools/site/hooks.py."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import labs as labtool
-from _paths import DOCS, LABS, ROOT, english, notebooks
+from course_tools.generate import labs as labtool
+from course_tools.paths import DOCS, LABS, ROOT, english, notebooks
 
 MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]
 LAB_PAGES = [
@@ -166,7 +166,7 @@ def test_no_outside_fonts_or_scripts(built):
 
 def test_course_map_and_badges_come_from_lab_metadata(built):
     site, _, _ = built
-    import course
+    from course_tools import course
 
     for lab in course.labs():
         for lang in ("en", "zh"):
@@ -247,7 +247,7 @@ def test_lab_pages_share_one_cached_notebook_stylesheet(built, url, lang):
 
 
 def test_notebook_css_split_keeps_every_rule_in_order():
-    from site_hooks import NOTEBOOK_CSS_MARK, split_notebook_css
+    from course_tools.site.hooks import NOTEBOOK_CSS_MARK, split_notebook_css
 
     html = (
         "<p>a</p><style>.x{color:red}</style><div><style type='text/css'>.y{}</style></div>"
@@ -385,6 +385,6 @@ def test_chinese_pages_have_no_italics(built):
     ],
 )
 def test_chinese_line_breaks_are_joined_where_they_would_show(source, joined):
-    from site_hooks import join_cjk_lines
+    from course_tools.site.hooks import join_cjk_lines
 
     assert join_cjk_lines(source) == joined

@@ -1,6 +1,6 @@
 """One word for one thing, and Chinese typography, in every Chinese text the course ships.
 
-The terms and their forbidden variants come from ``tools/glossary.yml`` (the terms table of the course);
+The terms and their forbidden variants come from ``course_tools/data/glossary.yml`` (the terms table);
 each failure names ``file:line`` and what to write instead. Scanned: the zh pages, the zh notebooks
 (Markdown, code comments and strings), the zh lines of the error catalog, the widget script, devicekit
 (grader, self-checks), the build tools, the theme overrides, ``mkdocs.yml`` and the README.
@@ -21,9 +21,9 @@ import nbformat
 import pytest
 import yaml
 
-from _paths import DOCS, LABS, ROOT, SOLUTIONS, notebooks
+from course_tools.paths import DATA, DOCS, LABS, ROOT, SOLUTIONS, notebooks
 
-GLOSSARY = ROOT / "tools" / "glossary.yml"
+GLOSSARY = DATA / "glossary.yml"
 HAN = "\u3400-\u4dbf\u4e00-\u9fff"
 #: Full-width punctuation and forms, and the quotes, dash and ellipsis Chinese sets full width.
 PUNCT = "\u3000-\u303f\ufe30-\ufe4f\uff00-\uffef\u2018\u2019\u201c\u201d\u2014\u2026"
@@ -113,7 +113,7 @@ MIXED = sorted(
         ROOT / "src" / "devicekit" / "catalog.json",
         DOCS / "assets" / "explainer.js",
         *(ROOT / "src").rglob("*.py"),  # devicekit, its self-checks and the grader
-        *(ROOT / "tools").glob("*.py"),
+        *(ROOT / "tools").rglob("*.py"),
         *(DOCS / "overrides").rglob("*.html"),
     }
 )
@@ -153,7 +153,7 @@ def term_problems(lines: list[Line], rules: list[Rule] = RULES) -> list[str]:
 @pytest.mark.parametrize("path", SOURCES, ids=_id)
 def test_chinese_text_uses_the_course_terms(path):
     problems = term_problems(_lines(path))
-    assert not problems, "terms from tools/glossary.yml:\n" + "\n".join(problems)
+    assert not problems, "terms from course_tools/data/glossary.yml:\n" + "\n".join(problems)
 
 
 # --- typography --------------------------------------------------------------------------------------------
@@ -325,7 +325,7 @@ def test_the_checks_leave_correct_text_alone(good):
 
 def test_readme_chinese_has_no_line_breaks_that_render_as_spaces():
     # GitHub and Gitee render a line break inside a paragraph as a space, which shows next to Chinese.
-    from site_hooks import cjk_breaks
+    from course_tools.site.hooks import cjk_breaks
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert not cjk_breaks(text), f"README.md lines {cjk_breaks(text)}: join them (no break next to Chinese)"

@@ -1,4 +1,4 @@
-"""The "verified on" badge (tools/verified.py): it claims exactly the runs that happened, nothing more.
+"""The "verified on" badge (course_tools.generate.verified): it claims exactly the runs that happened.
 
 Fake courses and fake GPU result files in a temporary folder. The result files are built with the very
 functions ``scripts/gpu-check`` uses to write them, so the format the badge reads and the format the GPU
@@ -14,10 +14,10 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-import verified
 
-import course
-from _paths import ROOT
+from course_tools import course
+from course_tools.generate import verified
+from course_tools.paths import ROOT
 
 LAB = "01-fake"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from _paths import ROOT
+from course_tools.paths import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 EXPECTED = {"tests.yml", "gpu.yml", "pages.yml"}

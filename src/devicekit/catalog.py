@@ -2,7 +2,7 @@
 
 The catalog is the only classifier of "is this a device error, and which one" in devicekit: ``explain``
 builds its explanations on it, ``locate_mismatch`` asks it whether an exception is about devices, and the
-atlas pages (``tools/atlas.py``) and the browser widget (``docs/assets/explainer.js``) read the same JSON.
+atlas pages (``course_tools.generate.atlas``) and the widget (``docs/assets/explainer.js``) read this JSON.
 This module implements the rules of the catalog's ``matching`` section that do not depend on wording:
 family order, ``split``, ``ignore``, template filling, and device extraction by ``device_rules``.
 

@@ -14,7 +14,7 @@ defined in a notebook cell that ``spawn`` cannot find.  This module does those l
 * :func:`teardown` destroys the group, and does nothing when there is none.
 * :func:`spawn` starts ``nprocs`` local processes the way ``torchrun`` would (same environment
   variables, ``spawn`` start method), for notebooks where ``torchrun`` is not at hand.  The worker must
-  live in an importable module; :mod:`devicekit.dist_workers` has ready-made ones.
+  live in an importable module; :mod:`devicekit_labs.workers` has ready-made ones.
 """
 
 from __future__ import annotations
@@ -305,7 +305,7 @@ def _check_importable(fn: Callable[..., Any]) -> None:
         raise ValueError(
             f"spawn() cannot send {name!r} to another process: lambdas and functions defined inside other "
             "functions cannot be pickled. Define the worker at the top level of an importable module, e.g. "
-            "devicekit.dist_workers"
+            "devicekit_labs.workers"
         )
     main = sys.modules.get("__main__")
     if module == "__main__" and getattr(main, "__file__", None) is None:
@@ -313,7 +313,7 @@ def _check_importable(fn: Callable[..., Any]) -> None:
             f"spawn() cannot use {name!r}: it is defined in __main__ (a notebook cell or an interactive "
             "session), which the new processes cannot import, so they would fail with \"Can't get attribute "
             f"'{name}' on <module '__main__' (built-in)>\". Define the worker in an importable module, e.g. "
-            "devicekit.dist_workers (or a .py file next to the notebook) and import it from there"
+            "devicekit_labs.workers (or a .py file next to the notebook) and import it from there"
         )
 
 
@@ -364,7 +364,7 @@ def spawn(
     all processes and re-raises the first worker error (``torch.multiprocessing.ProcessRaisedException``,
     with the worker's traceback); with ``join=False`` it returns the ``ProcessContext`` to join yourself.
     Return values of ``fn`` are discarded: have it write a file or put into a queue
-    (see :mod:`devicekit.dist_workers`).
+    (see :mod:`devicekit_labs.workers`).
     """
     if nprocs < 1:
         raise ValueError(f"nprocs must be at least 1, got {nprocs}")

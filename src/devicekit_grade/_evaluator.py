@@ -182,7 +182,7 @@ def _accept(listener: socket.socket, uid: int | None, timeout: float) -> socket.
 
 
 def evaluate(lab: str, channel: Channel | None, why_not: str) -> list[dict[str, Any]]:
-    from devicekit.exercises import exercises_for, run
+    from devicekit_labs import exercises_for, run
 
     out = []
     for ex in exercises_for(lab):
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result: dict[str, Any] = {}
     if args.probe:
-        from devicekit.exercises import exercises_for, known_labs
+        from devicekit_labs import exercises_for, known_labs
 
         result["labs"] = {
             lab: [{"key": e.key, "number": e.number, "target": e.target} for e in exercises_for(lab)]

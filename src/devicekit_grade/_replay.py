@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = os.fdopen(args.fd, "w", encoding="utf-8")
 
-    from devicekit.exercises import exercises_for, run
+    from devicekit_labs import exercises_for, run
 
     exercises = {e.key: e for e in exercises_for(args.lab)}
     keys = [k for k in args.keys.split(",") if k in exercises]

@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=limits.memory_mb,
         help=f"address space per process, 0 = none (default {limits.memory_mb}; use 0 on a GPU)",
-    )  # noqa: E501
+    )
     add(
         "--cpu-seconds", type=int, default=limits.cpu_s, help=f"CPU time per process (default {limits.cpu_s})"
     )
@@ -128,27 +128,27 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=limits.processes,
         help=f"processes and threads of a notebook's own user (default {limits.processes})",
-    )  # noqa: E501
+    )
     add(
         "--max-file-mb",
         type=int,
         default=limits.file_mb,
         help=f"largest file a notebook may write (default {limits.file_mb})",
-    )  # noqa: E501
+    )
     add(
         "--isolation",
         choices=["auto", "none"],
         default="auto",
         help="auto: a PID namespace per notebook when the machine allows",
-    )  # noqa: E501
+    )
     add("--sandbox", action="store_true", help="run each notebook under bubblewrap (bwrap) when installed")
     add("--same-user", action="store_true", help="as root, do not give each notebook a user of its own")
     add(
         "--labs",
         type=Path,
-        help="the released labs, to compare check cells (default: labs/ of this checkout)",
+        help="the released labs, to compare check cells (default: ./labs)",
     )
-    add("--solutions", type=Path, help="the published solutions, to recognise them (default: solutions/)")
+    add("--solutions", type=Path, help="the published solutions, to recognise them (default: ./solutions)")
     add("--quiet", "-q", action="store_true", help="no progress output")
     return parser
 

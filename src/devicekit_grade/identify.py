@@ -2,7 +2,8 @@
 
 A submission is identified, in this order, by
 
-1. ``metadata.devicekit.lab``, written by ``tools/labs.py`` into every lab (``identified_by = "metadata"``).
+1. ``metadata.devicekit.lab``, written into each lab by ``course_tools.generate.labs``
+   (``identified_by = "metadata"``).
    When the metadata names a lab this devicekit has no checks for, the submission is ``unknown-lab``: the
    grader does not guess past an explicit answer.
 2. the lab ids in its own check calls, ``check("01-devices", ...)`` (``"check calls"``): these calls decide
@@ -51,9 +52,9 @@ class Identity:
 
 def known_labs() -> list[str]:
     """The lab ids this devicekit has self-checks for (read from the file names, nothing imported)."""
-    import devicekit
+    import devicekit_labs
 
-    folder = Path(devicekit.__file__).resolve().parent / "exercises"
+    folder = Path(devicekit_labs.__file__).resolve().parent
     ids = []
     for path in sorted(folder.glob("lab[0-9][0-9].py")):
         match = re.search(r'^LAB\s*=\s*"([^"]+)"', path.read_text(encoding="utf-8"), re.MULTILINE)

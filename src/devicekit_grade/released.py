@@ -23,7 +23,7 @@ from typing import Any
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([\w.-]+)["']""")
 TOUCHES = re.compile(
-    r"devicekit\.exercises|\bCheckResult\b|_REGISTRY|\bresults\s*\.\s*(append|extend|insert|clear)\b"
+    r"devicekit_labs|devicekit\.exercises|\bCheckResult\b|_REGISTRY|\bresults\s*\.\s*(append|extend|insert|clear)\b"
     r"|sys\.modules|__code__|importlib\.reload"
 )
 BEGIN = "### BEGIN SOLUTION"
@@ -147,8 +147,12 @@ def expected_error_cells(nb: Any, lab: str, released: Released) -> set[int]:
     }
 
 
-def default_folders() -> tuple[Path | None, Path | None]:
-    """``labs/`` and ``solutions/`` of the course checkout this grader runs from, when it runs from one."""
-    root = Path(__file__).resolve().parents[2]
+def default_folders(cwd: Path | None = None) -> tuple[Path | None, Path | None]:
+    """``labs/`` and ``solutions/`` in the folder the grader runs from (``cwd``), when they are there.
+
+    The grader never looks next to its own installed files: an instructor passes ``--labs`` and
+    ``--solutions``, or runs it from the course checkout.
+    """
+    root = Path.cwd() if cwd is None else cwd
     labs, solutions = root / "labs", root / "solutions"
     return (labs if labs.is_dir() else None), (solutions if solutions.is_dir() else None)

@@ -9,7 +9,7 @@ released checks in a process of the grader's own.
 3. **Score.** The evaluator (`devicekit_grade._evaluator`), a fresh ``python -I -S`` process that loads
    devicekit from the copy the grader took when it started, runs each exercise's check on the lab's
    ``target``; the learner's functions are called in the kernel and only their results, as plain data,
-   come back. Nothing the notebook does to ``devicekit.exercises``, its results list, or its check cells
+   come back. Nothing the notebook does to ``devicekit_labs``, its results list, or its check cells
    changes the score.
 4. **Clean up.** Every process of the submission is killed (its own user in root mode; otherwise the
    worker's descendants, including detached ones, which the worker adopts as a subreaper) and its folder
@@ -250,9 +250,10 @@ class Context:
 def _snapshot_sources() -> dict[str, bytes]:
     import devicekit
     import devicekit_grade
+    import devicekit_labs
 
     files: dict[str, bytes] = {}
-    for package in (devicekit, devicekit_grade):
+    for package in (devicekit, devicekit_labs, devicekit_grade):
         folder = Path(package.__file__).resolve().parent
         for path in folder.rglob("*"):
             if (

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from devicekit.device import mismatch_device
-from devicekit.exercises import Fail, exercise
 from devicekit.strict import strict_devices
+from devicekit_labs import Fail, exercise
 
 LAB = "02-models"
 

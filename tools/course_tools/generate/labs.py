@@ -5,9 +5,9 @@ The notebooks in ``solutions/`` are the source. Code between ``### BEGIN SOLUTIO
 ``NotImplementedError`` with a hint in the notebook's language: the region's ``### HINT: ...`` line if it
 has one, else a general one. Everything else is copied unchanged.
 
-    python tools/labs.py sync     # regenerate labs/, execute labs/ and solutions/, store the outputs
-    python tools/labs.py sync --only 02   # the same for one lab (both languages)
-    python tools/labs.py check    # exit 1 when labs/ is out of date with solutions/ (used by the tests)
+    python -m course_tools.generate.labs sync     # regenerate labs/, execute labs/ and solutions/
+    python -m course_tools.generate.labs sync --only 02   # the same for one lab (both languages)
+    python -m course_tools.generate.labs check    # exit 1 when labs/ is out of date (used by the tests)
 
 Executing is what puts outputs on the site: nothing is typed by hand. Each notebook runs in a fresh kernel
 of this Python, with ``DEVICEKIT_LANG`` set from its file name so self-check hints match its language.
@@ -25,10 +25,9 @@ from pathlib import Path
 
 import nbformat
 
+from course_tools.paths import LABS, ROOT, SOLUTIONS
 from devicekit.lang import language_of_path
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS, LABS = ROOT / "solutions", ROOT / "labs"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HINT = "### HINT:"
 INSTALL_LINE = re.compile(r'("devicekit @ git\+)[^"]*(")')
@@ -121,7 +120,7 @@ def _this_run() -> dict[str, str]:
     """What executes the notebooks: torch version and device kind (``cpu`` when there is no accelerator).
 
     The kernel runs in this same environment, so this is what the stored outputs come from; the site's
-    "verified on" badge reads it (tools/verified.py).
+    "verified on" badge reads it (course_tools/generate/verified.py).
     """
     from importlib.metadata import version
 

@@ -1,4 +1,4 @@
-"""Build submissions for the grader's tests from labs/ and solutions/, for every lab found there.
+"""Submissions built from labs/ and solutions/ for the grader's tests and benchmark, for every lab.
 
 A *correct* submission is the student lab with each ``### BEGIN SOLUTION`` region's code filled in from
 the solution notebook (what a learner who solved it hands in); an *untouched* one is the lab as released.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from _paths import LABS, SOLUTIONS
+from course_tools.paths import LABS, SOLUTIONS
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from devicekit.device import available_devices, mismatch_device
-from devicekit.exercises import Fail, exercise
+from devicekit_labs import Fail, exercise
 
 LAB = "06-checkpoints"
 

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from devicekit.device import mismatch_device
-from devicekit.exercises import Fail, exercise
 from devicekit.strict import strict_devices
+from devicekit_labs import Fail, exercise
 
 LAB = "03-propagation"
 

@@ -1,6 +1,6 @@
 """``make dist``: one zip per lab for instructors to hand out, usable offline.
 
-    python tools/dist.py [--out dist]
+    python -m course_tools.generate.dist [--out dist]
 
 Each ``dist/NN-slug.zip`` holds, in a folder ``NN-slug/``:
 
@@ -25,9 +25,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import course
+from course_tools import course
+from course_tools.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EPOCH = (2020, 1, 1, 0, 0, 0)
 SOURCE_DATE_EPOCH = "1577836800"  # 2020-01-01, the same instant as EPOCH
 

@@ -1,4 +1,4 @@
-"""MkDocs hooks for the error atlas and the explainer widget (content in ``tools/atlas.py``).
+"""MkDocs hooks for the error atlas and the explainer widget (content in ``course_tools/generate/atlas.py``).
 
 - ``<!-- atlas -->`` in a page (``docs/atlas.md``, ``docs/atlas.zh.md``) becomes the atlas generated from
   devicekit's error catalog, in the page's language (``page.file.locale``, set by mkdocs-static-i18n).
@@ -18,8 +18,7 @@ from pathlib import Path
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import atlas  # noqa: E402  (tools/atlas.py, next to this file)
+from course_tools.generate import atlas
 
 PLACEHOLDER = "<!-- atlas -->"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from devicekit.device import mismatch_device
-from devicekit.exercises import Fail, exercise
+from devicekit_labs import Fail, exercise
 
 LAB = "01-devices"
 

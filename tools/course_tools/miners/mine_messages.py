@@ -1,7 +1,7 @@
 """Mine PyTorch's own device-related error and warning texts from its wheels, with provenance.
 
-    python tools/mine_messages.py torch-2.0.0-*.whl torch-2.14.1-*.whl --installed \
-        --out tools/torch_messages.json
+    python -m course_tools.miners.mine_messages torch-2.0.0-*.whl torch-2.14.1-*.whl --installed \
+        --out course_tools/data/torch_messages.json
 
 Each source is a torch wheel (read as a zip, nothing is installed) or, with ``--installed``, the torch of
 this environment. Two kinds of text are collected:
@@ -15,7 +15,7 @@ this environment. Two kinds of text are collected:
 Only texts that name a device concept are kept, and each gets one category (``CATEGORIES``, first match
 wins); a text that matches no category is not a device message and is dropped. The same text found in
 several sources is one entry listing every version that has it, so ``versions`` says which releases
-print it. ``tools/catalog_coverage.py`` runs the list through ``devicekit.explain``.
+print it. ``course_tools/miners/catalog_coverage.py`` runs the list through ``devicekit.explain``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from course_tools.paths import DATA
 
 #: (category, pattern) in the order they are tried; the first that matches a text is its category.
 CATEGORIES: tuple[tuple[str, str], ...] = (
@@ -147,7 +149,7 @@ COMMON = re.compile(
 #: docstrings of exception classes, comments compiled into a library, LLVM's own abort, allocator plug-in
 #: hooks, CUDA-graph capture internals, DeviceMesh (a mesh of ranks, not a device), gloo's *network*
 #: devices (a network interface, not a torch device), symmetric-memory / NCCL-window internals, and
-#: dispatch-key bookkeeping. Dropped before categorising; see tools/catalog_sources.md.
+#: dispatch-key bookkeeping. Dropped before categorising; see course_tools/data/catalog_sources.md.
 NOISE = re.compile(
     r"^Exception raised when|^LLVM ERROR|attachOutOfMemoryObserver|This may be benign, for example"
     r"|a RuntimeError; on CUDA it triggers|[Dd]evice mesh|device_mesh|DeviceMesh|unsupported gloo device"
@@ -406,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("wheels", nargs="*", type=Path, help="torch wheel files (.whl)")
     parser.add_argument("--installed", action="store_true", help="also mine this environment's torch")
-    parser.add_argument("--out", type=Path, default=Path("tools/torch_messages.json"))
+    parser.add_argument("--out", type=Path, default=DATA / "torch_messages.json")
     parser.add_argument(
         "--refilter",
         action="store_true",

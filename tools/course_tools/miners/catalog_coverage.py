@@ -1,10 +1,10 @@
 """How much of PyTorch's own device vocabulary ``devicekit.explain`` recognises (a report, not a test).
 
-    python tools/catalog_coverage.py                 # overall, per category, and the common subset
-    python tools/catalog_coverage.py --missed same-device   # the texts of one category it misses
-    python tools/catalog_coverage.py --missed all           # every text it misses or gets wrong
+    python -m course_tools.miners.catalog_coverage               # overall, per category, the common subset
+    python -m course_tools.miners.catalog_coverage --missed same-device # the texts of one category it misses
+    python -m course_tools.miners.catalog_coverage --missed all         # every text it misses or gets wrong
 
-Reads ``tools/torch_messages.json`` (made by ``tools/mine_messages.py`` from the torch wheels) and runs each
+Reads ``course_tools/data/torch_messages.json`` (made by ``course_tools.miners.mine_messages``) and runs each
 mined text through ``devicekit.explain``. A text counts as recognised when explain names a family for it;
 ``wrong`` counts texts whose family differs from the one the miner's family map expects (``family`` in the
 JSON; ``null`` there means the catalog does not claim the text). Templates keep their holes (``{}`` from
@@ -18,11 +18,11 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from pathlib import Path
 
+from course_tools.paths import DATA
 from devicekit import explain
 
-MESSAGES = Path(__file__).resolve().parent / "torch_messages.json"
+MESSAGES = DATA / "torch_messages.json"
 
 
 def coverage(messages: list[dict]) -> dict[str, tuple[int, int, int]]:

@@ -4,9 +4,9 @@
 it out: :func:`atlas_markdown` writes the Markdown of the atlas page in one language (one section per
 family, anchored by the family id so links stay stable across languages and rewordings), and
 :func:`widget_json` writes the subset of the catalog that ``docs/assets/explainer.js`` needs to repeat
-``devicekit.explain`` in the browser. ``tools/atlas_hooks.py`` calls both during the site build.
+``devicekit.explain`` in the browser. ``course_tools/site/atlas_hooks.py`` calls both during the site build.
 
-Run ``python tools/atlas.py en`` (or ``zh``) to print the generated Markdown.
+Run ``python -m course_tools.generate.atlas en`` (or ``zh``) to print the generated Markdown.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from course_tools import course
+from course_tools.paths import ROOT
 from devicekit.catalog import fill, load_catalog
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import course  # noqa: E402  (tools/course.py, next to this file)
-
-ROOT = Path(__file__).resolve().parent.parent
 
 #: Where the widget loads the catalog from, relative to the site root (and to explainer.js's folder).
 WIDGET_JSON_PATH = "assets/devicekit-catalog.json"

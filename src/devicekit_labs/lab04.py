@@ -9,7 +9,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from devicekit.device import mismatch_device
-from devicekit.exercises import Fail, exercise
+from devicekit_labs import Fail, exercise
 
 LAB = "04-data"
 

@@ -22,8 +22,8 @@ from torch import nn
 from devicekit.check import check_devices
 from devicekit.device import best_device, mismatch_device
 from devicekit.errors import DeviceMismatchError
-from devicekit.exercises import Fail, exercise
 from devicekit.strict import strict_devices
+from devicekit_labs import Fail, exercise
 
 LAB = "09-capstone"
 

@@ -21,14 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import course  # noqa: E402  (tools/course.py, next to this file)
+from course_tools import course
+from course_tools.paths import ROOT
 
-ROOT = course.ROOT
 RESULTS = Path("results") / "gpu-check.json"  # relative to the course root
 # Needs a CPU runner satisfies (bf16 runs on CPU; 2-processes uses gloo on CPU).
 CPU_NEEDS = frozenset({"cpu", "2-processes", "bf16"})

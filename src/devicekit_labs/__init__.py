@@ -34,11 +34,11 @@ _LAB_ID = re.compile(r"^(\d\d)-[a-z0-9-]+$")
 
 
 def _module_of(lab: str) -> str | None:
-    """The module that registers the checks of ``lab`` (``NN-slug`` -> ``devicekit.exercises.labNN``)."""
+    """The module that registers the checks of ``lab`` (``NN-slug`` -> ``devicekit_labs.labNN``)."""
     match = _LAB_ID.match(lab)
     if match is None or not (_PACKAGE_DIR / f"lab{match.group(1)}.py").is_file():
         return None
-    return f"devicekit.exercises.lab{match.group(1)}"
+    return f"devicekit_labs.lab{match.group(1)}"
 
 
 def _lab_ids() -> list[str]:

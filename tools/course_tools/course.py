@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from course_tools.paths import ROOT
+
 NEEDS = {
     "cpu": ("runs on CPU", "CPU 即可运行"),
     "cuda": ("needs a CUDA GPU", "需要 CUDA GPU"),

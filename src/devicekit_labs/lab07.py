@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from devicekit.device import available_devices
-from devicekit.exercises import Fail, exercise
+from devicekit_labs import Fail, exercise
 
 LAB = "07-amp"
 

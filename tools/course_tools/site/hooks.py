@@ -36,8 +36,8 @@ Each fix below answers a failure that is silent out of the box (measured facts i
    the system's temporary folder; the cache now lives in ``.cache/`` (or ``$COURSE_SITE_CACHE``).
 
 Course features (not fixes): the home page's course map and the badges on lab pages are generated
-from the notebooks' metadata (``tools/course.py``); ``<!-- glossary -->`` becomes the terms table of
-``tools/glossary.yml``; ``COURSE_STUDENTS_ONLY=1`` builds the site without
+from the notebooks' metadata (``course_tools/course.py``); ``<!-- glossary -->`` becomes the terms table of
+``course_tools/data/glossary.yml``; ``COURSE_STUDENTS_ONLY=1`` builds the site without
 solutions: no solution pages, no links to them, and every ``<!-- solution -->...<!-- /solution -->``
 region of a Markdown page removed.
 """
@@ -57,17 +57,16 @@ import mkdocs.utils
 from mkdocs.plugins import event_priority
 from pymdownx.slugs import slugify
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import verified  # noqa: E402  (tools/verified.py)
+from course_tools.generate import verified
 
-import course  # noqa: E402  (tools/course.py, next to this file)
+from course_tools import course
 
 log = logging.getLogger("mkdocs.hooks.site_hooks")
 SOLUTION_REGION = re.compile(r"<!-- solution -->.*?<!-- /solution -->", re.DOTALL)
 COURSE_MAP = "<!-- course-map -->"
 GLOSSARY_MARK = "<!-- glossary -->"
 #: The terms table, relative to the repository root (read by tests/test_terms.py too).
-GLOSSARY = "tools/glossary.yml"
+GLOSSARY = "tools/course_tools/data/glossary.yml"
 #: Full-width punctuation and forms, and the quotes, dash and ellipsis Chinese text sets full width.
 CJK_PUNCT = "\u3000-\u303f\ufe30-\ufe4f\uff00-\uffef\u2018\u2019\u201c\u201d\u2014\u2026"
 #: Han characters, kana and everything in CJK_PUNCT.
@@ -335,7 +334,7 @@ def on_page_markdown(markdown, page, config, files):
 
 
 def glossary_table(lang: str, path: Path) -> str:
-    """The course's terms (``tools/glossary.yml``, the file ``tests/test_terms.py`` enforces) as a table."""
+    """The course's terms (``course_tools/data/glossary.yml``, the file ``tests/test_terms.py`` enforces) as a table."""
     import yaml
 
     terms = yaml.safe_load(path.read_text(encoding="utf-8"))["terms"]

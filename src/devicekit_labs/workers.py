@@ -5,7 +5,7 @@ into a notebook cell cannot be used (it lives in the notebook's ``__main__``, wh
 do not have).  These workers live in an importable module and run on CPU with ``gloo``, so the labs can
 show real multi-process DDP on a laptop::
 
-    from devicekit import dist_workers
+    from devicekit_labs import workers as dist_workers
     from devicekit.distributed import spawn
 
     spawn(dist_workers.ddp_train_step, nprocs=2, args=(2, "ddp-out"))

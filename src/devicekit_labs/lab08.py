@@ -2,7 +2,7 @@
 
 The checks run the learner's code for real: exercise 1 on a table of ``torchrun`` environments,
 exercise 2 by building a real ``DistributedDataParallel`` in a one-process ``gloo`` group, exercise 3
-by starting two real processes (``devicekit.dist_workers.straggler_demo``) with the learner's settings.
+by starting two real processes (``devicekit_labs.workers.straggler_demo``) with the learner's settings.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch.distributed as dist
 from torch import nn
 
 from devicekit.distributed import DistInfo, setup, spawn, teardown
-from devicekit.exercises import Fail, exercise
+from devicekit_labs import Fail, exercise
 
 LAB = "08-multi-gpu"
 
@@ -131,7 +131,7 @@ def check_wrap_model(wrap_model) -> None:
 
 
 def _run_straggler(timeout_s: float, probe: str) -> list[dict[str, Any]]:
-    from devicekit import dist_workers
+    from devicekit_labs import workers as dist_workers
 
     with tempfile.TemporaryDirectory(prefix="lab08-") as folder:
         spawn(dist_workers.straggler_demo, nprocs=2, args=(2, folder, timeout_s, probe))
@@ -140,7 +140,7 @@ def _run_straggler(timeout_s: float, probe: str) -> list[dict[str, Any]]:
 
 @exercise(LAB, "fail-fast", 3, "make the hang fail fast", "让卡死尽快报错", target="fail_fast")
 def check_fail_fast(fail_fast) -> None:
-    from devicekit.dist_workers import PROBES
+    from devicekit_labs.workers import PROBES
 
     settings = fail_fast()
     if not isinstance(settings, dict) or set(settings) != {"timeout_s", "probe"}:

@@ -13,9 +13,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from devicekit.device import mismatch_device
-from devicekit.exercises import Fail, exercise
 from devicekit.locate import locate_mismatch
 from devicekit.strict import strict_devices
+from devicekit_labs import Fail, exercise
 
 LAB = "05-debugging"
 
