@@ -1,9 +1,10 @@
 """Self-checks for the lab exercises: the learner's ✓ / ✗ with a hint, and what the grader scores.
 
-Each lab registers its checks in a module of this package (``lab01.py`` for ``01-devices``). A check
-receives the learner's objects, runs them for real, and raises `Fail` with a hint in both languages when
-something is wrong. It never shows the solution. `check` turns that into one printed line in the lab's
-language (see `devicekit.lang`) and records the outcome for the grader.
+Each lab registers its checks in a module of this package (``lab01.py`` for ``01-devices``). A check is
+a *probe* that runs the learner's objects for real and returns plain data, and a *judge* that reads that
+data and raises `Fail` with a hint in both languages when something is wrong (`judged`). It never shows
+the solution. `check` turns that into one printed line in the lab's language (see `devicekit.lang`) and
+records the outcome; the grader runs the probe in the submission's kernel and the judge elsewhere.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ __all__ = [
     "exercise",
     "exercises_for",
     "known_labs",
+    "describe_tensor",
+    "failed_call",
+    "judged",
+    "learner_line",
+    "observe",
+    "observe_error",
     "results",
     "run",
 ]
@@ -60,6 +67,120 @@ class Fail(Exception):
         self.zh = zh
 
 
+# --- The check API: probe (learner's side) and judge (the score's side) --------------------------------
+#
+# A check is two functions. The *probe* runs where the learner's code runs (the notebook's kernel): it
+# calls the learner's object on inputs it plants, under every configuration that tells right from wrong,
+# and returns *observations*: plain data only (str, int, float, bool, None, lists, dicts with str keys,
+# and tensors), so they cross a process boundary as bytes and load with ``torch.load(weights_only=True)``.
+# The *judge* never runs learner code: it reads the observations and raises `Fail` with a bilingual hint.
+# The self-check in a notebook runs both in one process; the grader runs the probe in the sandboxed
+# kernel and the judge (public, plus its hidden extra judges) in a process that holds no submission code.
+
+
+#: Where the stand-in (meta) cannot run what the learner wrote: not the learner's mistake.
+STANDIN_LIMIT = (
+    "cannot be called on meta tensors",
+    "Cannot copy out of meta tensor",
+    "with arguments from the 'Meta' backend",
+    "meta tensors do not have data",
+)
+#: Frames of these packages are never "the learner's line".
+_INTERNAL = ("/torch/", "/devicekit/", "/devicekit_labs/", "/devicekit_grade/", "<frozen ", "/site-packages/")
+
+
+def learner_line(exc: BaseException) -> int | None:
+    """The line of the learner's own code (a notebook cell) where ``exc`` went through last, if any.
+
+    Frames of PyTorch, devicekit, the standard library's frozen modules and generated code (a dataclass's
+    ``__init__``, whose file name starts with ``<``) are skipped: the learner can't edit those lines.
+    """
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        name = frame.filename.replace("\\", "/")
+        if any(part in name for part in _INTERNAL) or (name.startswith("<") and "ipython-input" not in name):
+            continue
+        if "/lib/python3" in name:
+            continue
+        line = frame.lineno
+    return line
+
+
+def observe_error(exc: BaseException) -> dict:
+    """An exception the learner's code raised, as plain data for the judge.
+
+    ``kind`` is ``stub`` (the lab's ``raise NotImplementedError`` is still there), ``standin`` (the meta
+    stand-in cannot run this idiom: right code on a GPU can still end here) or ``error``.
+    """
+    message = str(exc)
+    if isinstance(exc, NotImplementedError) and not any(s in message for s in STANDIN_LIMIT):
+        frames = traceback.extract_tb(exc.__traceback__)
+        raised_by_learner = bool(frames) and not any(p in frames[-1].filename for p in _INTERNAL)
+        kind = "stub" if raised_by_learner else "error"
+    elif any(s in message for s in STANDIN_LIMIT):
+        kind = "standin"
+    else:
+        kind = "error"
+    return {"kind": kind, "type": type(exc).__name__, "message": message[:2000], "line": learner_line(exc)}
+
+
+def observe(fn: Callable[..., object], *args, **kwargs) -> dict:
+    """Call the learner's ``fn`` and record what happened: ``{"value": …}`` or ``{"error": …}``.
+
+    The value is returned as is; the probe turns it into plain data (`describe_tensor` for tensors).
+    """
+    try:
+        return {"value": fn(*args, **kwargs)}
+    except Exception as exc:  # the learner's code: any exception is an observation, never a crash
+        return {"error": observe_error(exc)}
+
+
+def describe_tensor(t: object, values: bool = True) -> dict | None:
+    """Plain data about a tensor (device, dtype, shape, and its values on the CPU when it has any)."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    dtype = str(t.dtype).removeprefix("torch.")
+    out: dict = {"device": str(t.device), "dtype": dtype, "shape": list(t.shape)}
+    if values and t.device.type != "meta":
+        out["values"] = t.detach().to("cpu", copy=True)
+    return out
+
+
+def failed_call(observation: dict, what_en: str, what_zh: str) -> None:
+    """In a judge: raise the right `Fail` when an observed call raised instead of returning.
+
+    A stub says "not done yet"; a stand-in limit says honestly that meta could not run it (and does not
+    count it against the learner when ``what_*`` can be judged otherwise, see the lab's judge); any other
+    error names its type, message and the learner's own line.
+    """
+    error = observation.get("error")
+    if error is None:
+        return
+    where_en = f" (line {error['line']} of your cell)" if error.get("line") else ""
+    where_zh = f"（你的单元格第 {error['line']} 行）" if error.get("line") else ""
+    what = f"{error['type']}: {error['message']}"
+    if error["kind"] == "stub":
+        hint = f" ({error['message']})" if error["message"] else ""  # the stub's hint, in the lab's language
+        raise Fail(
+            "not done yet: replace the `raise NotImplementedError` with your code, then run this cell "
+            f"again.{hint}",
+            f"还没有完成：把 `raise NotImplementedError` 换成你的代码，然后重新运行这个单元格。{hint}",
+        )
+    if error["kind"] == "standin":
+        raise Fail(
+            f"{what_en}: the CPU stand-in (meta) cannot run this ({what}). It is not necessarily wrong: "
+            "on a GPU it may pass. Run the lab on a GPU runtime to check it fully.",
+            f"{what_zh}：CPU 替身（meta）运行不了这段代码（{what}）。这不一定是错的，在 GPU 上可能就能通过。"
+            "请在 GPU 运行时上再检查一遍。",
+        )
+    raise Fail(
+        f"{what_en}: your code raised {what}{where_en}. Read the message, fix the code, run again.",
+        f"{what_zh}：你的代码抛出了 {what}{where_zh}。读一读报错信息，改好后再运行。",
+    )
+
+
 @dataclass(frozen=True)
 class Exercise:
     lab: str
@@ -70,6 +191,10 @@ class Exercise:
     run: Callable[..., None] = field(repr=False)
     #: Name of the notebook variable the check receives; the grader re-runs checks the learner skipped.
     target: str | None = None
+    #: The learner's side: learner objects -> observations (plain data). None for a legacy one-piece check.
+    probe: Callable[..., dict] | None = field(default=None, repr=False)
+    #: The score's side: observations -> None, or `Fail`. Never runs learner code.
+    judge: Callable[[dict], None] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -108,6 +233,34 @@ def exercise(lab: str, key: str, number: int, title_en: str, title_zh: str, targ
     return register
 
 
+def judged(lab: str, key: str, number: int, title_en: str, title_zh: str, target: str | None = None):
+    """Register a two-part check: decorate the *probe*; the judge is attached with ``.judge``.
+
+    ```python
+    @judged(LAB, "move-batch", 1, "return the moved tensor", "返回移动后的张量", target="move_batch")
+    def probe_move_batch(move_batch) -> dict: ...   # runs the learner's code, returns plain data
+
+    @probe_move_batch.judge
+    def judge_move_batch(seen: dict) -> None: ...   # reads the data, raises Fail
+    ```
+    """
+
+    def register(probe: Callable[..., dict]) -> Callable[..., dict]:
+        def attach(judge: Callable[[dict], None]) -> Callable[[dict], None]:
+            def run_both(*args, **kwargs) -> None:
+                judge(probe(*args, **kwargs))
+
+            _REGISTRY[(lab, key)] = Exercise(
+                lab, key, number, title_en, title_zh, run_both, target, probe=probe, judge=judge
+            )
+            return judge
+
+        probe.judge = attach  # type: ignore[attr-defined]
+        return probe
+
+    return register
+
+
 def _load(lab: str) -> None:
     module = _module_of(lab) if lab in _lab_ids() else None
     if module is None:
@@ -132,22 +285,11 @@ def _outcome(ex: Exercise, args: tuple, kwargs: dict) -> tuple[bool, str, str]:
         ex.run(*args, **kwargs)
     except Fail as fail:
         return False, fail.en, fail.zh
-    except NotImplementedError as stub:
-        hint = f" ({stub})" if str(stub) else ""  # the stub's own hint, in the notebook's language
-        return (
-            False,
-            "not done yet: replace the `raise NotImplementedError` with your code, then run this cell "
-            f"again.{hint}",
-            f"还没有完成：把 `raise NotImplementedError` 换成你的代码，然后重新运行这个单元格。{hint}",
-        )
     except Exception as exc:  # the learner's code crashed: report it, never crash the check cell
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        what = f"{type(exc).__name__}: {exc}"
-        return (
-            False,
-            f"your code raised {what} (line {where.lineno}). Read the message, fix the code, run again.",
-            f"你的代码抛出了 {what}（第 {where.lineno} 行）。读一读报错信息，改好后再运行。",
-        )
+        try:
+            failed_call({"error": observe_error(exc)}, "this check", "这项检查")
+        except Fail as fail:
+            return False, fail.en, fail.zh
     return True, "passed.", "通过。"
 
 
