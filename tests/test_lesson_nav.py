@@ -2,8 +2,10 @@
 
 The last paragraph of every lesson page, in both languages, is its navigation line:
 
-- English: ``[← Lesson 1 · Devices and `.device`](01-devices.md) · [Lesson 3 · How devices propagate →](03-propagation.md)``
-- Chinese: ``[← 第 1 课：设备与 `.device`](01-devices.md) · [第 3 课：设备如何传播 →](03-propagation.md)``
+- English (lesson 2): ``[← Lesson 1 · Devices and `.device`](01-devices.md) ·
+  [Lesson 3 · How devices propagate →](03-propagation.md)``, on one line
+- Chinese (lesson 2): ``[← 第 1 课：设备与 `.device`](01-devices.md) ·
+  [第 3 课：设备如何传播 →](03-propagation.md)``, on one line
 
 The first lesson has no previous link and the last no next link. Each link names the neighbouring lesson by
 its number and its own title (the page's ``# `` heading, after "Lesson N — " or "第 N 课："), and its target
@@ -117,7 +119,11 @@ def _promises(text: str) -> list[str]:
 
 
 def test_no_page_says_coming_soon():
-    problems = [f"{p.relative_to(DOCS)}: {line}" for p in STUDENT_PAGES for line in _promises(p.read_text("utf-8"))]
+    problems = [
+        f"{page.relative_to(DOCS)}: {line}"
+        for page in STUDENT_PAGES
+        for line in _promises(page.read_text(encoding="utf-8"))
+    ]
     assert not problems, "a promise the course does not keep:\n" + "\n".join(problems)
 
 
@@ -132,6 +138,8 @@ def test_no_notebook_says_coming_soon(folder):
     assert not problems, "a promise the course does not keep:\n" + "\n".join(problems)
 
 
-@pytest.mark.parametrize("text", ["Next lesson (coming soon).", "下一课（即将推出）", "敬请期待", "Coming Soon"])
+@pytest.mark.parametrize(
+    "text", ["Next lesson (coming soon).", "下一课（即将推出）", "敬请期待", "Coming Soon!"]
+)
 def test_the_promise_check_catches_each_wording(text):
     assert _promises(text)
