@@ -74,6 +74,22 @@ OPS: tuple[Op, ...] = (
         "cpu",
         "raises",
     ),
+    Op(
+        "add-inplace-acc",
+        "in-place element-wise into an accelerator tensor (an optimizer step with a CPU gradient)",
+        "原地逐元素运算，写入加速器张量（用 CPU 梯度做一步优化器更新）",
+        "acc(3).add_(cpu(3))",
+        "meta",
+        "raises",
+    ),
+    Op(
+        "mul-inplace-acc",
+        "in-place multiply into an accelerator tensor",
+        "原地乘法，写入加速器张量",
+        "acc(3).mul_(cpu(3))",
+        "meta",
+        "raises",
+    ),
     Op("compare", "comparison", "比较运算", "acc(3) > cpu(3)", "raises", "raises"),
     Op("maximum", "binary op", "二元运算", "torch.maximum(acc(3), cpu(3))", "raises", "raises"),
     Op(
@@ -82,6 +98,14 @@ OPS: tuple[Op, ...] = (
         "用张量作上下界的 clamp",
         "torch.clamp(acc(3), min=cpu(3))",
         "raises",
+        "raises",
+    ),
+    Op(
+        "clamp-0dim",
+        "clamp with a 0-dim CPU bound (the wrapper checks devices: no CPU-scalar exception)",
+        "clamp 的上下界是 0 维 CPU 张量（包装函数检查设备，没有 CPU 标量例外）",
+        "torch.clamp(acc(3), min=torch.tensor(0.5))",
+        "meta",
         "raises",
     ),
     Op("lerp", "lerp", "lerp", "torch.lerp(acc(3), cpu(3), 0.5)", "raises", "raises"),
@@ -295,6 +319,14 @@ OPS: tuple[Op, ...] = (
         "meta",
         "raises",
     ),
+    Op(
+        "index_select-0dim",
+        "`torch.index_select`, 0-dim CPU index",
+        "`torch.index_select`，0 维 CPU 索引",
+        "torch.index_select(acc(5), 0, torch.tensor(1))",
+        "meta",
+        "raises",
+    ),
     Op("bool-mask", "boolean mask on the CPU", "布尔掩码在 CPU", "acc(3)[cpu(3) > 0]", "meta", "works"),
     Op(
         "masked_fill",
@@ -439,6 +471,14 @@ OPS: tuple[Op, ...] = (
         "meta",
         "works",
     ),
+    Op(
+        "generator-cpu",
+        "random numbers on the accelerator from a CPU `Generator`",
+        "用 CPU 的 `Generator` 在加速器上生成随机数",
+        "torch.randn(3, device=ACC, generator=torch.Generator())",
+        "meta",
+        "raises",
+    ),
 )
 
 #: Rows whose CUDA outcome was recorded on a real GPU: row key -> case name in results/cuda-messages.json.
@@ -463,6 +503,7 @@ CUDA_CASES: dict[str, str] = {
     "index_select": "index-select-cpu-index",
     "bool-mask": "mask-cpu-bool",
     "gather": "gather-cpu-index",
+    "generator-cpu": "generator-cpu-for-cuda",
     "scatter-cpu-src": "scatter-cpu-src",
     "grid_sample": "grid-sample",
     "out-cpu": "out-arg-other-device",
