@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from _paths import DOCS, LABS, SOLUTIONS, english, notebooks, zh_twin
+from course_tools.paths import DOCS, LABS, SOLUTIONS, english, notebooks, zh_twin
 
 LESSON_DIR = DOCS / "lessons"
 EN_LESSONS = english(sorted(LESSON_DIR.glob("[0-9][0-9]-*.md")))
