@@ -51,16 +51,15 @@ class Identity:
 
 
 def known_labs() -> list[str]:
-    """The lab ids this devicekit has self-checks for (read from the file names, nothing imported)."""
-    import devicekit_labs
+    """The lab ids with self-checks, from the course manifest (read as a file: nothing is imported)."""
+    import importlib.util
+    import json
 
-    folder = Path(devicekit_labs.__file__).resolve().parent
-    ids = []
-    for path in sorted(folder.glob("lab[0-9][0-9].py")):
-        match = re.search(r'^LAB\s*=\s*"([^"]+)"', path.read_text(encoding="utf-8"), re.MULTILINE)
-        if match:
-            ids.append(match.group(1))
-    return ids
+    spec = importlib.util.find_spec("devicekit_labs")
+    if spec is None or spec.origin is None:
+        return []
+    manifest = json.loads((Path(spec.origin).parent / "manifest.json").read_text(encoding="utf-8"))
+    return [lab["id"] for lab in manifest["labs"] if lab["exercises"]]
 
 
 def load(path: Path) -> nbformat.NotebookNode:

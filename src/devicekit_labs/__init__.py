@@ -10,6 +10,7 @@ records the outcome; the grader runs the probe in the submission's kernel and th
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import traceback
 from collections.abc import Callable
@@ -26,6 +27,8 @@ __all__ = [
     "exercise",
     "exercises_for",
     "known_labs",
+    "manifest",
+    "registered",
     "describe_tensor",
     "failed_call",
     "judged",
@@ -48,14 +51,24 @@ def _module_of(lab: str) -> str | None:
     return f"devicekit_labs.lab{match.group(1)}"
 
 
+def manifest() -> dict:
+    """The course manifest (``manifest.json`` beside this file): every lab, its titles and exercises.
+
+    Generated from the solution notebooks by ``python -m course_tools.course --write``; the registry, the
+    grader and the course's tests read it, so the list of labs exists once.
+    """
+    global _MANIFEST_CACHE
+    if _MANIFEST_CACHE is None:
+        _MANIFEST_CACHE = json.loads((_PACKAGE_DIR / "manifest.json").read_text(encoding="utf-8"))
+    return _MANIFEST_CACHE
+
+
+_MANIFEST_CACHE: dict | None = None
+
+
 def _lab_ids() -> list[str]:
-    """Every lab id with checks: each ``labNN.py`` here declares its id in ``LAB``."""
-    ids = []
-    for path in sorted(_PACKAGE_DIR.glob("lab[0-9][0-9].py")):
-        match = re.search(r'^LAB\s*=\s*"([^"]+)"', path.read_text(encoding="utf-8"), re.MULTILINE)
-        if match:
-            ids.append(match.group(1))
-    return ids
+    """Every lab id with self-checks, in course order (from the manifest)."""
+    return [lab["id"] for lab in manifest()["labs"] if lab["exercises"]]
 
 
 class Fail(Exception):
@@ -274,10 +287,15 @@ def known_labs() -> list[str]:
     return _lab_ids()
 
 
+def registered(lab: str) -> list[Exercise]:
+    """The exercises registered so far for ``lab``, in notebook order (imports nothing)."""
+    return sorted((e for e in _REGISTRY.values() if e.lab == lab), key=lambda e: e.number)
+
+
 def exercises_for(lab: str) -> list[Exercise]:
     """The exercises of ``lab`` in their order in the notebook."""
     _load(lab)
-    return sorted((e for e in _REGISTRY.values() if e.lab == lab), key=lambda e: e.number)
+    return registered(lab)
 
 
 def _outcome(ex: Exercise, args: tuple, kwargs: dict) -> tuple[bool, str, str]:

@@ -236,9 +236,29 @@ def _without_solutions(nav):
     return kept
 
 
+def _nav_from_manifest(config, root: Path) -> None:
+    """Fill the ``Lessons``, ``Labs`` and ``Solutions`` sections of the nav and their zh titles from the manifest."""
+    data = course.read_manifest(root / "src" / "devicekit_labs" / "manifest.json")
+    nav = []
+    for item in config.nav or []:
+        section = next(iter(item)) if isinstance(item, dict) else None
+        if section == "Lessons":
+            item = {section: [lab["lesson"]["page"] for lab in data["labs"]]}
+        elif section in ("Labs", "Solutions"):
+            item = {section: course.nav_entries(section, data)}
+        nav.append(item)
+    config.nav = nav
+    i18n = config.plugins.get("i18n")
+    if i18n is not None:
+        for language in i18n.config.languages:
+            if language.locale == "zh":
+                language.nav_translations = {**(language.nav_translations or {}), **course.nav_translations(data)}
+
+
 def on_config(config):
     root = _root(config)
     docs_dir = Path(config.docs_dir)
+    _nav_from_manifest(config, root)
     if students_only(config):
         config.nav = _without_solutions(config.nav)
         written = mirror_notebooks(root, docs_dir, folders=("labs",))
