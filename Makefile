@@ -7,6 +7,9 @@ BIN := $(VENV)/bin
 # The floor is what the lessons and labs use (torch.accelerator with check_available=, 2.7); the
 # `floor` job of .github/workflows/tests.yml runs the tests on it.
 TORCH_SPEC ?= torch>=2.7,<2.14
+# Where a Linux machine without an NVIDIA GPU gets CPU-only torch. From mainland China a mirror of it can be
+# given here, e.g. TORCH_CPU_INDEX=https://mirrors.aliyun.com/pytorch-wheels/cpu (not verified from our CI).
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # Extra pytest arguments, e.g. PYTEST_ARGS=--nbval-lax for a torch whose messages differ from the stored ones.
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed
@@ -20,14 +23,24 @@ $(STAMP): pyproject.toml tools/pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	@# Linux without an NVIDIA GPU: PyTorch's CPU-only index (a few hundred MB instead of several GB of CUDA
+	@# build), falling back at once to the default index when that one does not answer.
+	@if $(BIN)/python -c 'import torch' 2>/dev/null; then :; \
+	elif [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null 2>&1; then \
+	  echo "no NVIDIA GPU: trying CPU-only torch from $(TORCH_CPU_INDEX)"; \
+	  $(BIN)/python -m pip install -q --timeout 10 --retries 0 --index-url "$(TORCH_CPU_INDEX)" "$(TORCH_SPEC)" \
+	  || { echo "$(TORCH_CPU_INDEX) did not answer: using the default index"; $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; }; \
+	else $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; fi
 	$(BIN)/python -m pip install -q -e ".[docs,lab,test]" -e tools
 	@touch $(STAMP)
 
 # --dirty rebuilds only the edited pages (about 3 s instead of a full bilingual rebuild); restart it after
-# changing the nav or adding a page.
+# changing the nav or adding a page. A dirty build is never strict (mkdocs warns that it is dirty), so
+# serve is --no-strict; `make build` and the tests stay strict. PORT=8001 ADDR=0.0.0.0 change where.
+PORT ?= 8000
+ADDR ?= 127.0.0.1
 serve: setup
-	$(BIN)/mkdocs serve --dirty -a 127.0.0.1:8000
+	$(BIN)/mkdocs serve --dirty --no-strict -a $(ADDR):$(PORT)
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -194,9 +194,10 @@ def nav_entries(section: str, data: dict | None = None) -> list[dict[str, str]]:
     data = data or read_manifest()
     folder = {"Labs": "labs", "Solutions": "solutions"}[section]
     word = {"Labs": "Lab", "Solutions": "Solution"}[section]
-    return [
-        {f"{word} {lab['number']} · {lab['short']['en']}": f"{folder}/{lab['id']}.ipynb"} for lab in data["labs"]
-    ]
+    entries = []
+    for lab in data["labs"]:
+        entries.append({f"{word} {lab['number']} · {lab['short']['en']}": f"{folder}/{lab['id']}.ipynb"})
+    return entries
 
 
 def nav_translations(data: dict | None = None) -> dict[str, str]:
