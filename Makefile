@@ -50,6 +50,7 @@ lab: setup
 	$(BIN)/jupyter lab labs/ $(ARGS)
 
 labs: setup
+	$(BIN)/python -m course_tools.course --write
 	$(BIN)/python -m course_tools.generate.labs sync
 
 build: setup
