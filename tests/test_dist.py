@@ -41,7 +41,10 @@ def test_each_zip_holds_the_student_notebooks_the_wheel_and_instructions(zips):
             names = zf.namelist()
             wheel = f"{lab}/devicekit-{version}-py3-none-any.whl"
             assert names == [f"{lab}/README.txt", f"{lab}/{lab}.ipynb", f"{lab}/{lab}.zh.ipynb", wheel]
-            assert zf.read(f"{lab}/{lab}.ipynb") == (LABS / f"{lab}.ipynb").read_bytes()
+            for name in (f"{lab}/{lab}.ipynb", f"{lab}/{lab}.zh.ipynb"):
+                text = zf.read(name).decode()
+                assert dist.repo_url() not in text, f"{name} links to the repository that holds solutions"
+                assert 'INSTALL_FROM = ""' in text, "with no students repository, install from the wheel only"
             assert b"BEGIN SOLUTION" not in zf.read(f"{lab}/{lab}.zh.ipynb")
             readme = zf.read(f"{lab}/README.txt").decode()
             for words in (
@@ -90,3 +93,33 @@ def test_the_wheel_installs_offline_into_a_fresh_environment(zips, tmp_path):
         "installed from the wheel, not the checkout"
     )
     assert done.stdout.split("\n")[1] == "True"
+
+
+def test_zips_link_to_the_students_repository_when_one_is_set(tmp_path):
+    if not (LABS / "01-devices.ipynb").exists():
+        pytest.skip("labs not generated")
+    students = "https://github.com/example/course-for-students"
+    (first, *_) = dist.build(tmp_path, students=students)
+    with zipfile.ZipFile(first) as zf:
+        text = zf.read(f"{first.stem}/{first.stem}.ipynb").decode()
+    assert f"devicekit @ git+{students}" in text and dist.repo_url() not in text
+
+
+def test_a_students_notebook_keeps_its_text_apart_from_the_links():
+    """Only the links change: the install line, <url> links and [text](url) links; nothing else."""
+    import json
+
+    from course_tools.generate.students import for_students
+
+    repo = dist.repo_url()
+    original = (LABS / "01-devices.ipynb").read_text(encoding="utf-8")
+    assert f"devicekit @ git+{repo}" in original and f"<{repo}/blob/" in original
+    plain = json.loads(for_students(original, repo, None))
+    source = json.loads(original)
+    assert repo not in json.dumps(plain)
+    setup = "".join(plain["cells"][2]["source"])
+    assert 'INSTALL_FROM = ""' in setup and "([INSTALL_FROM] if INSTALL_FROM else [])" in setup
+    assert [c["cell_type"] for c in plain["cells"]] == [c["cell_type"] for c in source["cells"]]
+    assert plain["cells"][-1] == source["cells"][-1] or repo in json.dumps(source["cells"][-1])
+    moved = for_students(original, repo, "https://gitee.com/s/r")
+    assert "devicekit @ git+https://gitee.com/s/r" in moved and repo not in moved

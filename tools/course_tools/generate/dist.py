@@ -4,7 +4,8 @@
 
 Each ``dist/NN-slug.zip`` holds, in a folder ``NN-slug/``:
 
-* ``NN-slug.ipynb`` and ``NN-slug.zh.ipynb``, the student notebooks;
+* ``NN-slug.ipynb`` and ``NN-slug.zh.ipynb``, the student notebooks, whose links to the course repository
+  (which holds the solutions) go to ``COURSE_STUDENTS_REPO_URL`` or nowhere (see ``students.py``);
 * ``devicekit-X.Y.Z-py3-none-any.whl``, devicekit built from this checkout: the lab's setup cell installs
   it from the wheel beside the notebook, so the lab works where PyPI and GitHub cannot be reached;
 * ``README.txt``: how to run the lab and how to hand it in (file name, *Restart & Run All*), in English
@@ -26,6 +27,7 @@ import zipfile
 from pathlib import Path
 
 from course_tools import course
+from course_tools.generate.students import for_students, students_repo
 from course_tools.paths import ROOT
 
 EPOCH = (2020, 1, 1, 0, 0, 0)
@@ -112,9 +114,23 @@ def _normalised_wheel(wheel: Path) -> bytes:
     return out.read()
 
 
-def build(out: Path, root: Path = ROOT) -> list[Path]:
-    """Write one zip per lab into ``out``; returns their paths."""
+def repo_url(root: Path = ROOT) -> str:
+    """``repo_url`` of ``mkdocs.yml``: the course repository, which holds the solutions."""
+    match = re.search(r"^repo_url:\s*(\S+)", (root / "mkdocs.yml").read_text(encoding="utf-8"), re.MULTILINE)
+    if not match:
+        raise ValueError("mkdocs.yml has no repo_url")
+    return match.group(1)
+
+
+def build(out: Path, root: Path = ROOT, students: str | None = None) -> list[Path]:
+    """Write one zip per lab into ``out``; returns their paths.
+
+    ``students``: the solution-free repository the notebooks may link to (default: the
+    ``COURSE_STUDENTS_REPO_URL`` environment variable; unset, they link to no repository).
+    """
     out.mkdir(parents=True, exist_ok=True)
+    students = students if students is not None else students_repo()
+    repo = repo_url(root)
     pinned = version(root)
     with tempfile.TemporaryDirectory() as tmp:
         wheel = build_wheel(root, Path(tmp))
@@ -140,7 +156,7 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         target = out / f"{lab.id}.zip"
         entries = [
             ("README.txt", readme.encode()),
-            *((f.name, f.read_bytes()) for f in files),
+            *((f.name, for_students(f.read_text(encoding="utf-8"), repo, students).encode()) for f in files),
             (wheel_name, wheel_bytes),
         ]
         with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as zf:

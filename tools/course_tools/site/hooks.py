@@ -57,7 +57,8 @@ import mkdocs.utils
 from mkdocs.plugins import event_priority
 from pymdownx.slugs import slugify
 
-from course_tools.generate import verified
+from course_tools.generate import dist, verified
+from course_tools.generate.students import for_students, students_repo
 
 from course_tools import course
 
@@ -99,6 +100,8 @@ STUDENTS_HIDDEN = ("solutions/", "instructors/")
 STUDENTS_REPO_ENV = "COURSE_STUDENTS_REPO_URL"
 HIDDEN_LINK = re.compile(r"\[([^\]]+)\]\((?:\.\./)*(?:solutions|instructors)/[^)]*\)")
 
+#: Where the lab zips go in the built site (``downloads/NN-slug.zip``).
+DOWNLOADS = "downloads"
 #: Folders at the repository root that are published as pages (source -> mirror under docs/).
 MIRRORED = ("labs", "solutions")
 
@@ -406,6 +409,7 @@ def on_page_context(context, page, config, nav):
         lab = next((lab for lab in course.labs(_root(config)) if lab.id == lab_id), None)
         lang = getattr(page.file, "locale", None) or "en"
         page.lab_badges = [*lab.badges(lang), verified.badge(lab.id, lang, root=_root(config))] if lab else []
+        page.lab_zip = f"{DOWNLOADS}/{lab_id}.zip" if lab and src.startswith("labs/") else None
     return context
 
 
@@ -473,16 +477,31 @@ def on_post_page(output, page, config):
 
 @event_priority(-200)  # after i18n, which writes the search index of both languages in its own on_post_build
 def on_post_build(config):
-    """Students-only build: the same link rewriting in the files that are not pages (the notebooks offered
-    for download, the search index)."""
+    """Every build: the lab zips (``downloads/NN-slug.zip``) the lab pages offer. Students-only build: the
+    same link rewriting in the files that are not pages (the notebooks offered for download, the search
+    index)."""
+    _build_lab_zips(config)
     if not students_only(config):
         return
+    course_repo = str(config.extra.get("course_repo_url") or "")
     for path in Path(config.site_dir).rglob("*"):
-        if path.suffix in (".ipynb", ".json") and path.is_file():
+        if path.suffix in (".ipynb", ".json") and path.is_file() and DOWNLOADS not in path.parts:
             text = path.read_text(encoding="utf-8")
-            fixed = students_links(text, config)
+            if path.suffix == ".ipynb" and course_repo:
+                fixed = for_students(text, course_repo, students_repo())
+            else:
+                fixed = students_links(text, config)
             if fixed != text:
                 path.write_text(fixed, encoding="utf-8")
+
+
+def _build_lab_zips(config) -> None:
+    """``make dist``'s zips, built into the site so every lab page can offer its own (no GitHub needed)."""
+    out = Path(config.site_dir) / DOWNLOADS
+    root = _root(config)
+    if out.is_dir() and all((out / f"{lab.id}.zip").exists() for lab in course.labs(root)):
+        return  # i18n runs post_build once per language: build once
+    dist.build(out, root)
 
 
 def students_links(output: str, config) -> str:
