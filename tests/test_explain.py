@@ -343,7 +343,9 @@ def test_live_meta_vs_cpu_error_is_same_device():
     result = explain(info.value)
     assert result.family == "same-device"
     assert result.devices == ("meta", "cpu")
-    assert "meta" in result.en and "to_empty" in result.en  # the meta device note
+    # the meta device note: meta stands in for the GPU here, so the advice is the GPU fix, not to_empty
+    assert "stands in for the GPU" in result.en and "to_empty" not in result.en
+    assert "充当 GPU" in result.zh and "to_empty" not in result.zh
     assert result.message.startswith("RuntimeError: ")
 
 
@@ -445,11 +447,17 @@ def test_chained_exception_falls_back_to_the_device_error():
     assert result.family == "same-device"
 
 
-def test_explanation_is_frozen_and_str_is_english():
+def test_explanation_is_frozen_and_str_follows_the_language(monkeypatch):
     result = explain("Torch not compiled with CUDA enabled")
     assert isinstance(result, Explanation)
     assert result.family == "no-accelerator"
+    monkeypatch.setenv("DEVICEKIT_LANG", "en")
     assert str(result) == result.en
+    monkeypatch.setenv("DEVICEKIT_LANG", "zh")
+    assert str(result) == result.zh
+    monkeypatch.delenv("DEVICEKIT_LANG")
+    monkeypatch.setattr("devicekit.lang.current_language", lambda: None)
+    assert str(result) == f"{result.en}\n\n{result.zh}"  # unknown: both, English first
     assert result.title_en and result.title_zh and result.lesson == "01-devices"
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.family = "ddp"  # type: ignore[misc]
