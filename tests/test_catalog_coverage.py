@@ -32,14 +32,92 @@ CATALOG = load_catalog()
 FAMILY_IDS = {family["id"] for family in CATALOG["families"]}
 
 
-def test_the_mined_list_spans_two_releases_far_apart_and_is_mostly_claimed():
+def test_the_mined_list_spans_two_releases_far_apart():
     versions = [tuple(int(p) for p in v.split(".")[:2]) for v in MINED["sources"]]
-    assert min(versions) <= (2, 0) and max(versions) >= (2, 13)
-    assert len(MESSAGES) >= 150
-    # the targets of issue 17, on the list as mined: the numbers come from tools/catalog_coverage.py
-    assert len(CLAIMED) >= 0.85 * len(MESSAGES)
-    common = [m for m in MESSAGES if m["common"]]
-    assert sum(bool(m.get("family")) for m in common) >= 0.95 * len(common)
+    assert min(versions) <= (2, 0) and max(versions) >= (2, 14)
+    assert len(MESSAGES) >= 300
+    assert {m["likely"] for m in MESSAGES} == {"high", "medium", "low"}
+    for message in MESSAGES:  # provenance: every text says where each release that has it keeps it
+        assert message["versions"] and set(message["where"]) == set(message["versions"]), message["text"]
+
+
+# Coverage as measured by tools/catalog_coverage.py on the list (issue 25): the floors sit just under the
+# measured figures, so a catalog change that loses recognised texts fails here.
+COVERAGE_FLOORS = {"all": 0.78, "likely: high": 1.0, "likely: medium": 0.78, "likely: low": 0.6}
+CATEGORY_FLOORS = {
+    "autocast": 0.9,
+    "data-parallel": 0.94,
+    "device-side-assert": 1.0,
+    "device-string": 1.0,
+    "distributed": 0.9,
+    "driver": 1.0,
+    "fork": 1.0,
+    "generator": 0.75,
+    "index": 1.0,
+    "load-map-location": 0.7,
+    "meta": 0.6,
+    "mps": 1.0,
+    "no-accelerator": 0.5,
+    "no-kernel-image": 1.0,
+    "optimizer": 0.85,
+    "other": 0.1,
+    "out-of-memory": 1.0,
+    "pin-memory": 0.69,
+    "rnn": 1.0,
+    "same-device": 0.95,
+    "to-numpy": 1.0,
+    "xpu": 0.72,
+}
+
+
+def test_coverage_of_all_texts_and_of_the_likely_ones():
+    import catalog_coverage
+
+    table = catalog_coverage.coverage(MESSAGES)
+    for key, floor in COVERAGE_FLOORS.items():
+        hits, wrong, total = table[key]
+        assert wrong == 0, key
+        assert hits >= floor * total, (key, hits, total)
+
+
+def test_coverage_per_category():
+    import catalog_coverage
+
+    table = catalog_coverage.coverage(MESSAGES)
+    categories = {m["category"] for m in MESSAGES}
+    assert categories == set(CATEGORY_FLOORS), "give a new category its floor"
+    low = {c: table[c] for c, floor in CATEGORY_FLOORS.items() if table[c][0] < floor * table[c][2]}
+    assert not low, low
+
+
+# Real texts that are not device errors although they share words with them; explain() must leave each
+# one alone (family None), or locate_mismatch would blame the learner's module for it.
+NOT_DEVICE_MESSAGES = [
+    "two Bluetooth peers on different devices cannot share a session",
+    "Error: the two sessions must be on the same device to sync",
+    "OSError: [Errno 28] No space left on device",
+    "OSError: [Errno 16] Device or resource busy: '/mnt/data'",
+    "KeyError: 'device'",
+    "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+    "RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0",
+    "ValueError: too many values to unpack (expected 2)",
+    "TypeError: forward() missing 1 required positional argument: 'x'",
+    "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn",
+    "RuntimeError: Trying to backward through the graph a second time",
+    "UserWarning: The given NumPy array is not writable",
+    "ImportError: cannot import name 'device' from 'torch.cuda'",
+    "MPS client failed to connect to the MPS control daemon or the MPS server",
+    "Error reaping worker=[12]. Will retry on next watchdog.",
+    "unknown device profile",
+]
+
+
+@pytest.mark.parametrize("text", NOT_DEVICE_MESSAGES)
+def test_no_non_device_message_is_claimed(text):
+    assert explain(text).family is None
+    from devicekit.catalog import is_device_error
+
+    assert not is_device_error(text)
 
 
 def test_the_mined_list_matches_the_miners_current_filters_and_family_map():
@@ -116,6 +194,7 @@ def _examples_from_a_torch_install() -> list[tuple[str, dict]]:
         for example in family["examples"]
         if re.search(r"\btorch \d+\.\d+\.\d+\b", example["source"])
         and "results/cuda-messages" not in example["source"]
+        and example.get("text_from") != "python"  # worded by Python's pickle, not by torch
     ]
 
 
@@ -207,6 +286,11 @@ def _in_installed_torch(message: str) -> bool:
 )
 def test_catalogued_example_still_exists_in_the_installed_torch(family_id, example):
     """Re-run on every PyTorch upgrade: a wording that changed or went away fails here."""
+    if "fixed" in example:  # a message torch assembles around a list: its fixed parts, each verbatim
+        libraries, _, python = _installed_torch()
+        assert all(part in example["message"] for part in example["fixed"])
+        assert all(len(part.strip()) >= 12 and (part in libraries or part in python) for part in example["fixed"])
+        return
     assert len(_anchor(example["message"])) >= 12, example["message"]
     assert _in_installed_torch(example["message"]), (
         f"{family_id}: {example['message']!r} is not in torch {torch.__version__} ({example['source']})"

@@ -207,6 +207,17 @@ NOISE = re.compile(
     r"|a RuntimeError; on CUDA it triggers|[Dd]evice mesh|device_mesh|DeviceMesh|unsupported gloo device"
     r"|symmetric-window|NCCL window|WindowNCCL|TORCH_SYMMMEM|mem pool creation|Cannot map Backend"
     r"|NCCL device communicator|_autocast_to_reduced_precision|Expected 2-dimensional meta tensor"
+    # NCCL's "MPS" is CUDA's Multi-Process Service, not Apple's GPU
+    r"|MPS client|MPS server|MPS control daemon|CUDA Dynamic Parallelism"
+    # torchelastic's timer, NCCL's RAS and monitoring internals, option docs and message fragments
+    r"|Error reaping worker|Error running watchdog|^RAS collective|TORCH_NCCL_ENABLE_MONITORING \(|^watchdog\. Please"
+    # the profiler: tracing tools and their options, not where tensors live
+    r"|ProfilerActivity|XPU activities|^ch\. Because a dict|[Pp]rofiling|Profiler was requested|profiler output modes"
+    r"|Expected device_type to be CUDA, PrivateUse1"
+    # build and dispatcher internals: a C comment, two backends in one build, registration bookkeeping
+    r"|^/\*.*\*/$|Cannot have both (?:MPS|XPU|xpu)|torch_xla::|Level zero requires XPU|NestedTensorImpl storage must"
+    r"|dispatch_key=\{\} is not supported|For XPU MX/NVFP4|Device capability of \{\} unspecified|Default group size only"
+    r"|\{\} instantiation requires the presence of CUDA|NCCL cannot be captured in a graph"
 )
 
 #: Which catalog family each mined text should get from devicekit.explain: the category's family unless
@@ -233,12 +244,47 @@ CATEGORY_FAMILY: dict[str, str | None] = {
     "autocast": "amp",
     "generator": "generator-device",
     "to-numpy": "to-numpy",
+    "device-string": "device-string",
+    "xpu": None,
+    "other": None,
     "index": "index-device",
     "conv": "conv-input-weight",
     "no-accelerator": "no-accelerator",
     "same-device": "same-device",
 }
 FAMILY_OVERRIDES: tuple[tuple[str, str | None], ...] = (
+    (r"CUDA driver initialization failed|invalid device ordinal", "no-accelerator"),
+    (r"User provided device_type of '\w+', but \w+ is not available", "amp"),
+    (r"Corresponding input/output tensors to scatter/gather", "data-parallel"),
+    (r"only GLOO supports monitored barrier", "dist-backend"),
+    (
+        r"monitoredBarrier|[Ww]atchdog caught collective|Timed out initializing process group|Timed out waiting"
+        r"|Some NCCL operations have failed or timed out|timeout watchdog detected operation error",
+        "dist-timeout",
+    ),
+    (r"^process (?:%d|\{\}) terminated with", "dist-spawn"),
+    (r"Duplicate GPU detected", "ddp"),
+    (r"Cannot re-initialize XPU in forked", "cuda-fork"),
+    (r"is not compatible with devices with SM <", "gpu-not-supported"),
+    (r"pinned memory allocator without", "pin-memory"),
+    (r"device type not an accelerator", "meta-not-accelerator"),
+    (r"without ATen_\w+ library|No XPU are available|compiled without XPU support", "no-accelerator"),
+    (r"supports tensors on a CPU, CUDA, XPU|only supports CPU, CUDA and XPU device type", "op-not-implemented"),
+    # not claimed: building C++/CUDA extensions (the course builds none), cuDNN and allocator internals,
+    # DTensor/checkpoint/FSDP internals, the XPU device API's own argument checks
+    (
+        r"CUDA_HOME|ROCM_HOME|CUDA was not found on the system|detected CUDA version|No (?:CUDA|ROCm) runtime is found"
+        r"|nvcc not found|nvFuser",
+        None,
+    ),
+    (r"cuDNN version|For cuDNN|cuDNN cannot be used|cuDNN backend version|expandable_segments|IPC|caching allocator|\[_use_uvm\]|Exact-address allocation|cudaHostRegister", None),
+    (
+        r"CPU process group does not support alltoall|ProcessExitedException during subprocess|If you suspect the watchdog"
+        r"|Failed to get timeout rank ID|FakeTensor does not support meta|for meta device loading",
+        None,
+    ),
+    (r"same device type for RNG forking|must be on the same device as hdl", None),
+    (r"XPU call failed lazily|Expected a xpu (?:or cpu )?device|Invalid device, must be xpu", None),
     (r"Found no NVIDIA driver", "no-accelerator"),
     # the template without its two types cannot say device from dtype: the catalog's split rule reads
     # it as the dtype case (a real message always carries the types, see tests/test_explain.py)
