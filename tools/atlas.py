@@ -158,7 +158,9 @@ def _course_links(family: dict[str, Any], lang: str, pages: dict[str, dict[str, 
     ui = UI[lang]
     colon = "：" if lang == "zh" else ": "
     parts = []
-    lessons = list(dict.fromkeys([family["lesson"], *family.get("lessons", ())])) if family.get("lesson") else []
+    lessons = (
+        list(dict.fromkeys([family["lesson"], *family.get("lessons", ())])) if family.get("lesson") else []
+    )
     for kind, page_id in [*(("lesson", lesson) for lesson in lessons), ("lab", family.get("lab"))]:
         if not page_id:
             continue

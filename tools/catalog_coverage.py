@@ -1,16 +1,17 @@
 """How much of PyTorch's own device vocabulary ``devicekit.explain`` recognises (a report, not a test).
 
-    python tools/catalog_coverage.py                 # overall, per category, and the common subset
+    python tools/catalog_coverage.py                 # overall, by likelihood, per category
     python tools/catalog_coverage.py --missed same-device   # the texts of one category it misses
     python tools/catalog_coverage.py --missed all           # every text it misses or gets wrong
 
 Reads ``tools/torch_messages.json`` (made by ``tools/mine_messages.py`` from the torch wheels) and runs each
 mined text through ``devicekit.explain``. A text counts as recognised when explain names a family for it;
 ``wrong`` counts texts whose family differs from the one the miner's family map expects (``family`` in the
-JSON; ``null`` there means the catalog does not claim the text). ``likely`` rows group the texts by how likely a
-learner meets them (``high``: what the course teaches and first GPU, AMP and multi-process scripts hit). Templates keep their holes (``{}`` from
-Python f-strings, cut-off C++ fragments), exactly as mined. ``tests/test_catalog_coverage.py`` asserts the
-expected family of every claimed text, in Python and in the browser widget.
+JSON; ``null`` there means the catalog does not claim the text). ``likely`` rows group the texts by how likely
+a learner meets them (``high``: what the course teaches and what first GPU, AMP and multi-process scripts
+hit). Templates keep their holes (``{}`` from Python f-strings, cut-off C++ fragments), exactly as mined.
+``tests/test_catalog_coverage.py`` asserts the expected family of every claimed text, in Python and in the
+browser widget, and the coverage floors per category.
 """
 
 from __future__ import annotations

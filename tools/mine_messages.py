@@ -76,7 +76,8 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ),
     (
         "distributed",
-        r"\bNCCL\b|\bnccl\b|\bgloo\b|\bGloo\b|process group|ProcessGroup|\bcollective\b|backend type associated"
+        r"\bNCCL\b|\bnccl\b|\bgloo\b|\bGloo\b|process group|ProcessGroup|\bcollective\b"
+        r"|backend type associated"
         r"|c10d|monitoredBarrier|[Ww]atchdog|(?:recv|send) operation|Duplicate GPU|rendezvous|torchrun"
         r"|terminated with (?:exit code|signal)|ProcessRaisedException|ProcessExitedException|TCPStore",
     ),
@@ -94,7 +95,8 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
         r"not compiled with (?:CUDA|cuda|MPS|XPU)|Torch not compiled with|not linked with support for"
         r"|No CUDA GPUs are available|torch\.cuda\.is_available\(\) is False|no accelerator|No accelerator"
         r"|Found no NVIDIA driver|not an accelerator|CUDA_HOME|ROCM_HOME|\bnvcc\b|CUDA extensions?\b"
-        r"|detected CUDA version|compiled without (?:CUDA|GPU)|built without (?:CUDA|GPU)|CUDA is not available"
+        r"|detected CUDA version|compiled without (?:CUDA|GPU)|built without (?:CUDA|GPU)"
+        r"|CUDA is not available"
         r"|no CUDA-capable device|CUDA unavailable",
     ),
     ("xpu", r"\bXPU\b|\bxpu\b"),
@@ -147,7 +149,8 @@ _NOT_A_MESSAGE = re.compile(
 )
 #: A compiled library holds docstrings and schemas too: keep only its strings that read like an error.
 _ERRORISH = re.compile(
-    r"[Ee]xpected|\bmust\b|\bshould\b|[Cc]annot|can't|\bnot\b|[Uu]nable|[Ff]ailed|[Ee]rror|[Ii]nvalid|\bonly\b"
+    r"[Ee]xpected|\bmust\b|\bshould\b|[Cc]annot|can't|\bnot\b|[Uu]nable|[Ff]ailed|[Ee]rror|[Ii]nvalid"
+    r"|\bonly\b"
     r"|[Uu]nsupported|requires?\b|\bbut (?:got|found)|Attempting|\b[Nn]o\b|deprecated|[Ww]arning|[Tt]ried to"
 )
 #: Python packages whose messages are about compiler/export internals, not what a learner's code meets...
@@ -210,13 +213,17 @@ NOISE = re.compile(
     # NCCL's "MPS" is CUDA's Multi-Process Service, not Apple's GPU
     r"|MPS client|MPS server|MPS control daemon|CUDA Dynamic Parallelism"
     # torchelastic's timer, NCCL's RAS and monitoring internals, option docs and message fragments
-    r"|Error reaping worker|Error running watchdog|^RAS collective|TORCH_NCCL_ENABLE_MONITORING \(|^watchdog\. Please"
+    r"|Error reaping worker|Error running watchdog|^RAS collective|TORCH_NCCL_ENABLE_MONITORING \("
+    r"|^watchdog\. Please"
     # the profiler: tracing tools and their options, not where tensors live
-    r"|ProfilerActivity|XPU activities|^ch\. Because a dict|[Pp]rofiling|Profiler was requested|profiler output modes"
+    r"|ProfilerActivity|XPU activities|^ch\. Because a dict|[Pp]rofiling|Profiler was requested"
+    r"|profiler output modes"
     r"|Expected device_type to be CUDA, PrivateUse1"
     # build and dispatcher internals: a C comment, two backends in one build, registration bookkeeping
-    r"|^/\*.*\*/$|Cannot have both (?:MPS|XPU|xpu)|torch_xla::|Level zero requires XPU|NestedTensorImpl storage must"
-    r"|dispatch_key=\{\} is not supported|For XPU MX/NVFP4|Device capability of \{\} unspecified|Default group size only"
+    r"|^/\*.*\*/$|Cannot have both (?:MPS|XPU|xpu)|torch_xla::|Level zero requires XPU"
+    r"|NestedTensorImpl storage must"
+    r"|dispatch_key=\{\} is not supported|For XPU MX/NVFP4|Device capability of \{\} unspecified"
+    r"|Default group size only"
     r"|\{\} instantiation requires the presence of CUDA|NCCL cannot be captured in a graph"
 )
 
@@ -258,7 +265,8 @@ FAMILY_OVERRIDES: tuple[tuple[str, str | None], ...] = (
     (r"Corresponding input/output tensors to scatter/gather", "data-parallel"),
     (r"only GLOO supports monitored barrier", "dist-backend"),
     (
-        r"monitoredBarrier|[Ww]atchdog caught collective|Timed out initializing process group|Timed out waiting"
+        r"monitoredBarrier|[Ww]atchdog caught collective|Timed out initializing process group"
+        r"|Timed out waiting"
         r"|Some NCCL operations have failed or timed out|timeout watchdog detected operation error",
         "dist-timeout",
     ),
@@ -269,17 +277,26 @@ FAMILY_OVERRIDES: tuple[tuple[str, str | None], ...] = (
     (r"pinned memory allocator without", "pin-memory"),
     (r"device type not an accelerator", "meta-not-accelerator"),
     (r"without ATen_\w+ library|No XPU are available|compiled without XPU support", "no-accelerator"),
-    (r"supports tensors on a CPU, CUDA, XPU|only supports CPU, CUDA and XPU device type", "op-not-implemented"),
+    (
+        r"supports tensors on a CPU, CUDA, XPU|only supports CPU, CUDA and XPU device type",
+        "op-not-implemented",
+    ),
     # not claimed: building C++/CUDA extensions (the course builds none), cuDNN and allocator internals,
     # DTensor/checkpoint/FSDP internals, the XPU device API's own argument checks
     (
-        r"CUDA_HOME|ROCM_HOME|CUDA was not found on the system|detected CUDA version|No (?:CUDA|ROCm) runtime is found"
+        r"CUDA_HOME|ROCM_HOME|CUDA was not found on the system|detected CUDA version|No (?:CUDA"
+        r"|ROCm) runtime is found"
         r"|nvcc not found|nvFuser",
         None,
     ),
-    (r"cuDNN version|For cuDNN|cuDNN cannot be used|cuDNN backend version|expandable_segments|IPC|caching allocator|\[_use_uvm\]|Exact-address allocation|cudaHostRegister", None),
     (
-        r"CPU process group does not support alltoall|ProcessExitedException during subprocess|If you suspect the watchdog"
+        r"cuDNN version|For cuDNN|cuDNN cannot be used|cuDNN backend version|expandable_segments|IPC"
+        r"|caching allocator|\[_use_uvm\]|Exact-address allocation|cudaHostRegister",
+        None,
+    ),
+    (
+        r"CPU process group does not support alltoall|ProcessExitedException during subprocess"
+        r"|If you suspect the watchdog"
         r"|Failed to get timeout rank ID|FakeTensor does not support meta|for meta device loading",
         None,
     ),
@@ -355,7 +372,16 @@ def category_of(text: str, compiled: bool = False, where: str = "") -> str | Non
 
 #: Calls whose arguments are a message a learner reads: warnings, TORCH_CHECK-style checks, and the loggers
 #: of torch.distributed / torch.multiprocessing (elastic and c10d report failures through logging).
-_MESSAGE_CALLS = {"warn", "warn_once", "TORCH_CHECK", "warning", "warning_once", "error", "critical", "exception"}
+_MESSAGE_CALLS = {
+    "warn",
+    "warn_once",
+    "TORCH_CHECK",
+    "warning",
+    "warning_once",
+    "error",
+    "critical",
+    "exception",
+}
 
 
 def likely_of(text: str, where: str) -> str:
@@ -568,7 +594,10 @@ def refilter(entries: list[dict]) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "wheels", nargs="*", type=Path, help="torch wheels, and other wheels whose shared libraries torch loads"
+        "wheels",
+        nargs="*",
+        type=Path,
+        help="torch wheels, and other wheels whose shared libraries torch loads",
     )
     parser.add_argument("--installed", action="store_true", help="also mine this environment's torch")
     parser.add_argument("--out", type=Path, default=Path("tools/torch_messages.json"))

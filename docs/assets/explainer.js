@@ -787,6 +787,7 @@
   return {
     explain: explain,
     candidates: candidates,
+    compileRegex: compileRegex,
     extractDevices: function (catalog, text) {
       return extractDevices(compile(catalog), text);
     },

@@ -185,7 +185,8 @@ def _lessons(data: dict) -> tuple[str, ...]:
 
 
 def _taught(data: dict, labels: dict[str, str], lang: str) -> str:
-    """``lesson 02-models, 08-multi-gpu; lab 08-multi-gpu`` (``课程 02-models、08-multi-gpu；实验 08-multi-gpu``)."""
+    """The "Taught in" line: ``lesson 02-models, 08-multi-gpu; lab 08-multi-gpu`` in English,
+    ``课程 02-models、08-multi-gpu；实验 08-multi-gpu`` in Chinese."""
     lessons = _lessons(data)
     sep, end, space = (", ", "; ", " ") if lang == "en" else ("、", "；", " ")
     parts = []
