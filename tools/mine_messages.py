@@ -79,7 +79,8 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
         r"\bNCCL\b|\bnccl\b|\bgloo\b|\bGloo\b|process group|ProcessGroup|\bcollective\b"
         r"|backend type associated"
         r"|c10d|monitoredBarrier|[Ww]atchdog|(?:recv|send) operation|Duplicate GPU|rendezvous|torchrun"
-        r"|terminated with (?:exit code|signal)|ProcessRaisedException|ProcessExitedException|TCPStore",
+        r"|terminated with (?:exit code|signal)|ProcessRaisedException|ProcessExitedException|TCPStore"
+        r"|Multiple Ranks are using the same GPU",
     ),
     (
         "autocast",
@@ -134,7 +135,7 @@ _IMPLIED = {
 _DISTRIBUTED_DEVICE = re.compile(
     r"\b(?:device\w*|cuda|CUDA|cpu|CPU|GPUs?|gpu)\b|device_ids|backend type|built in|not compiled"
     r"|not available|[Tt]imed out|timeout|monitoredBarrier|[Ww]atchdog|terminated with|Duplicate GPU"
-    r"|ProcessExitedException|ProcessRaisedException|failed to pass"
+    r"|ProcessExitedException|ProcessRaisedException|failed to pass|same GPU"
 )
 _DEVICE_WORD = re.compile(
     r"\b(?:device\w*|cuda|CUDA|cpu|CPU|GPUs?|gpu|mps|MPS|meta|xpu|XPU|accelerator|nccl|NCCL"
@@ -196,6 +197,7 @@ COMMON = re.compile(
     r"|mat1 and mat2 must have the same dtype|does not support bfloat16|Placeholder storage has not been"
     r"|found at least two devices|Timed out waiting|monitoredBarrier|Duplicate GPU detected"
     r"|[Ww]atchdog caught collective operation timeout|terminated with exit code|not an accelerator"
+    r"|Multiple Ranks are using the same GPU"
     r"|CUDA driver initialization failed|invalid device ordinal"
 )
 
@@ -271,7 +273,7 @@ FAMILY_OVERRIDES: tuple[tuple[str, str | None], ...] = (
         "dist-timeout",
     ),
     (r"^process (?:%d|\{\}) terminated with", "dist-spawn"),
-    (r"Duplicate GPU detected", "ddp"),
+    (r"Duplicate GPU detected|Multiple Ranks are using the same GPU", "ddp"),
     (r"Cannot re-initialize XPU in forked", "cuda-fork"),
     (r"is not compatible with devices with SM <", "gpu-not-supported"),
     (r"pinned memory allocator without", "pin-memory"),
