@@ -1,21 +1,29 @@
 """Mine PyTorch's own device-related error and warning texts from its wheels, with provenance.
 
-    python tools/mine_messages.py torch-2.0.0-*.whl torch-2.14.1-*.whl --installed \
-        --out tools/torch_messages.json
+    pip download torch==2.0.0 --no-deps -d /tmp/wheels        # the oldest wheel the registry serves
+    python tools/mine_messages.py /tmp/wheels/torch-2.0.0-*.whl torch-2.14.1-*.whl \
+        nvidia_nccl_cu13-*.whl --installed --cache /tmp/mine-cache --out tools/torch_messages.json
 
-Each source is a torch wheel (read as a zip, nothing is installed) or, with ``--installed``, the torch of
-this environment. Two kinds of text are collected:
+Each source is a torch wheel (read as a zip, nothing is installed), another wheel whose shared libraries
+torch loads (NCCL words some distributed errors itself), or, with ``--installed``, the torch of this
+environment. Two kinds of text are collected:
 
 - **Python**: every string a ``raise X(...)``, ``warnings.warn(...)``, ``assert ..., msg``,
-  ``torch._check*(..., lambda: msg)`` or ``TORCH_CHECK``-style call in ``torch/**/*.py`` is given, read
-  by AST (f-string holes become ``{}``), with the file and the enclosing function;
-- **C++**: printable strings of 16+ characters in the wheel's shared libraries (``libtorch_cpu.so``,
-  ``libtorch_cuda.so``, ``libc10*.so``, ...), with the library's name. C++ format holes stay as they are.
+  ``torch._check*(..., lambda: msg)``, ``TORCH_CHECK``-style or logger (``warning``, ``error``, ...) call in
+  ``torch/**/*.py`` is given, read by AST (f-string holes become ``{}``), with the file and the enclosing
+  function; compiler packages (``_dynamo``, ``_inductor``) only for their device guards;
+- **C++**: printable strings of 16+ characters in the shared libraries (``libtorch_cpu.so``,
+  ``libtorch_cuda.so``, ``libc10*.so``, ``libnccl.so.2``, ...), with the library's name. C++ format holes
+  stay as they are.
 
 Only texts that name a device concept are kept, and each gets one category (``CATEGORIES``, first match
-wins); a text that matches no category is not a device message and is dropped. The same text found in
-several sources is one entry listing every version that has it, so ``versions`` says which releases
-print it. ``tools/catalog_coverage.py`` runs the list through ``devicekit.explain``.
+wins), the family ``devicekit.explain`` should give it (``family_of``; ``None``: not claimed) and how likely
+a learner meets it (``likely_of``: ``high``, ``medium``, ``low``); a text that matches no category, or
+``NOISE``, is not a device message and is dropped. The same text found in several sources is one entry
+listing every version that has it, so ``versions`` says which releases print it and ``where`` where each
+keeps it. ``--cache`` keeps each source's device-like raw texts, so a second run with other filters takes
+seconds; the output is sorted, so two runs write the same bytes. ``tools/catalog_coverage.py`` runs the
+list through ``devicekit.explain``.
 """
 
 from __future__ import annotations
