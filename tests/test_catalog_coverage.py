@@ -5,7 +5,7 @@
 with the
 family ``devicekit.explain`` should give it (``null``: not claimed). These tests hold the catalog to that
 list, and the catalog's examples to the installed torch, so a PyTorch release that rewords a message
-fails here. Coverage numbers are printed by ``course_tools/miners/catalog_coverage.py``, not asserted here.
+fails here. Coverage numbers are printed by ``course_tools.miners.catalog_coverage``, not asserted here.
 """
 
 from __future__ import annotations
@@ -33,14 +33,93 @@ CATALOG = load_catalog()
 FAMILY_IDS = {family["id"] for family in CATALOG["families"]}
 
 
-def test_the_mined_list_spans_two_releases_far_apart_and_is_mostly_claimed():
+def test_the_mined_list_spans_two_releases_far_apart():
     versions = [tuple(int(p) for p in v.split(".")[:2]) for v in MINED["sources"]]
-    assert min(versions) <= (2, 0) and max(versions) >= (2, 13)
-    assert len(MESSAGES) >= 150
-    # the targets of issue 17, on the list as mined (numbers: course_tools.miners.catalog_coverage)
-    assert len(CLAIMED) >= 0.85 * len(MESSAGES)
-    common = [m for m in MESSAGES if m["common"]]
-    assert sum(bool(m.get("family")) for m in common) >= 0.95 * len(common)
+    assert min(versions) <= (2, 0) and max(versions) >= (2, 14)
+    assert len(MESSAGES) >= 300
+    assert {m["likely"] for m in MESSAGES} == {"high", "medium", "low"}
+    for message in MESSAGES:  # provenance: every text says where each release that has it keeps it
+        assert message["versions"] and set(message["where"]) == set(message["versions"]), message["text"]
+
+
+# Coverage as measured by course_tools.miners.catalog_coverage on the list (issue 25): the floors sit just
+# under the
+# measured figures, so a catalog change that loses recognised texts fails here.
+COVERAGE_FLOORS = {"all": 0.78, "likely: high": 1.0, "likely: medium": 0.78, "likely: low": 0.6}
+CATEGORY_FLOORS = {
+    "autocast": 0.9,
+    "data-parallel": 0.94,
+    "device-side-assert": 1.0,
+    "device-string": 1.0,
+    "distributed": 0.9,
+    "driver": 1.0,
+    "fork": 1.0,
+    "generator": 0.75,
+    "index": 1.0,
+    "load-map-location": 0.7,
+    "meta": 0.6,
+    "mps": 1.0,
+    "no-accelerator": 0.5,
+    "no-kernel-image": 1.0,
+    "optimizer": 0.85,
+    "other": 0.1,
+    "out-of-memory": 1.0,
+    "pin-memory": 0.69,
+    "rnn": 1.0,
+    "same-device": 0.95,
+    "to-numpy": 1.0,
+    "xpu": 0.72,
+}
+
+
+def test_coverage_of_all_texts_and_of_the_likely_ones():
+    import catalog_coverage
+
+    table = catalog_coverage.coverage(MESSAGES)
+    for key, floor in COVERAGE_FLOORS.items():
+        hits, wrong, total = table[key]
+        assert wrong == 0, key
+        assert hits >= floor * total, (key, hits, total)
+
+
+def test_coverage_per_category():
+    import catalog_coverage
+
+    table = catalog_coverage.coverage(MESSAGES)
+    categories = {m["category"] for m in MESSAGES}
+    assert categories == set(CATEGORY_FLOORS), "give a new category its floor"
+    low = {c: table[c] for c, floor in CATEGORY_FLOORS.items() if table[c][0] < floor * table[c][2]}
+    assert not low, low
+
+
+# Real texts that are not device errors although they share words with them; explain() must leave each
+# one alone (family None), or locate_mismatch would blame the learner's module for it.
+NOT_DEVICE_MESSAGES = [
+    "two Bluetooth peers on different devices cannot share a session",
+    "Error: the two sessions must be on the same device to sync",
+    "OSError: [Errno 28] No space left on device",
+    "OSError: [Errno 16] Device or resource busy: '/mnt/data'",
+    "KeyError: 'device'",
+    "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+    "RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0",
+    "ValueError: too many values to unpack (expected 2)",
+    "TypeError: forward() missing 1 required positional argument: 'x'",
+    "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn",
+    "RuntimeError: Trying to backward through the graph a second time",
+    "UserWarning: The given NumPy array is not writable",
+    "ImportError: cannot import name 'device' from 'torch.cuda'",
+    "MPS client failed to connect to the MPS control daemon or the MPS server",
+    "Error reaping worker=[12]. Will retry on next watchdog.",
+    "unknown device profile",
+]
+
+
+@pytest.mark.parametrize("text", NOT_DEVICE_MESSAGES)
+def test_no_non_device_message_is_claimed(text):
+    assert explain(text).family is None
+    from devicekit.catalog import is_device_error
+
+    assert not is_device_error(text)
 
 
 def test_the_mined_list_matches_the_miners_current_filters_and_family_map():
@@ -117,6 +196,7 @@ def _examples_from_a_torch_install() -> list[tuple[str, dict]]:
         for example in family["examples"]
         if re.search(r"\btorch \d+\.\d+\.\d+\b", example["source"])
         and "results/cuda-messages" not in example["source"]
+        and example.get("text_from") != "python"  # worded by Python's pickle, not by torch
     ]
 
 
@@ -208,6 +288,13 @@ def _in_installed_torch(message: str) -> bool:
 )
 def test_catalogued_example_still_exists_in_the_installed_torch(family_id, example):
     """Re-run on every PyTorch upgrade: a wording that changed or went away fails here."""
+    if "fixed" in example:  # a message torch assembles around a list: its fixed parts, each verbatim
+        libraries, _, python = _installed_torch()
+        assert all(part in example["message"] for part in example["fixed"])
+        assert all(
+            len(part.strip()) >= 12 and (part in libraries or part in python) for part in example["fixed"]
+        )
+        return
     assert len(_anchor(example["message"])) >= 12, example["message"]
     assert _in_installed_torch(example["message"]), (
         f"{family_id}: {example['message']!r} is not in torch {torch.__version__} ({example['source']})"
@@ -216,7 +303,7 @@ def test_catalogued_example_still_exists_in_the_installed_torch(family_id, examp
 
 def test_mined_texts_still_exist_where_the_list_says():
     """Every text mined from the installed torch (or, for a newer torch, from the newest mined release) is
-    still in the file or library the list names; re-run course_tools.miners.mine_messages if it fails."""
+    still in the file or library the list names; re-run course_tools.miners.mine_messages when this fails."""
     version = torch.__version__.split("+")[0]
     newest = max(MINED["sources"], key=lambda v: tuple(int(p) for p in v.split(".")))
     mined_from = version if version in MINED["sources"] else newest
@@ -286,3 +373,48 @@ def test_the_grown_widget_stays_fast_on_long_tracebacks():
     (family, first_ms), (none, second_ms) = json.loads(done.stdout)
     assert (family, none) == ("device-side-assert", None)
     assert first_ms < 5000 and second_ms < 5000, (first_ms, second_ms)
+
+
+def _mutate(text: str) -> list[str]:
+    """What a paste does to a message: other cases, look-alike letters (long s, Kelvin sign), U+FEFF and
+    other spaces, line separators, a traceback prefix, a cut-off end."""
+    return [
+        text.upper(),
+        text.replace("s", "\u017f"),
+        text.replace("k", "\u212a"),
+        "\ufeff" + text.replace(" ", "\ufeff", 2),
+        text.replace(" ", "\u00a0", 2),
+        text.replace(" ", "\u2028", 1),
+        "RuntimeError: " + text,
+        text[: max(1, len(text) * 2 // 3)],
+    ]
+
+
+def test_widget_and_python_agree_on_mutated_mined_and_non_device_texts():
+    """Every field of the explanation, in Python and in the widget under node, for the mined texts, the
+    not-device texts and eight mutations of each (issue 25: the flags once differed on 12 of 1,521)."""
+    from course_tools.generate import atlas
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("node is not installed")
+    bases = [m["text"] for m in MESSAGES] + NOT_DEVICE_MESSAGES
+    texts = bases + [t for text in bases for t in _mutate(text)]
+    payload = json.dumps({"catalog": json.loads(atlas.widget_json()), "texts": texts})
+    done = subprocess.run([node, str(HARNESS)], input=payload, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    differences = []
+    for text, js in zip(texts, json.loads(done.stdout), strict=True):
+        result = explain(text)
+        python = {
+            "family": result.family,
+            "devices": list(result.devices),
+            "message": result.message,
+            "en": result.en,
+            "zh": result.zh,
+            "lab": result.lab,
+            "lesson": result.lesson,
+        }
+        differences += [(key, text[:80]) for key, value in python.items() if js[key] != value]
+    assert len(texts) > 3000
+    assert not differences, differences[:10]

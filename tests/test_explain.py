@@ -112,27 +112,97 @@ def test_regex_is_portable(label, spec):
     assert not re.search(r"(?<!\\)[*+?}]\+", regex), f"{label}: possessive quantifier"
 
 
+def _mutations(text: str) -> list[str]:
+    """A text as a paste may garble it: other cases, look-alike letters that JavaScript's "iu" flags fold
+    (long s, the Kelvin sign, dotted I), U+FEFF and other spaces Python's ASCII \\s does not match, and line
+    separators that JavaScript's "." does not cross."""
+    return [
+        text.upper(),
+        text.lower(),
+        text.replace("s", "\u017f"),
+        text.replace("k", "\u212a").replace("K", "\u212a"),
+        text.replace("i", "\u0130"),
+        text.replace(" ", "\ufeff", 3),
+        "\ufeff" + text,
+        text.replace(" ", "\u00a0"),
+        text.replace(" ", "\u3000", 2),
+        text.replace(" ", "\r", 1),
+        text.replace(" ", "\u2028", 1),
+        text.replace(" ", "\u2029 ", 1),
+    ]
+
+
+REGEX_TEXTS = [ex["message"] for fam in CATALOG["families"] for ex in fam["examples"]]
+MUTATED_TEXTS = [m for text in REGEX_TEXTS for m in _mutations(text)] + [
+    "TEN\u017fORS MU\u017fT BE ON THE SAME DEVICE",
+    "\u212aernel image: no \u212aernel image is available for execution on the device",
+    "Expected all tensors to be on the same device,\ufeffbut found at least two devices, cuda:0 and cpu!",
+    "Expected all tensors to be on the same device.\r_fused_adam",
+    "Expected all tensors to be on the same device.\u2028 optimizer",
+]
+
+
 def test_regexes_compile_and_agree_in_javascript():
-    """Run every catalog regex in node against every example; Python and JS must agree."""
+    """Every catalog regex, as the widget compiles it (explainer.js compileRegex), finds the same texts as
+    devicekit.catalog's re.compile(..., re.ASCII [| re.IGNORECASE]) in every example and every mutation of
+    one (look-alike letters, U+FEFF, other spaces, line separators)."""
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:
         pytest.skip("node is not installed")
     specs = [spec for _, spec in _all_regex_specs()]
-    texts = [ex["message"] for fam in CATALOG["families"] for ex in fam["examples"]]
+    texts = REGEX_TEXTS + MUTATED_TEXTS
     script = (
-        "const d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        "const out = d.specs.map(s => { const r = new RegExp(s.regex, s.flags || '');"
+        "const w = require(process.argv[1]); const d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "const out = d.specs.map(s => { const r = w.compileRegex(s.regex, s.flags === 'i');"
         " return d.texts.map(t => r.test(t)); });"
         "process.stdout.write(JSON.stringify(out));"
     )
     payload = json.dumps({"specs": specs, "texts": texts})
-    done = subprocess.run([node, "-e", script], input=payload, capture_output=True, text=True, timeout=60)
+    widget = str(ROOT / "docs" / "assets" / "explainer.js")
+    done = subprocess.run(
+        [node, "-e", script, widget], input=payload, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     js = json.loads(done.stdout)
+    differences = []
     for spec, js_row in zip(specs, js, strict=True):
-        rx = re.compile(spec["regex"], re.IGNORECASE if spec.get("flags") == "i" else 0)
-        py_row = [bool(rx.search(t)) for t in texts]
-        assert py_row == js_row, spec["regex"]
+        rx = re.compile(spec["regex"], re.ASCII | (re.IGNORECASE if spec.get("flags") == "i" else 0))
+        differences += [
+            (spec["regex"][:60], text[:80])
+            for text, found in zip(texts, js_row, strict=True)
+            if bool(rx.search(text)) != found
+        ]
+    assert not differences, differences[:10]
+
+
+def test_the_widgets_own_flags_would_disagree_on_the_mutations():
+    """The check above can fail: compiled with JavaScript's plain "iu" flags (what the widget did before
+    issue 25), the regexes disagree with Python on some mutated texts."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("node is not installed")
+    specs = [spec for _, spec in _all_regex_specs() if spec.get("flags") == "i" or "\\s" in spec["regex"]]
+    script = (
+        "const d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "const out = d.specs.map(s => { const r = new RegExp(s.regex, 'u' + (s.flags || ''));"
+        " return d.texts.map(t => r.test(t)); });"
+        "process.stdout.write(JSON.stringify(out));"
+    )
+    payload = json.dumps({"specs": specs, "texts": MUTATED_TEXTS})
+    done = subprocess.run([node, "-e", script], input=payload, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    disagree = 0
+    for spec, js_row in zip(specs, json.loads(done.stdout), strict=True):
+        rx = re.compile(spec["regex"], re.ASCII | (re.IGNORECASE if spec.get("flags") == "i" else 0))
+        disagree += sum(bool(rx.search(t)) != found for t, found in zip(MUTATED_TEXTS, js_row, strict=True))
+    assert disagree > 0
+
+
+def test_no_caseless_pattern_uses_a_backreference():
+    """The widget turns "i" into [aA] classes; a backreference would then compare case-sensitively."""
+    for label, spec in _all_regex_specs():
+        if spec.get("flags") == "i":
+            assert not re.search(r"\\[1-9]", spec["regex"]), label
 
 
 @pytest.mark.parametrize("family_id,example", EXAMPLES)
@@ -343,7 +413,9 @@ def test_live_meta_vs_cpu_error_is_same_device():
     result = explain(info.value)
     assert result.family == "same-device"
     assert result.devices == ("meta", "cpu")
-    assert "meta" in result.en and "to_empty" in result.en  # the meta device note
+    # the meta device note: meta stands in for the GPU here, so the advice is the GPU fix, not to_empty
+    assert "stands in for the GPU" in result.en and "to_empty" not in result.en
+    assert "充当 GPU" in result.zh and "to_empty" not in result.zh
     assert result.message.startswith("RuntimeError: ")
 
 
@@ -445,11 +517,17 @@ def test_chained_exception_falls_back_to_the_device_error():
     assert result.family == "same-device"
 
 
-def test_explanation_is_frozen_and_str_is_english():
+def test_explanation_is_frozen_and_str_follows_the_language(monkeypatch):
     result = explain("Torch not compiled with CUDA enabled")
     assert isinstance(result, Explanation)
     assert result.family == "no-accelerator"
+    monkeypatch.setenv("DEVICEKIT_LANG", "en")
     assert str(result) == result.en
+    monkeypatch.setenv("DEVICEKIT_LANG", "zh")
+    assert str(result) == result.zh
+    monkeypatch.delenv("DEVICEKIT_LANG")
+    monkeypatch.setattr("devicekit.lang.current_language", lambda: None)
+    assert str(result) == f"{result.en}\n\n{result.zh}"  # unknown: both, English first
     assert result.title_en and result.title_zh and result.lesson == "01-devices"
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.family = "ddp"  # type: ignore[misc]
@@ -478,3 +556,61 @@ def test_random_text_never_raises(text):
 def test_random_mixtures_of_real_messages_never_raise(parts):
     result = explain("\n".join(parts))
     assert result.family is None or result.family in FAMILIES
+
+
+# --- issue 20/25: where each family is taught; the meta stand-in ---------------------------------------
+
+
+@pytest.mark.parametrize("family", CATALOG["families"], ids=lambda f: f["id"])
+def test_every_explanation_names_the_lessons_and_lab_that_teach_its_family(family):
+    lessons = family.get("lessons", [family["lesson"]])
+    assert lessons[0] == family["lesson"] and set(lessons) <= LABS and family["lab"] in LABS
+    example = family["examples"][0]
+    text = f"{example['context']}\n{example['message']}" if example.get("context") else example["message"]
+    result = explain(text)
+    assert result.lessons == tuple(lessons) and result.lab == family["lab"]
+    en_last = next(line for line in result.en.splitlines() if line.startswith("Taught in:"))
+    zh_last = next(line for line in result.zh.splitlines() if line.startswith("对应课程与实验："))
+    for page in [*lessons, family["lab"]]:
+        assert page in en_last and page in zh_last
+    assert "；" in zh_last and ";" not in zh_last  # full-width punctuation in the Chinese line
+
+
+def test_not_every_placement_error_points_to_lab_01():
+    """The complaint of issue 20: every same-device explanation ended 'Course lab: 01-devices'."""
+    two_gpus = explain(
+        "Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!"
+    )
+    assert two_gpus.family == "two-gpus" and two_gpus.lab == "08-multi-gpu"
+    assert two_gpus.lessons == ("02-models", "08-multi-gpu")
+    assert "labels.to(output.device)" in two_gpus.en and "labels.to(output.device)" in two_gpus.zh
+    one_gpu = explain(
+        "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    )
+    assert one_gpu.family == "same-device" and "02-models" in one_gpu.lessons
+
+
+META_PLACEMENT = [
+    (fam["id"], ex["message"])
+    for fam in CATALOG["families"]
+    for ex in fam["examples"]
+    if fam.get("mismatch", True) and "meta" in explain(ex["message"]).devices
+]
+
+
+@pytest.mark.parametrize("family_id,message", META_PLACEMENT)
+def test_under_the_meta_stand_in_the_advice_is_the_gpu_fix(family_id, message):
+    """meta stands in for the GPU on the CPU runner: no to_empty advice for a placement error."""
+    result = explain(message)
+    assert "to_empty" not in result.en and "to_empty" not in result.zh
+    assert "stands in for the GPU" in result.en and "充当 GPU" in result.zh
+
+
+def test_the_meta_stand_in_cases_exist():
+    assert len(META_PLACEMENT) >= 5
+
+
+def test_mps_placeholder_names_the_cpu_side():
+    result = explain("RuntimeError: Placeholder storage has not been allocated on MPS device!")
+    assert result.family == "mps-cpu-tensor"
+    assert "different devices (mps)" not in result.en and "still on the CPU" in result.en

@@ -10,12 +10,10 @@ import socket
 import subprocess
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from course_tools.paths import ROOT
-
 
 
 def _free_port() -> int:

@@ -2,7 +2,7 @@
  * The error explainer on the atlas page: paste a traceback, get the family, the devices, the cause and
  * the fix. It is devicekit.explain (src/devicekit/explain.py) rewritten in JavaScript, rule for rule,
  * over the same catalog: assets/devicekit-catalog.json, generated at build time from
- * src/devicekit/catalog.json by tools/atlas.py. tests/test_browser.py runs this file under node and
+ * src/devicekit/catalog.json by course_tools/generate/atlas.py. tests/test_browser.py runs this file under node and
  * checks that it agrees with Python on every example message in the catalog.
  *
  * Everything happens in the browser. The only request is for the catalog JSON next to this script (same
@@ -71,9 +71,113 @@
 
   // "u": code points, not UTF-16 halves, as in Python. \w, \b and \d stay ASCII in JavaScript even
   // with "u"; devicekit.catalog compiles the same regexes with re.ASCII, so both read Chinese text
-  // around a device name ("在cuda:0上") alike.
+  // around a device name ("在cuda:0上") alike. Three things still differ and are rewritten by pythonic():
+  // with "iu" JavaScript folds non-ASCII look-alikes ("ſ" matches s, the Kelvin sign "K" matches k) where
+  // re.ASCII | re.IGNORECASE folds ASCII letters only, so "i" becomes [aA]-style classes; JavaScript's \s
+  // also matches U+FEFF, U+00A0 and the other Unicode spaces, re.ASCII's only [ \t\n\r\f\v]; and "." does
+  // not match \r, U+2028 or U+2029 in JavaScript, in Python everything but \n.
+  var ASCII_SPACE = "\\t\\n\\v\\f\\r ";
+
+  function swapCase(ch) {
+    var lower = ch.toLowerCase();
+    return lower === ch ? ch.toUpperCase() : lower;
+  }
+
+  function isAsciiLetter(ch) {
+    return /^[A-Za-z]$/.test(ch);
+  }
+
+  // The source of a catalog regex rewritten so that JavaScript ("u" flag, no "i") matches what Python's
+  // re.compile(source, re.ASCII [| re.IGNORECASE]) matches. It walks the source once: escapes are copied
+  // whole (\x41, \u{...}, \p{...}), except \s and \S; inside a character class each ASCII letter (and
+  // each range of them) gets its other case; outside one, a letter becomes [aA] and "." becomes [^\n].
+  function pythonic(source, caseless) {
+    var out = "";
+    var inClass = false;
+    var i = 0;
+    while (i < source.length) {
+      var ch = source[i];
+      if (ch === "\\") {
+        var next = source[i + 1];
+        var length = 2;
+        if (next === "x") {
+          length = 4;
+        } else if (next === "u" && source[i + 2] === "{") {
+          length = source.indexOf("}", i) - i + 1;
+        } else if (next === "u") {
+          length = 6;
+        } else if ((next === "p" || next === "P") && source[i + 2] === "{") {
+          length = source.indexOf("}", i) - i + 1;
+        } else if (next === "c") {
+          length = 3;
+        }
+        if (next === "s") {
+          out += inClass ? ASCII_SPACE : "[" + ASCII_SPACE + "]";
+        } else if (next === "S" && !inClass) {
+          out += "[^" + ASCII_SPACE + "]";
+        } else if (next === "S") {
+          throw new Error("\\S inside a character class has no ASCII rewrite: " + source);
+        } else {
+          out += source.substr(i, length);
+        }
+        i += length;
+        continue;
+      }
+      if (inClass) {
+        if (ch === "]") {
+          inClass = false;
+          out += ch;
+        } else if (caseless && source[i + 1] === "-" && source[i + 2] && source[i + 2] !== "]") {
+          var last = source[i + 2];
+          out += ch + "-" + last;
+          for (var code = ch.charCodeAt(0); code <= last.charCodeAt(0); code++) {
+            var letter = String.fromCharCode(code);
+            if (isAsciiLetter(letter)) {
+              out += swapCase(letter);
+            }
+          }
+          i += 3;
+          continue;
+        } else {
+          out += caseless && isAsciiLetter(ch) ? ch + swapCase(ch) : ch;
+        }
+        i += 1;
+        continue;
+      }
+      if (ch === "[") {
+        inClass = true;
+        out += ch;
+        if (source[i + 1] === "^") {
+          out += "^";
+          i += 1;
+        }
+        if (source[i + 1] === "]") {
+          out += "\\]";
+          i += 1;
+        }
+      } else if (ch === ".") {
+        out += "[^\\n]";
+      } else if (ch === "(" && source[i + 1] === "?") {
+        // (?: (?= (?! : copy the group's opening whole, it has no letters to fold
+        out += source.substr(i, 3);
+        i += 3;
+        continue;
+      } else if (caseless && isAsciiLetter(ch)) {
+        out += "[" + ch + swapCase(ch) + "]";
+      } else {
+        out += ch;
+      }
+      i += 1;
+    }
+    return out;
+  }
+
+  function compileRegex(source, caseless, flags) {
+    return new RegExp(pythonic(source, caseless), "u" + (flags || ""));
+  }
+
   function rx(spec, extraFlags) {
-    return new RegExp(spec.regex, "u" + (spec.flags === "i" ? "i" : "") + (extraFlags || ""));
+    return compileRegex(spec.regex, spec.flags === "i", extraFlags);
   }
 
   var compiledCache = typeof WeakMap !== "undefined" ? new WeakMap() : null;
@@ -220,7 +324,7 @@
     if (!pattern) {
       return text;
     }
-    return text.replace(new RegExp(pattern, "gu"), function (m) {
+    return text.replace(compileRegex(pattern, false, "g"), function (m) {
       return " ".repeat(codePoints(m));
     });
   }
@@ -335,7 +439,7 @@
       }
     });
     kinds.forEach(function (kind) {
-      if (has(catalog.device_notes, kind)) {
+      if (has(catalog.device_notes, kind) && (catalog.device_notes[kind].skip || []).indexOf(data.id) < 0) {
         notes.push(catalog.device_notes[kind][lang]);
       }
     });
@@ -346,9 +450,33 @@
       fix: fill(data.fix[lang], devices, words),
       notes: notes,
       code: data.fix.code || "",
-      lab: data.lab == null ? "None" : String(data.lab),
+      lab: taught(data, catalog.labels[lang], lang),
       devices: devices,
     };
+  }
+
+  // The lessons that teach a family, its "lesson" first (explain.py: _lessons).
+  function lessonsOf(data) {
+    var listed = data.lessons && data.lessons.length ? data.lessons : data.lesson ? [data.lesson] : [];
+    var all = data.lesson ? [data.lesson].concat(listed) : listed.slice();
+    return all.filter(function (item, index) {
+      return all.indexOf(item) === index;
+    });
+  }
+
+  // "lesson 02-models, 08-multi-gpu; lab 08-multi-gpu" (explain.py: _taught).
+  function taught(data, labels, lang) {
+    var lessons = lessonsOf(data);
+    var sep = lang === "en" ? ", " : "\u3001";
+    var end = lang === "en" ? "; " : "\uff1b";
+    var parts = [];
+    if (lessons.length) {
+      parts.push((lessons.length > 1 ? labels.lessons_word : labels.lesson_word) + " " + lessons.join(sep));
+    }
+    if (data.lab) {
+      parts.push(labels.lab_word + " " + data.lab);
+    }
+    return parts.join(end);
   }
 
   function composeText(p, labels, lang) {
@@ -659,6 +787,7 @@
   return {
     explain: explain,
     candidates: candidates,
+    compileRegex: compileRegex,
     extractDevices: function (catalog, text) {
       return extractDevices(compile(catalog), text);
     },

@@ -46,12 +46,16 @@ _MAX_CHARS = 200_000
 class Explanation:
     """What ``explain()`` found out about one error.
 
-    ``family`` is one of :data:`FAMILIES`, or ``None`` when the text does not look
+    ``family`` is one of `FAMILIES`, or ``None`` when the text does not look
     like a device error.  ``devices`` lists the device strings the message names
     (``"cuda:0"``, ``"cpu"``, ``"mps"``, legacy type names mapped to devices), in
     order of appearance and without repeats.  ``en`` and ``zh`` are the full
-    explanations; ``str()`` gives the English one.  ``message`` is the error line
-    that was matched, so a learner can see which line of a long traceback counted.
+    explanations; ``str()`` gives the one of the learner's language
+    (``devicekit.lang.current_language()``), both (English first) when it is unknown.
+    ``message`` is the error line that was matched, so a learner can see which line
+    of a long traceback counted.  ``lesson`` and ``lab`` name the lesson that teaches
+    the family and the lab that practises it; ``lessons`` lists every lesson that
+    teaches it, ``lesson`` first.
     """
 
     family: str | None
@@ -63,9 +67,12 @@ class Explanation:
     lab: str | None
     message: str
     lesson: str | None = None
+    lessons: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return self.en
+        from .lang import current_language
+
+        return {"en": self.en, "zh": self.zh}.get(current_language() or "", f"{self.en}\n\n{self.zh}")
 
 
 # --- finding the line that matters --------------------------------------------------------------
@@ -159,16 +166,36 @@ def _compose(family: CatalogFamily, devices: tuple[str, ...], candidate: str, la
     ]
     notes = catalog.get("device_notes", {})
     for kind in dict.fromkeys(device_type(d) for d in devices):
-        if kind in notes:
+        if kind in notes and data["id"] not in notes[kind].get("skip", ()):
             lines.append(notes[kind][lang])
     code = data["fix"].get("code")
     if code:
         lines.append(labels["example"])
         lines.extend("    " + line for line in code.splitlines())
-    lines.append(f"{labels['lab']}{gap}{data['lab']}")
+    lines.append(f"{labels['lab']}{gap}{_taught(data, labels, lang)}")
     if devices:
         lines.append(f"{labels['devices']}{gap}{', '.join(devices)}")
     return "\n".join(lines)
+
+
+def _lessons(data: dict) -> tuple[str, ...]:
+    """The lessons that teach a family, its ``lesson`` first."""
+    listed = data.get("lessons") or ([data["lesson"]] if data.get("lesson") else [])
+    return tuple(dict.fromkeys([data["lesson"], *listed] if data.get("lesson") else listed))
+
+
+def _taught(data: dict, labels: dict[str, str], lang: str) -> str:
+    """The "Taught in" line: ``lesson 02-models, 08-multi-gpu; lab 08-multi-gpu`` in English,
+    ``课程 02-models、08-multi-gpu；实验 08-multi-gpu`` in Chinese."""
+    lessons = _lessons(data)
+    sep, end, space = (", ", "; ", " ") if lang == "en" else ("、", "；", " ")
+    parts = []
+    if lessons:
+        word = labels["lessons_word"] if len(lessons) > 1 else labels["lesson_word"]
+        parts.append(f"{word}{space}{sep.join(lessons)}")
+    if data.get("lab"):
+        parts.append(f"{labels['lab_word']}{space}{data['lab']}")
+    return end.join(parts)
 
 
 def _not_device(candidates: list[str]) -> Explanation:
@@ -243,4 +270,5 @@ def explain(error: BaseException | str) -> Explanation:
         lab=data.get("lab"),
         message=hit.candidate,
         lesson=data.get("lesson"),
+        lessons=_lessons(data),
     )

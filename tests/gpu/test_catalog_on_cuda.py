@@ -227,6 +227,18 @@ def copy_out_of_meta():
     torch.ones(2, device="meta").to("cuda:0")
 
 
+def invalid_device_string():
+    torch.ones(1, device="cuda:x")
+
+
+def pin_to_meta():
+    torch.ones(2).pin_memory("meta")
+
+
+def linear_bf16_input_fp32_weights():
+    nn.Linear(4, 2).to("cuda:0")(torch.randn(3, 4, device="cuda:0", dtype=torch.bfloat16))
+
+
 def nccl_with_cpu_tensor():
     if not dist.is_available() or not dist.is_nccl_available():
         pytest.skip("this torch has no NCCL")
@@ -250,6 +262,9 @@ NOT_ON_THIS_KIND_OF_MACHINE = {
     "driver-too-old": "needs a driver older than the CUDA runtime",
     "mps-unsupported": "needs an Apple GPU",
     "op-not-implemented": "needs an operator without a CUDA kernel",
+    "mps-cpu-tensor": "needs an Apple GPU",
+    "dist-timeout": "needs two processes, one skipping a collective (lab 8 records gloo's on the CPU)",
+    "dist-spawn": "needs workers that die at start (recorded live on the CPU: a worker from __main__)",
 }
 
 
@@ -295,7 +310,7 @@ def _hidden(key: str) -> Callable[[], str | None]:
 CASES = (
     Case("same-device/linear-cpu-batch", "same-device", linear_cpu_batch, ("cuda:0", "cpu")),
     Case("same-device/elementwise-cpu-operand", "same-device", elementwise_cpu_operand, ("cuda:0", "cpu")),
-    Case("same-device/two-gpus", "same-device", elementwise_two_gpus, ("cuda:0", "cuda:1"), min_gpus=2),
+    Case("two-gpus/elementwise", "two-gpus", elementwise_two_gpus, ("cuda:0", "cuda:1"), min_gpus=2),
     # A CPU input to a CUDA conv takes the slow path, whose adaption check names the argument (torch 2.11).
     Case("same-device/conv-cpu-input", "same-device", conv_cpu_input, ("cuda:0", "cpu")),
     Case("conv-input-weight/cuda-input", "conv-input-weight", conv_cuda_input, ("cuda", "cpu")),
@@ -327,6 +342,9 @@ CASES = (
     Case("cpu-required/lengths-on-cuda", "cpu-required", lengths_on_cuda),
     Case("meta-no-data/copy-to-cuda", "meta-no-data", copy_out_of_meta),
     Case("dist-backend/nccl-cpu-tensor", "dist-backend", nccl_with_cpu_tensor),
+    Case("device-string/cuda-x", "device-string", invalid_device_string),
+    Case("meta-not-accelerator/pin-to-meta", "meta-not-accelerator", pin_to_meta, ("meta",)),
+    Case("dtype-mismatch/linear-bf16-input", "dtype-mismatch", linear_bf16_input_fp32_weights),
 )
 
 

@@ -155,8 +155,10 @@ def _course_links(family: dict[str, Any], lang: str, pages: dict[str, dict[str, 
     ui = UI[lang]
     colon = "：" if lang == "zh" else ": "
     parts = []
-    for kind in ("lesson", "lab"):
-        page_id = family.get(kind)
+    lessons = (
+        list(dict.fromkeys([family["lesson"], *family.get("lessons", ())])) if family.get("lesson") else []
+    )
+    for kind, page_id in [*(("lesson", lesson) for lesson in lessons), ("lab", family.get("lab"))]:
         if not page_id:
             continue
         entry = pages.get(page_id, {})
@@ -320,6 +322,7 @@ def widget_data() -> dict[str, Any]:
             "fix": fam["fix"],
             "lab": fam.get("lab"),
             "lesson": fam.get("lesson"),
+            "lessons": fam.get("lessons", []),
         }
         if "context" in fam:
             entry["context"] = {

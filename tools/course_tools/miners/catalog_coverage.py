@@ -1,15 +1,18 @@
 """How much of PyTorch's own device vocabulary ``devicekit.explain`` recognises (a report, not a test).
 
-    python -m course_tools.miners.catalog_coverage               # overall, per category, the common subset
-    python -m course_tools.miners.catalog_coverage --missed same-device # the texts of one category it misses
-    python -m course_tools.miners.catalog_coverage --missed all         # every text it misses or gets wrong
+    python -m course_tools.miners.catalog_coverage                 # overall, by likelihood, per category
+    python -m course_tools.miners.catalog_coverage --missed same-device  # the texts of one category it misses
+    python -m course_tools.miners.catalog_coverage --missed all           # every text it misses or gets wrong
 
-Reads ``course_tools/data/torch_messages.json`` (made by ``course_tools.miners.mine_messages``) and runs each
+Reads ``course_tools/data/torch_messages.json`` (made by ``course_tools.miners.mine_messages`` from the
+torch wheels) and runs each
 mined text through ``devicekit.explain``. A text counts as recognised when explain names a family for it;
 ``wrong`` counts texts whose family differs from the one the miner's family map expects (``family`` in the
-JSON; ``null`` there means the catalog does not claim the text). Templates keep their holes (``{}`` from
-Python f-strings, cut-off C++ fragments), exactly as mined. ``tests/test_catalog_coverage.py`` asserts the
-expected family of every claimed text, in Python and in the browser widget.
+JSON; ``null`` there means the catalog does not claim the text). ``likely`` rows group the texts by how likely
+a learner meets them (``high``: what the course teaches and what first GPU, AMP and multi-process scripts
+hit). Templates keep their holes (``{}`` from Python f-strings, cut-off C++ fragments), exactly as mined.
+``tests/test_catalog_coverage.py`` asserts the expected family of every claimed text, in Python and in the
+browser widget, and the coverage floors per category.
 """
 
 from __future__ import annotations
@@ -25,13 +28,17 @@ from devicekit import explain
 MESSAGES = DATA / "torch_messages.json"
 
 
+#: The rows printed before the categories: every text, and those a learner is likely to meet.
+SUMMARY_ROWS = ("all", "likely: high", "likely: medium", "likely: low")
+
+
 def coverage(messages: list[dict]) -> dict[str, tuple[int, int, int]]:
-    """category -> (recognised, wrong family, total), plus ``"all"`` and ``"common"``."""
+    """category -> (recognised, wrong family, total), plus ``"all"`` and one row per ``likely`` level."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for message in messages:
         family = explain(message["text"]).family
         wrong = family is not None and message.get("family") is not None and family != message["family"]
-        keys = ["all", message["category"]] + (["common"] if message.get("common") else [])
+        keys = ["all", f"likely: {message.get('likely', 'low')}", message["category"]]
         for key in keys:
             counts[key][0] += family is not None
             counts[key][1] += wrong
@@ -62,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = coverage(messages)
     print(f"torch versions mined: {', '.join(data['sources'])}")
+    if data.get("libraries"):
+        print(f"other libraries mined: {', '.join(data['libraries'])}")
     print(f"{'':20} {'recognised':>11} {'':>7}  wrong family")
-    for key in ["all", "common"] + sorted(k for k in table if k not in {"all", "common"}):
+    for key in [k for k in SUMMARY_ROWS if k in table] + sorted(k for k in table if k not in SUMMARY_ROWS):
         hits, wrong, total = table[key]
         print(f"{key:20} {hits:4d}/{total:<4d}  {100 * hits / total:5.1f} %  {wrong:4d}")
     return 0

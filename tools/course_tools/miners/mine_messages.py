@@ -1,21 +1,30 @@
 """Mine PyTorch's own device-related error and warning texts from its wheels, with provenance.
 
-    python -m course_tools.miners.mine_messages torch-2.0.0-*.whl torch-2.14.1-*.whl --installed \
-        --out course_tools/data/torch_messages.json
+    pip download torch==2.0.0 --no-deps -d /tmp/wheels        # the oldest wheel the registry serves
+    python -m course_tools.miners.mine_messages /tmp/wheels/torch-2.0.0-*.whl torch-2.14.1-*.whl \
+        nvidia_nccl_cu13-*.whl --installed --cache /tmp/mine-cache --out course_tools/data/torch_messages.json
 
-Each source is a torch wheel (read as a zip, nothing is installed) or, with ``--installed``, the torch of
-this environment. Two kinds of text are collected:
+Each source is a torch wheel (read as a zip, nothing is installed), another wheel whose shared libraries
+torch loads (NCCL words some distributed errors itself), or, with ``--installed``, the torch of this
+environment. Two kinds of text are collected:
 
 - **Python**: every string a ``raise X(...)``, ``warnings.warn(...)``, ``assert ..., msg``,
-  ``torch._check*(..., lambda: msg)`` or ``TORCH_CHECK``-style call in ``torch/**/*.py`` is given, read
-  by AST (f-string holes become ``{}``), with the file and the enclosing function;
-- **C++**: printable strings of 16+ characters in the wheel's shared libraries (``libtorch_cpu.so``,
-  ``libtorch_cuda.so``, ``libc10*.so``, ...), with the library's name. C++ format holes stay as they are.
+  ``torch._check*(..., lambda: msg)``, ``TORCH_CHECK``-style or logger (``warning``, ``error``, ...) call in
+  ``torch/**/*.py`` is given, read by AST (f-string holes become ``{}``), with the file and the enclosing
+  function; compiler packages (``_dynamo``, ``_inductor``) only for their device guards;
+- **C++**: printable strings of 16+ characters in the shared libraries (``libtorch_cpu.so``,
+  ``libtorch_cuda.so``, ``libc10*.so``, ``libnccl.so.2``, ...), with the library's name. C++ format holes
+  stay as they are.
 
 Only texts that name a device concept are kept, and each gets one category (``CATEGORIES``, first match
-wins); a text that matches no category is not a device message and is dropped. The same text found in
-several sources is one entry listing every version that has it, so ``versions`` says which releases
-print it. ``course_tools/miners/catalog_coverage.py`` runs the list through ``devicekit.explain``.
+wins), the family ``devicekit.explain`` should give it (``family_of``; ``None``: not claimed) and how likely
+a learner meets it (``likely_of``: ``high``, ``medium``, ``low``); a text that matches no category, or
+``NOISE``, is not a device message and is dropped. The same text found in several sources is one entry
+listing every version that has it, so ``versions`` says which releases print it and ``where`` where each
+keeps it. ``--cache`` keeps each source's device-like raw texts, so a second run with other filters takes
+seconds; the output is sorted, so two runs write the same bytes. ``course_tools.miners.catalog_coverage``
+runs the
+list through ``devicekit.explain``.
 """
 
 from __future__ import annotations
@@ -30,8 +39,6 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from course_tools.paths import DATA
-
 #: (category, pattern) in the order they are tried; the first that matches a text is its category.
 CATEGORIES: tuple[tuple[str, str], ...] = (
     ("device-side-assert", r"device-side assert"),
@@ -45,14 +52,22 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ),
     (
         "driver",
-        r"driver (?:on your system )?is too old|NVIDIA driver on your system|insufficient for CUDA runtime",
+        r"driver (?:on your system )?is too old|NVIDIA driver on your system|insufficient for CUDA runtime"
+        r"|driver initialization failed|CUDA driver initialization",
     ),
     ("cudnn-cublas", r"CUDNN_STATUS_\w+|CUBLAS_STATUS_\w+|cuDNN error|cuBLAS error"),
     ("illegal-memory", r"illegal memory access"),
     ("could-not-run", r"Could not run '.{0,80}' with arguments from the '"),
     (
+        "device-string",
+        r"[Ii]nvalid device string|device string: |Expected one of cpu, cuda|Device string must not be empty"
+        r"|[Ii]nvalid device type|[Ii]nvalid device index|Device index must not be negative"
+        r"|[Ii]nvalid device ordinal|device ordinal",
+    ),
+    (
         "load-map-location",
-        r"deserialize object on (?:a )?CUDA device|map_location|deserializ\w+ .{0,40}device",
+        r"deserialize object on (?:a )?CUDA device|map_location|deserializ\w+ .{0,40}device"
+        r"|restore data location|restore_location",
     ),
     ("pin-memory", r"\bpin(?:ned)?[ _]memory\b|can be pinned|cannot pin\b|pin_memory"),
     ("optimizer", r"Tensors of the same index must be on the same device|capturable=True"),
@@ -61,14 +76,26 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
         r"(?:Input|input) and (?:parameter|hidden) tensors are not at the same device"
         r"|tensors are not at the same device, found input tensor",
     ),
-    ("meta", r"meta tensor|\bon the meta device\b|Cannot copy out of meta"),
+    ("meta", r"meta tensor|\bon the meta device\b|Cannot copy out of meta|\bMETA device\b|\bmeta device\b"),
     ("mps", r"\bMPS\b|\bmps\b"),
-    ("data-parallel", r"DataParallel|device_ids\[0\]|\bdevice_ids\b"),
+    (
+        "data-parallel",
+        r"DataParallel|device_ids\[0\]|\bdevice_ids\b|output_device"
+        r"|\b(?:broadcast|scatter|gather|reduce_add)\w*\b.{0,80}\b(?:CUDA|GPU|device)",
+    ),
     (
         "distributed",
-        r"\bNCCL\b|\bnccl\b|\bgloo\b|process group|ProcessGroup|\bcollective\b|backend type associated",
+        r"\bNCCL\b|\bnccl\b|\bgloo\b|\bGloo\b|process group|ProcessGroup|\bcollective\b"
+        r"|backend type associated"
+        r"|c10d|monitoredBarrier|[Ww]atchdog|(?:recv|send) operation|Duplicate GPU|rendezvous|torchrun"
+        r"|terminated with (?:exit code|signal)|ProcessRaisedException|ProcessExitedException|TCPStore"
+        r"|Multiple Ranks are using the same GPU",
     ),
-    ("autocast", r"autocast|GradScaler|\bamp\b"),
+    (
+        "autocast",
+        r"autocast|GradScaler|\bamp\b|does not support bfloat16|mat1 and mat2 must have the same dtype"
+        r"|expected mat1 and mat2 to have the same dtype",
+    ),
     ("generator", r"device type for generator|generator .{0,40}device|Generator .{0,20}device"),
     ("to-numpy", r"to numpy|\.numpy\(\)|convert .{0,30}device type tensor"),
     ("index", r"\bindices should be\b|\bindex\w* .{0,40}(?:on cpu|same device)|lengths' argument should be"),
@@ -77,7 +104,16 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
         "no-accelerator",
         r"not compiled with (?:CUDA|cuda|MPS|XPU)|Torch not compiled with|not linked with support for"
         r"|No CUDA GPUs are available|torch\.cuda\.is_available\(\) is False|no accelerator|No accelerator"
-        r"|Found no NVIDIA driver",
+        r"|Found no NVIDIA driver|not an accelerator|CUDA_HOME|ROCM_HOME|\bnvcc\b|CUDA extensions?\b"
+        r"|detected CUDA version|compiled without (?:CUDA|GPU)|built without (?:CUDA|GPU)"
+        r"|CUDA is not available"
+        r"|no CUDA-capable device|CUDA unavailable",
+    ),
+    ("xpu", r"\bXPU\b|\bxpu\b"),
+    (
+        "other",
+        r"CUDACachingAllocator|caching allocator|expandable_segments|PYTORCH_CUDA_ALLOC_CONF|[Cc]uDNN version"
+        r"|cuDNN .{0,30}(?:version|compatib)|shared CUDA tensors|CUDA IPC|CUDA profiler|cudaHostRegister",
     ),
     (
         "same-device",
@@ -96,20 +132,23 @@ _IMPLIED = {
     "driver",
     "cudnn-cublas",
     "illegal-memory",
+    "device-string",
     "meta",
     "pin-memory",
     "optimizer",
     "rnn",
     "conv",
+    "other",
 }
-#: Distributed texts abound (NCCL internals); keep those that say something about devices or backends.
+#: Distributed texts abound (NCCL internals); keep those about devices, backends, hangs and dead workers.
 _DISTRIBUTED_DEVICE = re.compile(
     r"\b(?:device\w*|cuda|CUDA|cpu|CPU|GPUs?|gpu)\b|device_ids|backend type|built in|not compiled"
-    r"|not available"
+    r"|not available|[Tt]imed out|timeout|monitoredBarrier|[Ww]atchdog|terminated with|Duplicate GPU"
+    r"|ProcessExitedException|ProcessRaisedException|failed to pass|same GPU"
 )
 _DEVICE_WORD = re.compile(
     r"\b(?:device\w*|cuda|CUDA|cpu|CPU|GPUs?|gpu|mps|MPS|meta|xpu|XPU|accelerator|nccl|NCCL"
-    r"|gloo|Gloo|backend|host)\b|device_ids"
+    r"|gloo|Gloo|backend|host|nvcc)\b|device_ids|CUDA_HOME|ROCM_HOME"
 )
 _PRINTABLE = re.compile(rb"[\x20-\x7e]{16,600}")
 _NOT_A_MESSAGE = re.compile(
@@ -120,16 +159,37 @@ _NOT_A_MESSAGE = re.compile(
 )
 #: A compiled library holds docstrings and schemas too: keep only its strings that read like an error.
 _ERRORISH = re.compile(
-    r"[Ee]xpected|\bmust\b|\bshould\b|[Cc]annot|can't|\bnot\b|[Uu]nable|[Ff]ailed|[Ee]rror|[Ii]nvalid|\bonly\b"
+    r"[Ee]xpected|\bmust\b|\bshould\b|[Cc]annot|can't|\bnot\b|[Uu]nable|[Ff]ailed|[Ee]rror|[Ii]nvalid"
+    r"|\bonly\b"
     r"|[Uu]nsupported|requires?\b|\bbut (?:got|found)|Attempting|\b[Nn]o\b|deprecated|[Ww]arning|[Tt]ried to"
 )
-#: Python packages whose messages are about compiler/export internals, not what a learner's code meets.
+#: Python packages whose messages are about compiler/export internals, not what a learner's code meets...
 _INTERNAL_PY = re.compile(
     r"^torch/(?:_inductor|_export|export|onnx|jit|_dynamo|fx|ao|_higher_order_ops"
     r"|utils/(?:benchmark|hipify|_sympy)|_functorch|testing|_numpy"
     r"|distributed/(?:_tools|_composable|tensor/_ops))/"
 )
-#: The messages a learner meets most: what the course teaches and the atlas leads with.
+#: ... except torch.compile's device guards and GPU support checks, which a learner's code does meet.
+_COMPILER_PY = re.compile(r"^torch/(?:_inductor|_dynamo)/")
+_COMPILER_GUARD = re.compile(
+    r"(?:GPU|GPUs|CUDA|device|devices|Triton|triton).{0,80}"
+    r"(?:not supported|unsupported|requires?|capability|not available|found|too old|mismatch)"
+    r"|(?:not supported|unsupported|requires?|capability|not available|too old).{0,80}"
+    r"(?:GPU|GPUs|CUDA|device|devices|Triton)"
+)
+#: Python modules a learner calls directly: their checks are met more often than those of internals.
+_USER_FACING_PY = re.compile(
+    r"^torch/(?:nn/|optim/|amp/|cuda/(?:__init__|amp/|memory|random)|serialization|utils/data/"
+    r"|utils/cpp_extension|distributed/(?:distributed_c10d|elastic/|run|launch)|multiprocessing/|_tensor\.py"
+    r"|functional|random|accelerator/|mps/|xpu/__init__|backends/|__init__|storage|_utils|types|_C/)"
+)
+#: Library strings about internals a learner's code rarely reaches (CUDA graphs, IPC, symmetric memory ...).
+_RARE = re.compile(
+    r"(?i)graph capture|capturing|cuda graph|\bipc\b|nvshmem|symmetric|mempool|mem pool|stream capture"
+    r"|internal|not yet|nyi\b|unimplemented|jiterator|nvrtc|cusparse|cusolver|cufft|magma"
+)
+#: The messages a learner meets most (``likely``: ``"high"``): what the course teaches and the atlas leads
+#: with, and what a learner's first GPU, AMP or multi-process script runs into.
 COMMON = re.compile(
     r"Expected all tensors to be on the same device|on the expected device|Input type \("
     r"|indices should be either"
@@ -142,6 +202,12 @@ COMMON = re.compile(
     r"|re-initialize CUDA in forked subprocess|only dense CPU tensors can be pinned"
     r"|Cannot copy out of meta tensor"
     r"|lengths' argument should be a 1D CPU int64 tensor|found no NVIDIA driver|No CUDA GPUs are available"
+    r"|Torch not compiled with CUDA enabled|Invalid device string|Expected one of cpu, cuda"
+    r"|mat1 and mat2 must have the same dtype|does not support bfloat16|Placeholder storage has not been"
+    r"|found at least two devices|Timed out waiting|monitoredBarrier|Duplicate GPU detected"
+    r"|[Ww]atchdog caught collective operation timeout|terminated with exit code|not an accelerator"
+    r"|Multiple Ranks are using the same GPU"
+    r"|CUDA driver initialization failed|invalid device ordinal"
 )
 
 
@@ -155,6 +221,21 @@ NOISE = re.compile(
     r"|a RuntimeError; on CUDA it triggers|[Dd]evice mesh|device_mesh|DeviceMesh|unsupported gloo device"
     r"|symmetric-window|NCCL window|WindowNCCL|TORCH_SYMMMEM|mem pool creation|Cannot map Backend"
     r"|NCCL device communicator|_autocast_to_reduced_precision|Expected 2-dimensional meta tensor"
+    # NCCL's "MPS" is CUDA's Multi-Process Service, not Apple's GPU
+    r"|MPS client|MPS server|MPS control daemon|CUDA Dynamic Parallelism"
+    # torchelastic's timer, NCCL's RAS and monitoring internals, option docs and message fragments
+    r"|Error reaping worker|Error running watchdog|^RAS collective|TORCH_NCCL_ENABLE_MONITORING \("
+    r"|^watchdog\. Please"
+    # the profiler: tracing tools and their options, not where tensors live
+    r"|ProfilerActivity|XPU activities|^ch\. Because a dict|[Pp]rofiling|Profiler was requested"
+    r"|profiler output modes"
+    r"|Expected device_type to be CUDA, PrivateUse1"
+    # build and dispatcher internals: a C comment, two backends in one build, registration bookkeeping
+    r"|^/\*.*\*/$|Cannot have both (?:MPS|XPU|xpu)|torch_xla::|Level zero requires XPU"
+    r"|NestedTensorImpl storage must"
+    r"|dispatch_key=\{\} is not supported|For XPU MX/NVFP4|Device capability of \{\} unspecified"
+    r"|Default group size only"
+    r"|\{\} instantiation requires the presence of CUDA|NCCL cannot be captured in a graph"
 )
 
 #: Which catalog family each mined text should get from devicekit.explain: the category's family unless
@@ -181,12 +262,57 @@ CATEGORY_FAMILY: dict[str, str | None] = {
     "autocast": "amp",
     "generator": "generator-device",
     "to-numpy": "to-numpy",
+    "device-string": "device-string",
+    "xpu": None,
+    "other": None,
     "index": "index-device",
     "conv": "conv-input-weight",
     "no-accelerator": "no-accelerator",
     "same-device": "same-device",
 }
 FAMILY_OVERRIDES: tuple[tuple[str, str | None], ...] = (
+    (r"CUDA driver initialization failed|invalid device ordinal", "no-accelerator"),
+    (r"User provided device_type of '\w+', but \w+ is not available", "amp"),
+    (r"Corresponding input/output tensors to scatter/gather", "data-parallel"),
+    (r"only GLOO supports monitored barrier", "dist-backend"),
+    (
+        r"monitoredBarrier|[Ww]atchdog caught collective|Timed out initializing process group"
+        r"|Timed out waiting"
+        r"|Some NCCL operations have failed or timed out|timeout watchdog detected operation error",
+        "dist-timeout",
+    ),
+    (r"^process (?:%d|\{\}) terminated with", "dist-spawn"),
+    (r"Duplicate GPU detected|Multiple Ranks are using the same GPU", "ddp"),
+    (r"Cannot re-initialize XPU in forked", "cuda-fork"),
+    (r"is not compatible with devices with SM <", "gpu-not-supported"),
+    (r"pinned memory allocator without", "pin-memory"),
+    (r"device type not an accelerator", "meta-not-accelerator"),
+    (r"without ATen_\w+ library|No XPU are available|compiled without XPU support", "no-accelerator"),
+    (
+        r"supports tensors on a CPU, CUDA, XPU|only supports CPU, CUDA and XPU device type",
+        "op-not-implemented",
+    ),
+    # not claimed: building C++/CUDA extensions (the course builds none), cuDNN and allocator internals,
+    # DTensor/checkpoint/FSDP internals, the XPU device API's own argument checks
+    (
+        r"CUDA_HOME|ROCM_HOME|CUDA was not found on the system|detected CUDA version|No (?:CUDA"
+        r"|ROCm) runtime is found"
+        r"|nvcc not found|nvFuser",
+        None,
+    ),
+    (
+        r"cuDNN version|For cuDNN|cuDNN cannot be used|cuDNN backend version|expandable_segments|IPC"
+        r"|caching allocator|\[_use_uvm\]|Exact-address allocation|cudaHostRegister",
+        None,
+    ),
+    (
+        r"CPU process group does not support alltoall|ProcessExitedException during subprocess"
+        r"|If you suspect the watchdog"
+        r"|Failed to get timeout rank ID|FakeTensor does not support meta|for meta device loading",
+        None,
+    ),
+    (r"same device type for RNG forking|must be on the same device as hdl", None),
+    (r"XPU call failed lazily|Expected a xpu (?:or cpu )?device|Invalid device, must be xpu", None),
     (r"Found no NVIDIA driver", "no-accelerator"),
     # the template without its two types cannot say device from dtype: the catalog's split rule reads
     # it as the dtype case (a real message always carries the types, see tests/test_explain.py)
@@ -229,15 +355,23 @@ def family_of(text: str, category: str) -> str | None:
     return CATEGORY_FAMILY.get(category)
 
 
-def category_of(text: str, compiled: bool = False) -> str | None:
+def category_of(text: str, compiled: bool = False, where: str = "") -> str | None:
     """The category of a device message, or ``None`` when the text is not one.
 
-    ``compiled``: the text comes from a shared library, where only error-like strings count.
+    ``compiled``: the text comes from a shared library, where only error-like strings count. ``where``:
+    the file it was read from (``torch/...py:function``); compiler and export internals are skipped except
+    torch.compile's device guards, and every text of ``torch/nn/parallel`` that names a device is about
+    data parallelism.
     """
     if _NOT_A_MESSAGE.search(text) or NOISE.search(text) or len(text.split()) < 3:
         return None
     if compiled and not _ERRORISH.search(text) and not COMMON.search(text):
         return None
+    if _INTERNAL_PY.match(where) and not (_COMPILER_PY.match(where) and _COMPILER_GUARD.search(text)):
+        return None
+    if where.startswith("torch/nn/parallel/") and _DEVICE_WORD.search(text):
+        first = next((name for name, pattern in _CATEGORY_RES if pattern.search(text)), "data-parallel")
+        return first if first not in {"same-device", "distributed", "other"} else "data-parallel"
     for name, pattern in _CATEGORY_RES:
         if not pattern.search(text):
             continue
@@ -245,6 +379,30 @@ def category_of(text: str, compiled: bool = False) -> str | None:
             return name if _DISTRIBUTED_DEVICE.search(text) else None
         return name if name in _IMPLIED or _DEVICE_WORD.search(text) else None
     return None
+
+
+#: Calls whose arguments are a message a learner reads: warnings, TORCH_CHECK-style checks, and the loggers
+#: of torch.distributed / torch.multiprocessing (elastic and c10d report failures through logging).
+_MESSAGE_CALLS = {
+    "warn",
+    "warn_once",
+    "TORCH_CHECK",
+    "warning",
+    "warning_once",
+    "error",
+    "critical",
+    "exception",
+}
+
+
+def likely_of(text: str, where: str) -> str:
+    """How likely a learner meets a text: ``"high"`` (``COMMON``), ``"medium"`` (a check of an API a
+    learner calls, or a library check about devices), ``"low"`` (internals, rare configurations)."""
+    if COMMON.search(text):
+        return "high"
+    if where.startswith("torch/"):
+        return "medium" if _USER_FACING_PY.match(where) else "low"
+    return "low" if _RARE.search(text) else "medium"
 
 
 def _template(node: ast.AST, names: dict[str, str] | None = None) -> str | None:
@@ -289,7 +447,7 @@ def _message_nodes(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
             yield node.msg, where
         elif isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name in {"warn", "warn_once"} or name.startswith("_check") or name == "TORCH_CHECK":
+            if name in _MESSAGE_CALLS or name.startswith("_check"):
                 for arg in node.args:
                     yield arg, where
                 for keyword in node.keywords:
@@ -302,8 +460,6 @@ def python_messages(path: str, source: bytes) -> Iterator[tuple[str, str]]:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return
-    if _INTERNAL_PY.match(path):
         return
     names = {
         node.targets[0].id: text
@@ -325,20 +481,33 @@ def library_messages(name: str, data: bytes) -> Iterator[tuple[str, str]]:
         yield match.group().decode("ascii").strip(), name
 
 
-def _version_of_wheel(path: Path) -> str:
-    match = re.match(r"torch-([^-]+)-", path.name)
-    if not match:
-        raise SystemExit(f"{path}: not a torch wheel name (torch-<version>-...whl)")
-    return match.group(1)
+#: Before any category is tried, a text is kept (and cached) only when it names something device-like;
+#: the categories below decide which of these are device messages.
+_RAW_KEEP = re.compile(
+    r"(?i)device|cuda|gpu|cpu|\bmps\b|xpu|\bmeta\b|nccl|gloo|backend|accelerator|\bpin|process|\brank"
+    r"|map_location|generator|autocast|\bamp\b|dtype|bfloat16|time[d ]?out|barrier|watchdog|driver|memory"
+    r"|cudnn|cublas|kernel|compiled|nvcc|cuda_home|rocm|\bhip\b|worker|exit ?code|terminated|collective"
+    r"|replica|device_ids|storage|allocat|scatter|gather|broadcast"
+)
 
 
-def _sources(wheel: Path) -> Iterator[tuple[str, str]]:
+def _version_of_wheel(path: Path) -> tuple[str, bool]:
+    """(label, is torch): ``"2.0.0", True`` for a torch wheel, ``"nvidia_nccl_cu13 2.30.7", False`` else."""
+    match = re.match(r"([A-Za-z0-9_.]+)-([^-]+)-", path.name)
+    if not match or not path.name.endswith(".whl"):
+        raise SystemExit(f"{path}: not a wheel name (<name>-<version>-...whl)")
+    if match.group(1) == "torch":
+        return match.group(2).split("+")[0], True
+    return f"{match.group(1)} {match.group(2)}", False
+
+
+def _wheel_sources(wheel: Path, is_torch: bool) -> Iterator[tuple[str, str]]:
     with zipfile.ZipFile(wheel) as archive:
         for info in archive.infolist():
             name = info.filename
-            if name.startswith("torch/") and name.endswith(".py") and "/testing/" not in name:
+            if is_torch and name.startswith("torch/") and name.endswith(".py") and "/testing/" not in name:
                 yield from python_messages(name, archive.read(info))
-            elif name.startswith("torch/lib/") and ".so" in name:
+            elif (name.startswith("torch/lib/") or not is_torch) and ".so" in Path(name).name:
                 yield from library_messages(Path(name).name, archive.read(info))
 
 
@@ -357,58 +526,98 @@ def _installed_sources() -> tuple[str, Iterator[tuple[str, str]]]:
     return torch.__version__.split("+")[0], walk()
 
 
-def mine(wheels: list[Path], installed: bool) -> list[dict]:
+def _harvest(label: str, items: Iterator[tuple[str, str]], cache: Path | None) -> list[tuple[str, str]]:
+    """The device-like (text, where) pairs of one source, first occurrence of each text; cached by label."""
+    path = cache / (re.sub(r"[^\w.]+", "_", label) + ".json") if cache else None
+    if path is not None and path.is_file():
+        return [tuple(pair) for pair in json.loads(path.read_text(encoding="utf-8"))]
+    seen: dict[str, str] = {}
+    for text, where in items:
+        if text not in seen and _RAW_KEEP.search(text):
+            seen[text] = where
+    pairs = sorted(seen.items())
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(pairs), encoding="utf-8")
+    return pairs
+
+
+def mine(wheels: list[Path], installed: bool, cache: Path | None = None) -> tuple[list[dict], list[str]]:
+    """(entries, labels of the non-torch libraries mined) for the given wheels and the installed torch."""
     found: dict[str, dict] = {}
-    runs: list[tuple[str, Iterator[tuple[str, str]]]] = [(_version_of_wheel(w), _sources(w)) for w in wheels]
+    runs: list[tuple[str, bool, Iterator[tuple[str, str]]]] = []
+    for wheel in wheels:
+        label, is_torch = _version_of_wheel(wheel)
+        runs.append((label, is_torch, _wheel_sources(wheel, is_torch)))
     if installed:
-        runs.append(_installed_sources())
-    for version, items in runs:
-        print(f"mining torch {version} ...", file=sys.stderr, flush=True)
-        for text, where in items:
-            category = category_of(text, compiled=not where.startswith("torch/"))
-            if category is None:
+        version, items = _installed_sources()
+        runs.append((version, True, items))
+    libraries = sorted(label for label, is_torch, _ in runs if not is_torch)
+    for label, is_torch, items in runs:
+        print(f"mining {'torch ' if is_torch else ''}{label} ...", file=sys.stderr, flush=True)
+        for text, where in _harvest(label if is_torch else label, items, cache):
+            entry = _entry(text, where)
+            if entry is None:
                 continue
-            entry = found.setdefault(
-                text,
-                {
-                    "text": text,
-                    "category": category,
-                    "common": bool(COMMON.search(text)),
-                    "family": family_of(text, category),
-                    "versions": [],
-                    "where": {},
-                },
-            )
-            if version not in entry["versions"]:
-                entry["versions"].append(version)
-            entry["where"].setdefault(version, where)
-    return sorted(found.values(), key=lambda e: (e["category"], e["text"]))
+            entry = found.setdefault(text, entry)
+            if label not in entry["versions"]:
+                entry["versions"].append(label)
+            entry["where"].setdefault(label, where)
+    for entry in found.values():
+        entry["versions"].sort(key=_version_key)
+        entry["where"] = {v: entry["where"][v] for v in entry["versions"]}
+    return sorted(found.values(), key=lambda e: (e["category"], e["text"])), libraries
+
+
+def _version_key(label: str) -> tuple:
+    parts = re.findall(r"\d+", label)
+    return (not label[0].isdigit(), label.split(" ")[0] if not label[0].isdigit() else "", *map(int, parts))
+
+
+def _entry(text: str, where: str) -> dict | None:
+    """A fresh list entry for a text found at ``where``, or ``None`` when it is not a device message."""
+    python = where.startswith("torch/")
+    category = category_of(text, compiled=not python, where=where)
+    if category is None:
+        return None
+    return {
+        "text": text,
+        "category": category,
+        "likely": likely_of(text, where),
+        "family": family_of(text, category),
+        "versions": [],
+        "where": {},
+    }
 
 
 def refilter(entries: list[dict]) -> list[dict]:
     """Entries already mined, categorised again by the current filters (dropped when none applies)."""
     kept = []
     for entry in entries:
-        compiled = not any(where.startswith("torch/") for where in entry["where"].values())
-        category = category_of(entry["text"], compiled=compiled)
-        if category is None:
+        where = next(iter(entry["where"].values()))
+        fresh = _entry(entry["text"], where)
+        if fresh is None:
             continue
-        kept.append(
-            dict(
-                entry,
-                category=category,
-                common=bool(COMMON.search(entry["text"])),
-                family=family_of(entry["text"], category),
-            )
-        )
+        kept.append(dict(entry, category=fresh["category"], likely=fresh["likely"], family=fresh["family"]))
     return sorted(kept, key=lambda e: (e["category"], e["text"]))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("wheels", nargs="*", type=Path, help="torch wheel files (.whl)")
+    parser.add_argument(
+        "wheels",
+        nargs="*",
+        type=Path,
+        help="torch wheels, and other wheels whose shared libraries torch loads",
+    )
     parser.add_argument("--installed", action="store_true", help="also mine this environment's torch")
-    parser.add_argument("--out", type=Path, default=DATA / "torch_messages.json")
+    parser.add_argument("--out", type=Path, default=Path("course_tools/data/torch_messages.json"))
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="folder for each source's device-like raw texts (a second run with other filters takes seconds)",
+    )
+    parser.add_argument("--harvest", action="store_true", help="only fill --cache, write nothing else")
     parser.add_argument(
         "--refilter",
         action="store_true",
@@ -417,17 +626,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.refilter:
-        entries = refilter(json.loads(args.out.read_text(encoding="utf-8"))["messages"])
+        data = json.loads(args.out.read_text(encoding="utf-8"))
+        entries, libraries = refilter(data["messages"]), data.get("libraries", [])
     elif not args.wheels and not args.installed:
         parser.error("give at least one wheel, or --installed")
+    elif args.harvest:
+        if args.cache is None:
+            parser.error("--harvest needs --cache")
+        for wheel in args.wheels:
+            label, is_torch = _version_of_wheel(wheel)
+            print(f"harvesting {label} ...", file=sys.stderr, flush=True)
+            _harvest(label, _wheel_sources(wheel, is_torch), args.cache)
+        if args.installed:
+            _harvest(*_installed_sources(), args.cache)
+        return 0
     else:
-        entries = mine(args.wheels, args.installed)
-    buffer = io.StringIO()
-    json.dump(
-        {"sources": sorted({v for e in entries for v in e["versions"]}), "messages": entries},
-        buffer,
-        indent=1,
+        entries, libraries = mine(args.wheels, args.installed, args.cache)
+    torch_versions = sorted(
+        {v for e in entries for v in e["versions"] if v not in libraries}, key=_version_key
     )
+    buffer = io.StringIO()
+    json.dump({"sources": torch_versions, "libraries": libraries, "messages": entries}, buffer, indent=1)
     args.out.write_text(buffer.getvalue() + "\n", encoding="utf-8")
     counts: dict[str, int] = {}
     for entry in entries:
