@@ -1,0 +1,115 @@
+"""devicekit's message layer: every text it raises, warns or prints exists in English and Chinese.
+
+A `Message` holds both texts and shows the one `devicekit.lang.current_language` asks for each time it is
+turned into a string (both, English first, when the language is unknown). So an error raised in a script
+and printed later in a Chinese notebook reads in Chinese, and the same object still answers `.en` and
+`.zh`.
+
+* [`localised`][devicekit.messages.localised] builds an exception of any class from a `Message`; the
+  exception carries `.en` and `.zh`, and `str(exc)` follows the current language.
+* [`warn`][devicekit.messages.warn] issues a warning the same way.
+* [`join`][devicekit.messages.join] lists items with ", " in English and "、" in Chinese.
+
+Chinese text follows the course's typography: full-width （）：，、 and no space before them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from devicekit.lang import Lang, pick
+
+__all__ = ["Message", "join", "localised", "warn"]
+
+E = TypeVar("E", bound=BaseException)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One text in English and Chinese; `str()` gives the current language's (both when unknown).
+
+    Attributes:
+        en: the English text.
+        zh: the Chinese text.
+    """
+
+    en: str
+    zh: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.en, str) or not isinstance(self.zh, str):
+            raise TypeError(
+                f"Message needs two str texts, got {type(self.en).__name__} and {type(self.zh).__name__}"
+            )
+
+    def __str__(self) -> str:
+        return pick(self.en, self.zh)
+
+    def text(self, lang: Lang | None = None) -> str:
+        """The text in `lang` (``"en"``/``"zh"``); `None` means the current language."""
+        return pick(self.en, self.zh, lang)
+
+    def __add__(self, other: Message) -> Message:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return Message(self.en + other.en, self.zh + other.zh)
+
+
+def as_message(value: Message | str) -> Message:
+    """`value` as a `Message`; a plain `str` (from code outside devicekit) is used for both languages."""
+    if isinstance(value, Message):
+        return value
+    if isinstance(value, str):
+        return Message(value, value)
+    raise TypeError(f"a message is a devicekit Message or a str, not {type(value).__name__}")
+
+
+def join(items: Iterable[object]) -> Message:
+    """The items listed: ``"a, b"`` in English, ``"a、b"`` in Chinese."""
+    texts = [str(i) for i in items]
+    return Message(", ".join(texts), "、".join(texts))
+
+
+def localised(exc_type: type[E], message: Message) -> E:
+    """An exception of `exc_type` whose text is `message`: it has `.en` and `.zh`, `str()` follows the language.
+
+    The exception's class is `exc_type` itself (a plain `TypeError` stays a `TypeError`), so `except`
+    clauses and `pytest.raises` work as before; its only argument is the `Message`.
+    """
+    exc = exc_type(message)
+    exc.en = message.en  # type: ignore[attr-defined]
+    exc.zh = message.zh  # type: ignore[attr-defined]
+    return exc
+
+
+def warn(message: Message, category: type[Warning] = UserWarning, stacklevel: int = 2) -> None:
+    """`warnings.warn` with a `Message`: the warning carries `.en` and `.zh` and reads in the current language.
+
+    `stacklevel` counts as in `warnings.warn` from the caller's point of view (2: the caller's caller).
+    """
+    warning = localised(category, message)
+    warnings.warn(warning, stacklevel=stacklevel + 1)
+
+
+class LocalisedError(Exception):
+    """Mixin of devicekit's own exceptions: built from a `Message` (or a str), with `.en` and `.zh`.
+
+    `str(exc)` gives the current language's text, as for [`localised`][devicekit.messages.localised].
+    """
+
+    def __init__(self, message: Message | str = "", *args: object) -> None:
+        msg = as_message(message)
+        super().__init__(msg, *args)
+        self.en = msg.en
+        self.zh = msg.zh
+
+    @property
+    def message(self) -> Message:
+        """The `Message` this exception was built from."""
+        return Message(self.en, self.zh)
+
+    def __str__(self) -> str:
+        return pick(self.en, self.zh)
