@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from devicekit.lang import Lang, pick
 
-__all__ = ["Message", "join", "localised", "warn"]
+__all__ = ["LocalisedError", "Message", "Text", "as_message", "join", "localised", "warn"]
 
 E = TypeVar("E", bound=BaseException)
 
@@ -58,10 +58,41 @@ class Message:
         return Message(self.en + other.en, self.zh + other.zh)
 
 
+class Text(str):
+    """A `str` in the language current when it was made (both when unknown), that keeps `.en` and `.zh`.
+
+    For data fields that code reads as strings (``report.warnings[0]``, ``finding.fix``): ``in``,
+    slicing and formatting work as on any `str`, and a report's `__str__` can still use the language
+    current when it is printed.
+    """
+
+    en: str
+    zh: str
+
+    def __new__(cls, message: Message) -> Text:
+        obj = super().__new__(cls, str(message))
+        obj.en = message.en
+        obj.zh = message.zh
+        return obj
+
+    def __getnewargs__(self) -> tuple[Message]:  # type: ignore[override]
+        return (Message(self.en, self.zh),)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Text, (Message(self.en, self.zh),))
+
+    @property
+    def message(self) -> Message:
+        """The `Message` behind this text."""
+        return Message(self.en, self.zh)
+
+
 def as_message(value: Message | str) -> Message:
     """`value` as a `Message`; a plain `str` (from code outside devicekit) is used for both languages."""
     if isinstance(value, Message):
         return value
+    if isinstance(value, Text):
+        return value.message
     if isinstance(value, str):
         return Message(value, value)
     raise TypeError(f"a message is a devicekit Message or a str, not {type(value).__name__}")

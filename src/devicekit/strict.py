@@ -12,13 +12,16 @@ learner's language) naming the op, the devices and the schema names of the argum
 What stays allowed, as on CUDA:
 
 * one 0-dim CPU tensor (``torch.tensor(2.0)``) next to tensors on another device, only in the ops whose
-  device check is TensorIterator's: those marked ``device_check: NoCheck   # TensorIterator`` in
-  PyTorch's ``aten/src/ATen/native/native_functions.yaml`` (element-wise, binary, comparison ops such as
-  ``add``, ``mul``, ``eq``, ``where``), read from the copy installed with torch (``torchgen``).  Every
+  device check is TensorIterator's: those marked ``device_check: NoCheck   # TensorIterator`` (or a
+  comment saying they delegate to TensorIterator: ``index_put``) in PyTorch's
+  ``aten/src/ATen/native/native_functions.yaml`` (element-wise, binary, comparison ops such as ``add``,
+  ``mul``, ``eq``, ``where``), read from the copy installed with torch (``torchgen``).  Every
   other op gets a device check generated from that file, which has no 0-dim exception: ``index_select(x,
   0, torch.tensor(1))`` and ``clamp(x, min=torch.tensor(0.5))`` raise on CUDA ("... (when checking
   argument in method wrapper_CUDA__index_select)"), and raise here.  TensorIterator allows one such
-  tensor per op ("Trying to pass too many CPU scalars to non-CPU kernel!"), and so does this mode.
+  tensor per op ("Trying to pass too many CPU scalars to non-CPU kernel!"), and so does this mode,
+  except ``torch.where``, which moves each 0-dim CPU operand to the device itself
+  (``aten/src/ATen/native/TensorCompare.cpp``, ``where_self_out``).
   Sources, torch v2.13.0: ``aten/src/ATen/TensorIterator.cpp`` (``compute_types``, ``allow_cpu_scalars``)
   and ``aten/src/ATen/native/native_functions.yaml``;
 * ops whose job is to move data between devices: ``aten._to_copy`` (what ``t.to(device)`` and
@@ -131,7 +134,7 @@ def _schema_info(func: Any) -> _SchemaInfo:
 
 
 _YAML_ENTRY = re.compile(r"^- func: ([\w.]+)\(")
-_TENSOR_ITERATOR_CHECK = re.compile(r"^\s+device_check: NoCheck\s+# TensorIterator")
+_TENSOR_ITERATOR_CHECK = re.compile(r"^\s+device_check: NoCheck\s+#.*TensorIterator")
 
 
 @functools.lru_cache(maxsize=1)
@@ -139,8 +142,8 @@ def tensor_iterator_ops() -> frozenset[str] | None:
     """``name.overload`` of every op whose device check is TensorIterator's, from the installed torch.
 
     Read from ``torchgen/packaged/ATen/native/native_functions.yaml`` (shipped with torch, the same file
-    the op registrations are generated from): the entries marked ``device_check: NoCheck   #
-    TensorIterator``.  `None` when that file is not installed.
+    the op registrations are generated from): the entries marked ``device_check: NoCheck`` with a comment
+    naming TensorIterator.  `None` when that file is not installed.
     """
     spec = importlib.util.find_spec("torchgen")
     if spec is None or not spec.submodule_search_locations:
@@ -164,6 +167,9 @@ def tensor_iterator_ops() -> frozenset[str] | None:
 
 
 _scalar_cache: dict[Any, bool] = {}
+# Ops that move every 0-dim CPU operand to the result's device themselves before TensorIterator sees it
+# (aten/src/ATen/native/TensorCompare.cpp, where_self_out: "allow CPU scalars on non-cpu device").
+_ANY_CPU_SCALARS = frozenset({"aten::where"})
 
 
 def allows_cpu_scalar(func: Any) -> bool:
@@ -267,7 +273,7 @@ class StrictDevicesMode(TorchDispatchMode):
         if scalars and set(seen) - {"cpu"}:
             if not allows_cpu_scalar(func):
                 rejected = "not_tensor_iterator"
-            elif len(scalars) > 1:
+            elif len(scalars) > 1 and func._schema.name not in _ANY_CPU_SCALARS:
                 rejected = "too_many"
             if rejected:
                 seen.setdefault("cpu", []).extend(scalars)
