@@ -43,7 +43,7 @@ DeviceLike = str | int | torch.device
 VALID_FORMS = Message(
     "a torch.device, a string such as 'cpu', 'cuda', 'cuda:1', 'mps', 'xpu:0' or 'meta', "
     "or an int N for index N of this machine's accelerator",
-    "torch.device，'cpu'、'cuda'、'cuda:1'、'mps'、'xpu:0'、'meta' 这样的字符串，"
+    "torch.device；'cpu'、'cuda'、'cuda:1'、'mps'、'xpu:0'、'meta' 这样的字符串；"
     "或者整数 N（本机加速器的第 N 号）",
 )
 _MAX_INDEX = 127  # c10::DeviceIndex is an int8_t
@@ -123,7 +123,7 @@ _DEVICE_CACHE: dict[str, torch.device] = {}
 
 
 #: Where a device came from, at the start of every error about it.
-DEFAULT_ORIGIN = Message("device ", "设备 ")
+DEFAULT_ORIGIN = Message("device ", "")
 
 
 def _origin(origin: Message | str) -> Message:
@@ -133,14 +133,14 @@ def _origin(origin: Message | str) -> Message:
 def _form_error(device: object, origin: Message | str, reason: Message) -> UnknownDeviceError:
     where = _origin(origin)
     if isinstance(device, (str, int)):
-        shown = Message(repr(device), repr(device))
+        shown, sep = Message(repr(device), repr(device)), " "
     else:
         name = type(device).__name__
-        shown = Message(f"of type {name}", f"（类型为 {name} 的值）")
+        shown, sep = Message(f"of type {name}", f"{name} 类型的值"), ""
     return UnknownDeviceError(
         Message(
             f"{where.en}{shown.en} {reason.en}. A device is {VALID_FORMS.en}.",
-            f"{where.zh}{shown.zh} {reason.zh}。设备可以是：{VALID_FORMS.zh}。",
+            f"{where.zh}{shown.zh}{sep}{reason.zh}。设备可以是：{VALID_FORMS.zh}。",
         )
     )
 

@@ -119,9 +119,13 @@ def localised(exc_type: type[E], message: Message) -> E:
 def warn(message: Message, category: type[Warning] = UserWarning, stacklevel: int = 2) -> None:
     """`warnings.warn` with a `Message`: the warning carries `.en` and `.zh` and reads in the current language.
 
-    `stacklevel` counts as in `warnings.warn` from the caller's point of view (2: the caller's caller).
+    `stacklevel` is what the caller would pass to `warnings.warn` itself (2: the caller's caller).
     """
-    warning = localised(category, message)
+    # The argument is a str (a `Text`, fixed in the language current now): warning filters and pytest
+    # expect a str there.
+    warning = category(Text(message))
+    warning.en = message.en  # type: ignore[attr-defined]
+    warning.zh = message.zh  # type: ignore[attr-defined]
     warnings.warn(warning, stacklevel=stacklevel + 1)
 
 

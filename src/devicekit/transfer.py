@@ -19,7 +19,6 @@ recursion limit; ``tests/test_traversal.py`` checks with generated structures th
 from __future__ import annotations
 
 import inspect
-import warnings
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from torch import nn
 
 from . import traversal
 from .device import DeviceLike, as_device
+from .messages import Message, localised, warn
 
 __all__ = ["to_device"]
 
@@ -94,7 +94,7 @@ class _Walk:
         # fly); kept alive so that their id() cannot be reused by another object during the walk.
         self.keep: list[Any] = []
         self.pin = pin
-        self.notes: list[str] = []  # warnings, emitted at the end so that they point at the caller
+        self.notes: list[Message] = []  # warnings, emitted at the end so that they point at the caller
 
 
 def _leaf(w: _Walk, obj: T) -> T:
@@ -274,11 +274,13 @@ def _register(tp: type) -> Callable[[_Walk, Any], Any]:
     return h
 
 
-def _cycle_message(path: str, target: str) -> str:
-    return (
+def _cycle_message(path: str, target: str) -> Message:
+    return Message(
         f"to_device: reference cycle in the batch: {path} is the same object as {target}, "
         f"which contains it. A structure that contains itself cannot be copied to a device; "
-        f"break the cycle (or put the key in skip_keys)."
+        f"break the cycle (or put the key in skip_keys).",
+        f"to_device：批次里有引用环：{path} 和包含它的 {target} 是同一个对象。包含自身的结构无法复制到"
+        "设备上；请打断这个环（或者把这个键放进 skip_keys）。",
     )
 
 
@@ -291,10 +293,16 @@ def _warn_modules(root: Any, w: _Walk) -> None:
     for m in {id(m): m for m in w.modules}.values():
         where = paths.get(id(m)) or ["batch"]
         also = f" (also at {', '.join(where[1:])})" if len(where) > 1 else ""
-        warnings.warn(
-            f"to_device found an nn.Module ({type(m).__name__}) at {where[0]}{also} and did NOT move "
-            f"it: a model inside a batch is usually a mistake. Move models explicitly with "
-            f"model.to(device) or devicekit.prepare(model, device).",
+        also_zh = f"（还在 {'、'.join(where[1:])}）" if len(where) > 1 else ""
+        kind = type(m).__name__
+        warn(
+            Message(
+                f"to_device found an nn.Module ({kind}) at {where[0]}{also} and did NOT move "
+                f"it: a model inside a batch is usually a mistake. Move models explicitly with "
+                f"model.to(device) or devicekit.prepare(model, device).",
+                f"to_device 在 {where[0]}{also_zh} 发现了一个 nn.Module（{kind}），没有移动它：批次里出现模型"
+                "通常是个错误。请显式地移动模型：model.to(device) 或 devicekit.prepare(model, device)。",
+            ),
             UserWarning,
             stacklevel=4,
         )
@@ -307,7 +315,7 @@ def _run(w: _Walk, obj: Any) -> Any:
     except _Cycle:
         found = traversal.find_cycle(obj, "batch", w.skip)
         path, target = found if found else ("a container", "one that contains it")
-        raise ValueError(_cycle_message(path, target)) from None
+        raise localised(ValueError, _cycle_message(path, target)) from None
     except RecursionError:
         # Nested deeper than Python's recursion limit: start again with the iterative traversal.
         w = _Walk(w.device, w.non_blocking, w.skip, w.pin)
@@ -319,11 +327,11 @@ def _run(w: _Walk, obj: Any) -> Any:
         try:
             out = traversal.transform(obj, lambda x, kind: visit[kind](w, x), w.skip, w.notes)
         except traversal.ReferenceCycle as err:
-            raise ValueError(_cycle_message(err.path, err.target)) from None
+            raise localised(ValueError, _cycle_message(err.path, err.target)) from None
     if w.modules:
         _warn_modules(obj, w)
     for note in w.notes:
-        warnings.warn(note, UserWarning, stacklevel=3)
+        warn(note, UserWarning, stacklevel=3)
     return out
 
 
@@ -383,7 +391,13 @@ def to_device(
     """
     dev = as_device(device)
     if non_blocking is not None and type(non_blocking) is not bool:
-        raise TypeError(f"non_blocking must be None, True or False, not {non_blocking!r}")
+        raise localised(
+            TypeError,
+            Message(
+                f"non_blocking must be None, True or False, not {non_blocking!r}",
+                f"non_blocking 必须是 None、True 或 False，而不是 {non_blocking!r}",
+            ),
+        )
     if type(obj) is torch.Tensor and obj.device == dev:
         return obj
     return _run(_Walk(dev, non_blocking, traversal.skip_set(skip_keys)), obj)
