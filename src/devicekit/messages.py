@@ -41,8 +41,10 @@ class Message:
 
     def __post_init__(self) -> None:
         if not isinstance(self.en, str) or not isinstance(self.zh, str):
-            raise TypeError(
-                f"Message needs two str texts, got {type(self.en).__name__} and {type(self.zh).__name__}"
+            kinds = f"{type(self.en).__name__}, {type(self.zh).__name__}"
+            raise localised(
+                TypeError,
+                Message(f"Message needs two str texts, got {kinds}", f"Message 需要两个 str 文本，收到的是 {kinds}"),
             )
 
     def __str__(self) -> str:
@@ -75,16 +77,20 @@ class Text(str):
         obj.zh = message.zh
         return obj
 
-    def __getnewargs__(self) -> tuple[Message]:  # type: ignore[override]
-        return (Message(self.en, self.zh),)
-
     def __reduce__(self) -> tuple[object, ...]:
-        return (Text, (Message(self.en, self.zh),))
+        # the text keeps the language it was made in, also after a round trip through pickle
+        return (_restore_text, (str.__str__(self), self.en, self.zh))
 
     @property
     def message(self) -> Message:
         """The `Message` behind this text."""
         return Message(self.en, self.zh)
+
+
+def _restore_text(value: str, en: str, zh: str) -> Text:
+    text = str.__new__(Text, value)
+    text.en, text.zh = en, zh
+    return text
 
 
 def as_message(value: Message | str) -> Message:
@@ -95,7 +101,11 @@ def as_message(value: Message | str) -> Message:
         return value.message
     if isinstance(value, str):
         return Message(value, value)
-    raise TypeError(f"a message is a devicekit Message or a str, not {type(value).__name__}")
+    kind = type(value).__name__
+    raise localised(
+        TypeError,
+        Message(f"a message is a devicekit Message or a str, not {kind}", f"消息必须是 devicekit 的 Message 或 str，而不是 {kind}"),
+    )
 
 
 def join(items: Iterable[object]) -> Message:
