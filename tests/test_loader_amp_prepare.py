@@ -205,7 +205,9 @@ def test_autocast_dtype_choices(monkeypatch):
     monkeypatch.setattr(torch.version, "hip", None)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     major = {"value": 8}
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: type("P", (), {"major": major["value"]}))
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda d: type("P", (), {"major": major["value"]})
+    )
     assert autocast_dtype("cuda") == torch.bfloat16
     major["value"] = 7
     assert autocast_dtype("cuda:0") == torch.float16

@@ -42,11 +42,7 @@ WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def _sources() -> list[Path]:
-    return [
-        p
-        for p in sorted(SRC.rglob("*.py"))
-        if not (set(p.relative_to(SRC).parts) & NOT_SCANNED)
-    ]
+    return [p for p in sorted(SRC.rglob("*.py")) if not (set(p.relative_to(SRC).parts) & NOT_SCANNED)]
 
 
 def _literal_text(node: ast.AST) -> str:
@@ -152,7 +148,11 @@ def _problems(path: Path) -> list[str]:
             omitted = zh == "" and len(WORD.findall(en)) <= 1
             if WORD.search(en) and not CJK.search(zh) and en != zh and not omitted:
                 out.append(f"{where}: Message whose Chinese text has no Chinese: {zh!r}")
-            for bad, why in (("。 (", "'。 (' mixes"), ("））", "doubled brackets"), ("（（", "doubled brackets")):
+            for bad, why in (
+                ("。 (", "'。 (' mixes"),
+                ("））", "doubled brackets"),
+                ("（（", "doubled brackets"),
+            ):
                 if bad in zh:
                     out.append(f"{where}: Message zh text has {why}: {zh!r}")
             if re.search(r"[\u4e00-\u9fff][:,;] |[:,;] [\u4e00-\u9fff]", zh):
@@ -268,7 +268,9 @@ def test_check_devices_report_and_error_in_both_languages(lang):
     assert isinstance(err, DeviceMismatchError)
     texts = _all_languages(err, lang)
     assert texts["en"].startswith("check_devices: 2 tensors not on the expected device meta")
-    assert texts["zh"].startswith("check_devices：有 2 个张量不在预期的设备 meta 上（预期设备 = 模型大部分参数所在的设备）：")
+    assert texts["zh"].startswith(
+        "check_devices：有 2 个张量不在预期的设备 meta 上（预期设备 = 模型大部分参数所在的设备）："
+    )
     assert "  - 属性 mask：在 cpu 上，应在 meta 上" in texts["zh"]
     _assert_zh_typography(texts["zh"])
     again = pickle.loads(pickle.dumps(err))  # DataLoader workers pickle errors
@@ -306,7 +308,8 @@ def test_strict_devices_error_in_both_languages(lang):
 
     texts = _all_languages(_raised(mixed), lang)
     assert texts["zh"].startswith(
-        "strict_devices：aten.mm.default 收到了不同设备上的张量：meta（第 0 个参数 'self'）、cpu（第 1 个参数 'mat2'）。"
+        "strict_devices：aten.mm.default 收到了不同设备上的张量："
+        "meta（第 0 个参数 'self'）、cpu（第 1 个参数 'mat2'）。"
     )
     _assert_zh_typography(texts["zh"])
     assert texts["en"].startswith("strict_devices: aten.mm.default got tensors on different devices: meta")
@@ -315,10 +318,26 @@ def test_strict_devices_error_in_both_languages(lang):
 @pytest.mark.parametrize(
     "make, en_start, zh_start",
     [
-        (lambda: DeviceManager("gpu"), "device 'gpu' is not a device name PyTorch knows.", "'gpu' 不是 PyTorch 认识的设备名。"),
-        (lambda: to_device(torch.ones(1), 1.5), "device of type float is not a device.", "float 类型的值不是设备。"),
-        (lambda: to_device(torch.ones(1), -1), "device -1 is not an accelerator index", "-1 不是加速器编号（应为 0 到 127）"),
-        (lambda: to_device(torch.ones(1), "cpu", non_blocking=1), "non_blocking must be None", "non_blocking 必须是 None、True 或 False"),
+        (
+            lambda: DeviceManager("gpu"),
+            "device 'gpu' is not a device name PyTorch knows.",
+            "'gpu' 不是 PyTorch 认识的设备名。",
+        ),
+        (
+            lambda: to_device(torch.ones(1), 1.5),
+            "device of type float is not a device.",
+            "float 类型的值不是设备。",
+        ),
+        (
+            lambda: to_device(torch.ones(1), -1),
+            "device -1 is not an accelerator index",
+            "-1 不是加速器编号（应为 0 到 127）",
+        ),
+        (
+            lambda: to_device(torch.ones(1), "cpu", non_blocking=1),
+            "non_blocking must be None",
+            "non_blocking 必须是 None、True 或 False",
+        ),
         (lambda: to_device({"a": 1}, "cpu", skip_keys=[[1]]), "skip_keys must be", "skip_keys 必须是"),
     ],
 )

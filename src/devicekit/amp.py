@@ -56,7 +56,8 @@ def autocast_dtype(device: DeviceLike) -> torch.dtype:
       (``torch.cuda.is_bf16_supported(including_emulation=False)``: in torch 2.13, compute capability
       8.0+, Ampere and newer, or any ROCm build) — asked of the GPU ``device`` names (``"cuda:1"`` asks
       GPU 1, a bare ``"cuda"`` the current GPU) — else ``float16`` (which then needs a
-      [`grad_scaler`][devicekit.grad_scaler]). The plain ``is_bf16_supported()`` (``including_emulation=True``) also says
+      [`grad_scaler`][devicekit.grad_scaler]). The plain ``is_bf16_supported()``
+      (``including_emulation=True``) also says
       True when a bf16 tensor can merely be created on an older GPU (a T4), where bf16 is emulated and
       float16 with a scaler is the better choice.
     * XPU: ``bfloat16`` if ``torch.xpu.is_bf16_supported()``, else ``float16``.
@@ -128,7 +129,8 @@ def grad_scaler(
 
     Loss scaling protects float16 gradients from underflowing to zero. bfloat16 has float32's
     exponent range and needs no scaling, so the scaler is enabled only when the autocast dtype
-    (``dtype``, or [`autocast_dtype`][devicekit.autocast_dtype] of ``device`` when ``None``) is ``float16``. Pass the
+    (``dtype``, or [`autocast_dtype`][devicekit.autocast_dtype] of ``device`` when ``None``) is
+    ``float16``. Pass the
     same ``dtype`` you gave [`autocast`][devicekit.autocast]. A disabled scaler is a transparent pass-through:
     ``scaler.scale(loss)`` returns ``loss`` and ``scaler.step(opt)`` just calls ``opt.step()``,
     so the same training loop works either way.

@@ -326,8 +326,8 @@ def _hidden_fix(name: str, owner: nn.Module, key: str, container: type | None, o
     plain = container.__name__
     return Text(
         Message(
-            f"attribute {key!r} of {owner_type} ({where.en}) is a plain {plain}: use {wrapper} so model.to(), "
-            "parameters() (the optimizer) and state_dict() see it.",
+            f"attribute {key!r} of {owner_type} ({where.en}) is a plain {plain}: use {wrapper} so "
+            "model.to(), parameters() (the optimizer) and state_dict() see it.",
             f"{owner_type}（{where.zh}）的属性 {key!r} 是普通的 {plain}：请改用 {wrapper}，"
             "这样 model.to()、parameters()（优化器）和 state_dict() 才能看到它。",
         )

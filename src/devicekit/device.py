@@ -187,7 +187,12 @@ def as_device(device: DeviceLike, *, origin: Message | str = DEFAULT_ORIGIN) -> 
     index = int(device)
     if not 0 <= index <= _MAX_INDEX:
         raise _form_error(
-            device, origin, Message(f"is not an accelerator index (0 to {_MAX_INDEX})", f"不是加速器编号（应为 0 到 {_MAX_INDEX}）")
+            device,
+            origin,
+            Message(
+                f"is not an accelerator index (0 to {_MAX_INDEX})",
+                f"不是加速器编号（应为 0 到 {_MAX_INDEX}）",
+            ),
         )
     kind = _accelerator_type()
     if kind is None:
@@ -251,9 +256,7 @@ def resolve_device(device: DeviceLike, *, origin: Message | str = DEFAULT_ORIGIN
         if getattr(err, "lists_available", False):
             raise
         here = _available_here()
-        raise UnknownDeviceError(
-            Message(f"{err.en} {here.en}", f"{err.zh}{here.zh}")
-        ) from err.__cause__
+        raise UnknownDeviceError(Message(f"{err.en} {here.en}", f"{err.zh}{here.zh}")) from err.__cause__
     kind, index = dev.type, dev.index
     if kind in ("cpu", "meta"):
         return torch.device(kind)

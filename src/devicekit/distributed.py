@@ -104,7 +104,9 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(value)
     except ValueError:
-        raise DistributedSetupError(Message(f"{name}={value!r} is not an integer", f"{name}={value!r} 不是整数")) from None
+        raise DistributedSetupError(
+            Message(f"{name}={value!r} is not an integer", f"{name}={value!r} 不是整数")
+        ) from None
 
 
 def _ranks_from_env() -> tuple[int, int, int, bool]:
@@ -128,8 +130,8 @@ def _ranks_from_env() -> tuple[int, int, int, bool]:
                 Message(
                     f"RANK is set but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: start "
                     "the processes with torchrun (or devicekit.distributed.spawn), which sets all of them",
-                    f"设置了 RANK，却没有设置 {'、'.join(missing)}：请用 torchrun（或 devicekit.distributed.spawn）"
-                    "启动进程，它们会把这些变量都设好",
+                    f"设置了 RANK，却没有设置 {'、'.join(missing)}：请用 torchrun"
+                    "（或 devicekit.distributed.spawn）启动进程，它们会把这些变量都设好",
                 )
             )
     return rank, local_rank, world_size, launched
@@ -181,18 +183,18 @@ def _check_backend(backend: str, local_rank: int) -> None:
                 Message(
                     f"nccl needs CUDA GPUs; use gloo on CPU: setup(backend='gloo'), or setup() to pick the "
                     f"backend automatically ({why.en})",
-                    f"nccl 需要 CUDA GPU；在 CPU 上请用 gloo：setup(backend='gloo')，或者 setup() 自动选择后端"
-                    f"（{why.zh}）",
+                    f"nccl 需要 CUDA GPU；在 CPU 上请用 gloo：setup(backend='gloo')，"
+                    f"或者 setup() 自动选择后端（{why.zh}）",
                 )
             )
         count = torch.cuda.device_count()
         if local_rank >= count:
             raise DistributedSetupError(
                 Message(
-                    f"LOCAL_RANK={local_rank} but only {count} CUDA GPU(s) are visible: start at most {count} "
-                    "processes per machine (torchrun --nproc-per-node), one per GPU",
-                    f"LOCAL_RANK={local_rank}，但只看得到 {count} 块 CUDA GPU：每台机器最多启动 {count} 个进程"
-                    "（torchrun --nproc-per-node），每块 GPU 一个",
+                    f"LOCAL_RANK={local_rank} but only {count} CUDA GPU(s) are visible: start at most "
+                    f"{count} processes per machine (torchrun --nproc-per-node), one per GPU",
+                    f"LOCAL_RANK={local_rank}，但只看得到 {count} 块 CUDA GPU：每台机器最多启动 "
+                    f"{count} 个进程（torchrun --nproc-per-node），每块 GPU 一个",
                 )
             )
     if backend == "xccl":
@@ -238,7 +240,8 @@ def _existing(backend: str | None, rank: int, local_rank: int, world_size: int) 
                 f"a process group is already initialised (backend={have_backend!r}, rank {have_rank}, "
                 f"world_size {have_world}) and it does not match the requested {en}; "
                 "call devicekit.distributed.teardown() first, then setup() again",
-                f"进程组已经初始化过了（backend={have_backend!r}，rank {have_rank}，world_size {have_world}），"
+                f"进程组已经初始化过了（backend={have_backend!r}，rank {have_rank}，"
+                f"world_size {have_world}），"
                 f"和这次要求的不一致：{zh}；请先调用 devicekit.distributed.teardown()，再调用 setup()",
             )
         )
@@ -361,12 +364,12 @@ def _check_importable(fn: Callable[..., Any]) -> None:
             ValueError,
             Message(
                 f"spawn() cannot use {name!r}: it is defined in __main__ (a notebook cell or an interactive "
-                f"session), which the new processes cannot import, so they would fail with \"{said}\". "
+                f'session), which the new processes cannot import, so they would fail with "{said}". '
                 "Define the worker in an importable module, e.g. devicekit.dist_workers (or a .py file next "
                 "to the notebook) and import it from there",
-                f"spawn() 无法使用 {name!r}：它定义在 __main__ 里（notebook 的单元格或交互式会话），新进程无法"
-                f"导入它，会报 \"{said}\"。请把 worker 定义在一个可导入的模块里，例如 devicekit.dist_workers"
-                "（或者 notebook 旁边的一个 .py 文件），再从那里导入",
+                f"spawn() 无法使用 {name!r}：它定义在 __main__ 里（notebook 的单元格或交互式会话），"
+                f'新进程无法导入它，会报 "{said}"。请把 worker 定义在一个可导入的模块里，'
+                "例如 devicekit.dist_workers（或者 notebook 旁边的一个 .py 文件），再从那里导入",
             ),
         )
 
@@ -422,7 +425,8 @@ def spawn(
     """
     if nprocs < 1:
         raise localised(
-            ValueError, Message(f"nprocs must be at least 1, got {nprocs}", f"nprocs 至少要是 1，收到的是 {nprocs}")
+            ValueError,
+            Message(f"nprocs must be at least 1, got {nprocs}", f"nprocs 至少要是 1，收到的是 {nprocs}"),
         )
     _check_importable(fn)
     import torch.multiprocessing as mp

@@ -59,7 +59,8 @@ def _unknown_language(lang: object) -> ValueError:
     from devicekit.messages import Message, localised  # messages imports this module: import it late
 
     return localised(
-        ValueError, Message(f"unknown language {lang!r}: use 'en' or 'zh'", f"未知的语言 {lang!r}：请用 'en' 或 'zh'")
+        ValueError,
+        Message(f"unknown language {lang!r}: use 'en' or 'zh'", f"未知的语言 {lang!r}：请用 'en' 或 'zh'"),
     )
 
 

@@ -107,7 +107,8 @@ class _Stop(BaseException):
     def __init__(self, tracer: _Tracer) -> None:
         super().__init__(
             Message(
-                "devicekit.locate_mismatch stopped the forward pass", "devicekit.locate_mismatch 停止了前向计算"
+                "devicekit.locate_mismatch stopped the forward pass",
+                "devicekit.locate_mismatch 停止了前向计算",
             )
         )
         self.tracer = tracer
@@ -148,7 +149,8 @@ def _names(items: list[tuple[str, str, torch.Tensor]]) -> Message:
 def _on(items: list[tuple[str, torch.Tensor]]) -> Message:
     """``"x on cpu, y on meta"`` / ``"x 在 cpu 上、y 在 meta 上"``."""
     return Message(
-        ", ".join(f"{n} on {t.device}" for n, t in items), "、".join(f"{n} 在 {t.device} 上" for n, t in items)
+        ", ".join(f"{n} on {t.device}" for n, t in items),
+        "、".join(f"{n} 在 {t.device} 上" for n, t in items),
     )
 
 
@@ -211,7 +213,9 @@ class _Tracer:
     ) -> NoReturn:
         module = self.model if module_name == "" else frame.module
         name = frame.name if module_name is None else module_name
-        self.report = MismatchReport(name, type(module).__name__, _sorted_devices(devices), Text(detail), None)
+        self.report = MismatchReport(
+            name, type(module).__name__, _sorted_devices(devices), Text(detail), None
+        )
         raise _Stop(self)
 
     def _where(self, frame: _Frame) -> Message:
@@ -250,7 +254,8 @@ class _Tracer:
             return Message("", "")
         fix = hidden[1]
         return Message(
-            f"\nThis module is hidden: {getattr(fix, 'en', fix)}", f"\n这个模块是隐藏的：{getattr(fix, 'zh', fix)}"
+            f"\nThis module is hidden: {getattr(fix, 'en', fix)}",
+            f"\n这个模块是隐藏的：{getattr(fix, 'zh', fix)}",
         )
 
     def _input_mismatch(
@@ -273,7 +278,8 @@ class _Tracer:
                 "- or move the model with model.to(...).",
                 f"模型输入 {roots.zh} 在 {bad[0][1].device} 上，而整个模型在 {own_device} 上；"
                 f"最先用到它的是{' ' if frame.name else ''}{where.zh}。\n"
-                "调用模型之前先用 dm.to(batch)（或 x.to(device)）移动这个批次，或者用 model.to(...) 移动模型。",
+                "调用模型之前先用 dm.to(batch)（或 x.to(device)）移动这个批次，"
+                "或者用 model.to(...) 移动模型。",
             )
             self._stop(frame, detail, devices, module_name="")
         names = _names(own)
@@ -291,8 +297,8 @@ class _Tracer:
             detail += Message(
                 f"\nMost of the model is on {self.majority}, this module is on {own_device}: it was probably "
                 "created or replaced after model.to(...). Call model.to(device) after the last change.",
-                f"\n模型的大部分在 {self.majority} 上，这个模块却在 {own_device} 上：它多半是在 model.to(...) "
-                "之后才创建或替换的。请在最后一次改动之后再调用 model.to(device)。",
+                f"\n模型的大部分在 {self.majority} 上，这个模块却在 {own_device} 上："
+                "它多半是在 model.to(...) 之后才创建或替换的。请在最后一次改动之后再调用 model.to(device)。",
             )
         elif from_root:
             detail += Message(
@@ -335,19 +341,23 @@ class _Tracer:
         )
         if own:
             dev = own[0][2].device
-            detail += Message(f"; its own tensors: {names.en} on {dev}).", f"；它自己的张量：{names.zh}，在 {dev} 上）。")
+            detail += Message(
+                f"; its own tensors: {names.en} on {dev}).", f"；它自己的张量：{names.zh}，在 {dev} 上）。"
+            )
         else:
             detail += Message(").", "）。")
         if len(known) <= 1 and others:
             first = next(iter(known), None)
-            same = Message(str(first), str(first)) if first is not None else Message("one device", "同一个设备")
+            same = (
+                Message(str(first), str(first)) if first is not None else Message("one device", "同一个设备")
+            )
             detail += Message(
                 f"\nEverything this module received is on {same.en}, so a tensor "
                 f"on {', '.join(others)} was made inside its forward: e.g. torch.zeros(n) or torch.arange(n) "
                 "without device=. Create it with device=x.device, or register it as a buffer.",
                 f"\n这个模块收到的一切都在 {same.zh} 上，所以 {'、'.join(others)} 上的张量是在它的 forward 里"
-                "创建的：比如没有传 device= 的 torch.zeros(n) 或 torch.arange(n)。请用 device=x.device 创建它，"
-                "或者把它注册为缓冲区。",
+                "创建的：比如没有传 device= 的 torch.zeros(n) 或 torch.arange(n)。"
+                "请用 device=x.device 创建它，或者把它注册为缓冲区。",
             )
         elif not own and len({t.device for _, t in inputs}) > 1:
             from_root = [self.root_inputs[id(t)] for _, t in inputs if id(t) in self.root_inputs]
@@ -423,7 +433,8 @@ def locate_mismatch(model: nn.Module, *args: Any, **kwargs: Any) -> MismatchRepo
                     note = Message(
                         f"devicekit.locate_mismatch: not a device error; raised inside module {frame.name!r} "
                         f"({kind})",
-                        f"devicekit.locate_mismatch：这不是设备错误；它是在模块 {frame.name!r}（{kind}）里抛出的",
+                        f"devicekit.locate_mismatch：这不是设备错误；"
+                        f"它是在模块 {frame.name!r}（{kind}）里抛出的",
                     )
                     exc.add_note(str(note))
                 raise

@@ -121,7 +121,8 @@ class DeviceManager:
             hw = "no accelerator found" if not others else ""
             if others:
                 present = Message(
-                    f"accelerators present but not chosen: {', '.join(others)}", f"有加速器但未选用：{'、'.join(others)}"
+                    f"accelerators present but not chosen: {', '.join(others)}",
+                    f"有加速器但未选用：{'、'.join(others)}",
                 )
                 hw = present.en if (lang or current_language()) != "zh" else present.zh
         if (lang or current_language()) == "zh":

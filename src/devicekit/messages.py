@@ -44,7 +44,10 @@ class Message:
             kinds = f"{type(self.en).__name__}, {type(self.zh).__name__}"
             raise localised(
                 TypeError,
-                Message(f"Message needs two str texts, got {kinds}", f"Message 需要两个 str 文本，收到的是 {kinds}"),
+                Message(
+                    f"Message needs two str texts, got {kinds}",
+                    f"Message 需要两个 str 文本，收到的是 {kinds}",
+                ),
             )
 
     def __str__(self) -> str:
@@ -104,7 +107,10 @@ def as_message(value: Message | str) -> Message:
     kind = type(value).__name__
     raise localised(
         TypeError,
-        Message(f"a message is a devicekit Message or a str, not {kind}", f"消息必须是 devicekit 的 Message 或 str，而不是 {kind}"),
+        Message(
+            f"a message is a devicekit Message or a str, not {kind}",
+            f"消息必须是 devicekit 的 Message 或 str，而不是 {kind}",
+        ),
     )
 
 
@@ -115,7 +121,8 @@ def join(items: Iterable[object]) -> Message:
 
 
 def localised(exc_type: type[E], message: Message) -> E:
-    """An exception of `exc_type` whose text is `message`: it has `.en` and `.zh`, `str()` follows the language.
+    """An exception of `exc_type` whose text is `message`: it has `.en` and `.zh`; `str()` follows the
+    language.
 
     The exception's class is `exc_type` itself (a plain `TypeError` stays a `TypeError`), so `except`
     clauses and `pytest.raises` work as before; its only argument is the `Message`.
@@ -127,7 +134,8 @@ def localised(exc_type: type[E], message: Message) -> E:
 
 
 def warn(message: Message, category: type[Warning] = UserWarning, stacklevel: int = 2) -> None:
-    """`warnings.warn` with a `Message`: the warning carries `.en` and `.zh` and reads in the current language.
+    """`warnings.warn` with a `Message`: the warning carries `.en` and `.zh` and reads in the current
+    language.
 
     `stacklevel` is what the caller would pass to `warnings.warn` itself (2: the caller's caller).
     """

@@ -308,11 +308,11 @@ def _mismatch(op: str, seen: dict[str, list[Message]], rejected_scalar: str | No
     if rejected_scalar == "too_many":
         en += (
             f" {op} lets one 0-dim CPU tensor join tensors on another device, not several "
-            "(PyTorch: \"Trying to pass too many CPU scalars to non-CPU kernel!\")."
+            '(PyTorch: "Trying to pass too many CPU scalars to non-CPU kernel!").'
         )
         zh += (
             f"{op} 只允许一个 0 维 CPU 张量和其他设备上的张量一起用，不能有多个"
-            "（PyTorch 会报 \"Trying to pass too many CPU scalars to non-CPU kernel!\"）。"
+            '（PyTorch 会报 "Trying to pass too many CPU scalars to non-CPU kernel!"）。'
         )
     elif rejected_scalar:
         en += (
@@ -332,12 +332,12 @@ def _generator_mismatch(
     cuda_says = "Expected a 'cuda' device type for generator but found 'cpu'"
     en = (
         f"strict_devices: {op} got a generator on {gen_device} ({where.en}) for a result on {target}. "
-        f"A generator must be on the device it draws numbers for (CUDA raises \"{cuda_says}\"): create it "
+        f'A generator must be on the device it draws numbers for (CUDA raises "{cuda_says}"): create it '
         f"there, torch.Generator(device=...), or leave generator= out."
     )
     zh = (
         f"strict_devices：{op} 的随机数生成器在 {gen_device} 上（{where.zh}），结果却在 {target} 上。"
-        f"生成器必须和它抽样的设备一致（CUDA 会报 \"{cuda_says}\"）：在那个设备上创建它，"
+        f'生成器必须和它抽样的设备一致（CUDA 会报 "{cuda_says}"）：在那个设备上创建它，'
         "torch.Generator(device=...)，或者不传 generator=。"
     )
     return DeviceMismatchError(

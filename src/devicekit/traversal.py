@@ -314,7 +314,8 @@ def _rebuild_mapping(m: Mapping, moved: list[tuple[Any, Any]], notes: list[Messa
             Message(
                 f"to_device could not rebuild a {name} (tried copy.copy and {name}(dict)); "
                 f"returned a plain dict with the moved values instead.",
-                f"to_device 无法重建 {name}（试过 copy.copy 和 {name}(dict)），改为返回装着移动后的值的普通 dict。",
+                f"to_device 无法重建 {name}（试过 copy.copy 和 {name}(dict)），"
+                "改为返回装着移动后的值的普通 dict。",
             )
         )
         return items
