@@ -91,7 +91,7 @@ def autocast(
     """``torch.autocast`` with ``device_type`` taken from ``device`` and a dtype it supports.
 
     ``device`` is where the model and its inputs live (``"cuda:1"`` gives ``device_type="cuda"``;
-    the index does not matter to autocast). ``dtype=None`` picks [`autocast_dtype`][devicekit.autocast_dtype].
+    the index does not matter to autocast). ``dtype=None`` picks `autocast_dtype`.
 
     Remember: autocast changes dtypes, never devices; and an autocast whose ``device_type`` does
     not match where the computation runs silently does nothing.
@@ -129,7 +129,7 @@ def grad_scaler(
 
     Loss scaling protects float16 gradients from underflowing to zero. bfloat16 has float32's
     exponent range and needs no scaling, so the scaler is enabled only when the autocast dtype
-    (``dtype``, or [`autocast_dtype`][devicekit.autocast_dtype] of ``device`` when ``None``) is
+    (``dtype``, or `autocast_dtype` of ``device`` when ``None``) is
     ``float16``. Pass the
     same ``dtype`` you gave [`autocast`][devicekit.autocast]. A disabled scaler is a transparent pass-through:
     ``scaler.scale(loss)`` returns ``loss`` and ``scaler.step(opt)`` just calls ``opt.step()``,

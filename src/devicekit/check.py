@@ -411,7 +411,7 @@ def check_devices(
         model: the module to check.  It is never called.
         *inputs: the positional inputs you are about to pass to ``model`` (any nesting of
             dict/list/tuple/namedtuple/dataclass); named ``inputs[0]``, ``inputs[0]['mask']`` ...
-        device: the expected device (read by :func:`devicekit.as_device`).  Default: the device holding
+        device: the expected device (read by [`as_device`][devicekit.as_device]).  Default: the device holding
             most parameter elements (then buffers, then inputs).  ``"cuda"`` without an index matches the
             ``cuda:N`` the tensors use.
         extra_modules: modules that work with the model but are not part of it, typically the loss:
@@ -427,14 +427,14 @@ def check_devices(
             be checked this way; pass it inside a dict instead.)
 
     Returns:
-        A :class:`DeviceReport` when everything is on the expected device.  Its ``warnings`` list the
+        A `DeviceReport` when everything is on the expected device.  Its ``warnings`` list the
         unregistered tensor attributes and hidden submodules that are fine *now* but will not follow the
         next ``model.to()``.
 
     Raises:
         DeviceMismatchError: listing each offending parameter/buffer/attribute/input with its device, the
             expected device and how to fix that kind of problem; ``err.findings`` holds them as
-            :class:`DeviceFinding` objects.
+            `DeviceFinding` objects.
         TypeError: ``model`` is not an ``nn.Module``.
         UnknownDeviceError: ``device`` is not a device.
     """

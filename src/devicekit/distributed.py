@@ -5,16 +5,16 @@ hardware (``nccl`` on a CPU-only machine), every rank piling onto ``cuda:0`` bec
 ``torch.cuda.set_device`` came too late, a second ``init_process_group`` in a notebook, or a worker
 defined in a notebook cell that ``spawn`` cannot find.  This module does those lines once, correctly:
 
-* :func:`setup` reads what ``torchrun`` puts in the environment (``RANK``, ``LOCAL_RANK``,
+* `setup` reads what ``torchrun`` puts in the environment (``RANK``, ``LOCAL_RANK``,
   ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), or starts a one-process group when they are absent
   (a notebook, a plain ``python train.py``), picks ``nccl`` for CUDA, ``xccl`` for Intel XPU and ``gloo``
-  for CPU, binds the process to its GPU *before* creating the group, and returns a :class:`DistInfo`
+  for CPU, binds the process to its GPU *before* creating the group, and returns a `DistInfo`
   saying which rank and device this process has.  Calling it again with compatible settings returns the
   same information, so re-running a notebook cell is harmless.
-* :func:`teardown` destroys the group, and does nothing when there is none.
-* :func:`spawn` starts ``nprocs`` local processes the way ``torchrun`` would (same environment
+* `teardown` destroys the group, and does nothing when there is none.
+* `spawn` starts ``nprocs`` local processes the way ``torchrun`` would (same environment
   variables, ``spawn`` start method), for notebooks where ``torchrun`` is not at hand.  The worker must
-  live in an importable module; :mod:`devicekit.dist_workers` has ready-made ones.
+  live in an importable module; `devicekit.dist_workers` has ready-made ones.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from .messages import LocalisedError, Message, localised
 
 __all__ = ["BACKENDS", "ENV_VARS", "DistInfo", "DistributedSetupError", "setup", "spawn", "teardown"]
 
-#: Backends :func:`setup` knows, with the device type each one drives.
+#: Backends `setup` knows, with the device type each one drives.
 BACKENDS: dict[str, str] = {"gloo": "cpu", "nccl": "cuda", "xccl": "xpu"}
 
-#: The variables torchrun (and :func:`spawn`) set for each process.
+#: The variables torchrun (and `spawn`) set for each process.
 ENV_VARS: tuple[str, ...] = (
     "MASTER_ADDR",
     "MASTER_PORT",
@@ -52,9 +52,9 @@ ENV_VARS: tuple[str, ...] = (
 class DistributedSetupError(LocalisedError, RuntimeError):
     """The process group cannot be set up as asked; the message says what to change (`.en`, `.zh`).
 
-    A :class:`RuntimeError`, the class PyTorch itself uses when the backend is missing from the build
+    A `RuntimeError`, the class PyTorch itself uses when the backend is missing from the build
     ("Distributed package doesn't have NCCL built in").  Note that PyTorch 2.x raises most of its
-    *usage* errors around ``init_process_group`` as :class:`ValueError` instead ("trying to initialize the
+    *usage* errors around ``init_process_group`` as `ValueError` instead ("trying to initialize the
     default process group twice!", "Default process group has not been initialized, ..."), so code that
     wants to catch both must catch ``(RuntimeError, ValueError)``; lesson 8 shows each of them raised.
     """
@@ -258,7 +258,7 @@ def _existing(backend: str | None, rank: int, local_rank: int, world_size: int) 
 def setup(backend: str | None = None, timeout: timedelta | float | None = None) -> DistInfo:
     """Initialise the default process group from the environment and bind this process to its device.
 
-    Under ``torchrun`` (or :func:`spawn`) the rank, world size and rendezvous address come from
+    Under ``torchrun`` (or `spawn`) the rank, world size and rendezvous address come from
     ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``.  Without them this is a
     one-process group (rank 0 of 1, rendezvous on 127.0.0.1 and a free port): the same DDP code then runs
     unchanged in a notebook, which is how the labs try it without several GPUs.
@@ -266,7 +266,7 @@ def setup(backend: str | None = None, timeout: timedelta | float | None = None) 
     ``backend=None`` picks ``nccl`` when CUDA GPUs are visible, ``xccl`` on Intel GPUs, else ``gloo``.
     ``gloo`` is the CPU backend: NCCL only moves CUDA tensors, so a CPU-only machine (or a CPU-only
     PyTorch build) must use gloo, and asking for ``nccl`` there raises
-    :class:`DistributedSetupError` ("nccl needs CUDA GPUs; use gloo on CPU").
+    `DistributedSetupError` ("nccl needs CUDA GPUs; use gloo on CPU").
 
     With ``nccl``, ``torch.cuda.set_device(local_rank)`` runs *before* ``init_process_group``: NCCL sets
     up its communicator on the current device, and the current device defaults to ``cuda:0``, so without
@@ -274,12 +274,12 @@ def setup(backend: str | None = None, timeout: timedelta | float | None = None) 
     would hang or fail with "Duplicate GPU detected".  Where PyTorch supports it, ``device_id=`` is passed
     as well, which binds the group to that GPU at once.
 
-    ``timeout`` (a :class:`~datetime.timedelta` or seconds) bounds how long a collective waits for the
+    ``timeout`` (a `datetime.timedelta` or seconds) bounds how long a collective waits for the
     other ranks; ``None`` keeps PyTorch's default.
 
-    Calling ``setup()`` when a group already exists returns its :class:`DistInfo` if the backend, rank and
+    Calling ``setup()`` when a group already exists returns its `DistInfo` if the backend, rank and
     world size agree with the request (``backend=None`` accepts any backend), and raises
-    :class:`DistributedSetupError` otherwise: call :func:`teardown` first.
+    `DistributedSetupError` otherwise: call `teardown` first.
     """
     global _current
     if not dist.is_available():
@@ -325,7 +325,7 @@ def teardown() -> bool:
     """Destroy the default process group; ``True`` if there was one, ``False`` (and no error) if not.
 
     Call it at the end of every worker (a ``finally:`` block): a group left alive keeps its port and, with
-    NCCL, its GPU memory, and a later :func:`setup` in the same notebook would find the old group.
+    NCCL, its GPU memory, and a later `setup` in the same notebook would find the old group.
     """
     global _current
     _current = None
@@ -412,16 +412,16 @@ def spawn(
     """Run ``fn(rank, *args)`` in ``nprocs`` new processes on this machine, like ``torchrun`` would.
 
     Each process gets ``RANK`` = ``LOCAL_RANK`` = its index, ``WORLD_SIZE`` = ``nprocs``, and the same
-    ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls :func:`setup`.  The
+    ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls `setup`.  The
     processes are started with the ``spawn`` method, never ``fork``: a forked child inherits the parent's
     CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess".
 
     ``fn`` must be importable by the children (a top-level function of a module, not of a notebook cell);
-    otherwise this raises :class:`ValueError` before starting anything.  With ``join=True`` it waits for
+    otherwise this raises `ValueError` before starting anything.  With ``join=True`` it waits for
     all processes and re-raises the first worker error (``torch.multiprocessing.ProcessRaisedException``,
     with the worker's traceback); with ``join=False`` it returns the ``ProcessContext`` to join yourself.
     Return values of ``fn`` are discarded: have it write a file or put into a queue
-    (see :mod:`devicekit.dist_workers`).
+    (see `devicekit.dist_workers`).
     """
     if nprocs < 1:
         raise localised(

@@ -25,7 +25,7 @@ class DeviceMismatchError(LocalisedError, RuntimeError):
     Attributes:
         en: the message in English.
         zh: the message in Chinese.
-        findings: for `check_devices`, one [`DeviceFinding`][devicekit.DeviceFinding] per offending
+        findings: for `check_devices`, one `DeviceFinding` per offending
             tensor (parameter, buffer, attribute, input ...); empty otherwise.
         op: for `strict_devices`, the name of the ATen op, e.g. ``"aten.mm.default"``; else `None`.
         devices: the device strings involved, e.g. ``("cpu", "meta")``.

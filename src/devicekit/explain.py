@@ -2,13 +2,13 @@
 
 ``explain()`` takes an exception (or its message, or a whole pasted traceback),
 finds the line that matters, matches it against the error catalog
-(``devicekit/catalog.json``) and returns an :class:`Explanation`: which family of
+(``devicekit/catalog.json``) and returns an `Explanation`: which family of
 device-consistency error it is, which devices the message names, and a cause and
 fix written for a learner.
 
 All knowledge lives in the catalog, not in this module: the same JSON feeds the
 course's atlas pages and the browser widget, so a wording PyTorch changes is fixed
-in one place.  :mod:`devicekit.catalog` loads it and implements its matching rules
+in one place.  `devicekit.catalog` loads it and implements its matching rules
 (family order, ``split``, device extraction); this module adds what is about one
 explanation: which line of a traceback counts, ``context`` upgrades, ``details``
 and the wording.
@@ -46,7 +46,7 @@ _MAX_CHARS = 200_000
 class Explanation:
     """What ``explain()`` found out about one error.
 
-    ``family`` is one of :data:`FAMILIES`, or ``None`` when the text does not look
+    ``family`` is one of `FAMILIES`, or ``None`` when the text does not look
     like a device error.  ``devices`` lists the device strings the message names
     (``"cuda:0"``, ``"cpu"``, ``"mps"``, legacy type names mapped to devices), in
     order of appearance and without repeats.  ``en`` and ``zh`` are the full
@@ -221,9 +221,9 @@ def explain(error: BaseException | str) -> Explanation:
     error raised inside ``torch/optim/`` is recognised as an optimizer-state
     problem), a ``warnings.WarningMessage`` (AMP reports some problems as
     warnings), or a string: a single message or a whole pasted traceback or log.
-    For any string it returns an :class:`Explanation` and never raises; text that
+    For any string it returns an `Explanation` and never raises; text that
     is not a known device error gives ``family=None``.  Anything else raises
-    :class:`TypeError`.
+    `TypeError`.
     """
     text = _as_text(error)[-_MAX_CHARS:]
     candidates = _candidates(text)

@@ -5,10 +5,10 @@ turned into a string (both, English first, when the language is unknown). So an 
 and printed later in a Chinese notebook reads in Chinese, and the same object still answers `.en` and
 `.zh`.
 
-* [`localised`][devicekit.messages.localised] builds an exception of any class from a `Message`; the
+* `localised` builds an exception of any class from a `Message`; the
   exception carries `.en` and `.zh`, and `str(exc)` follows the current language.
-* [`warn`][devicekit.messages.warn] issues a warning the same way.
-* [`join`][devicekit.messages.join] lists items with ", " in English and "、" in Chinese.
+* `warn` issues a warning the same way.
+* `join` lists items with ", " in English and "、" in Chinese.
 
 Chinese text follows the course's typography: full-width （）：，、 and no space before them.
 """
@@ -150,7 +150,7 @@ def warn(message: Message, category: type[Warning] = UserWarning, stacklevel: in
 class LocalisedError(Exception):
     """Mixin of devicekit's own exceptions: built from a `Message` (or a str), with `.en` and `.zh`.
 
-    `str(exc)` gives the current language's text, as for [`localised`][devicekit.messages.localised].
+    `str(exc)` gives the current language's text, as for `localised`.
     """
 
     def __init__(self, message: Message | str = "", *args: object) -> None:

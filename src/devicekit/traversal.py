@@ -3,7 +3,7 @@
 ``to_device`` (its general path), ``check_devices``, ``locate_mismatch``, ``prepare``, ``strict_devices``
 and ``DeviceLoader`` all see a batch through this module, so they agree on what is inside it.
 
-A value is classified by its type (:func:`kind_of`, cached per type; first match wins):
+A value is classified by its type (`kind_of`, cached per type; first match wins):
 
 ==============  ==========================================================  ==========================
 kind            types                                                       children named
@@ -58,7 +58,7 @@ __all__ = [
 
 TENSOR, MODULE, CHAINMAP, MAPPING, MOVABLE = "tensor", "module", "chainmap", "mapping", "movable"
 NAMEDTUPLE, SEQUENCE, SET, DATACLASS, LEAF = "namedtuple", "sequence", "set", "dataclass", "leaf"
-#: Kinds that :func:`transform` rebuilds from their moved children.
+#: Kinds that `transform` rebuilds from their moved children.
 CONTAINER_KINDS = frozenset({CHAINMAP, MAPPING, NAMEDTUPLE, SEQUENCE, SET, DATACLASS})
 
 _LEAF_TYPES = (str, bytes, bytearray, int, float, complex, bool, type(None), type(Ellipsis), range, slice)
@@ -145,7 +145,7 @@ _MISSING: Any = object()
 def children(obj: Any, kind: str | None = None, skip: frozenset = _EMPTY) -> list[tuple[Any, Any]]:
     """``(key, child)`` pairs of a container, in order; ``[]`` for tensors, modules and leaves.
 
-    Mapping values whose key is in ``skip`` are left out.  Keys name the child with :func:`suffix`.
+    Mapping values whose key is in ``skip`` are left out.  Keys name the child with `suffix`.
     """
     if kind is None:
         kind = kind_of(type(obj))
@@ -198,7 +198,7 @@ def suffix(obj: Any, kind: str, key: Any) -> str:
 
 
 def rebuild(obj: Any, kind: str, moved: list[tuple[Any, Any]], notes: list[Message]) -> Any:
-    """A new container like ``obj`` holding the ``moved`` children (the same keys as :func:`children`).
+    """A new container like ``obj`` holding the ``moved`` children (the same keys as `children`).
 
     The input is never mutated.  When a type cannot be rebuilt as itself, the closest plain container is
     returned and a sentence saying so is appended to ``notes`` (``to_device`` turns it into a warning).
@@ -437,9 +437,9 @@ def transform(
 ) -> Any:
     """Rebuild ``root`` with ``visit(value, kind)`` applied to every tensor, module and movable object.
 
-    Containers (``CONTAINER_KINDS``) are rebuilt with :func:`rebuild`; leaves come back as the very same
+    Containers (``CONTAINER_KINDS``) are rebuilt with `rebuild`; leaves come back as the very same
     objects.  Like ``copy.deepcopy``, an object that appears twice is transformed once and the result
-    appears twice.  Iterative: any depth works.  Raises :class:`ReferenceCycle` for a cycle.
+    appears twice.  Iterative: any depth works.  Raises `ReferenceCycle` for a cycle.
     """
     notes = [] if notes is None else notes
     memo: dict[int, Any] = {}
