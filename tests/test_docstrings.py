@@ -13,7 +13,6 @@ import re
 from _paths import DOCS, ROOT
 
 SPHINX_ROLE = re.compile(r":(?:func|class|mod|meth|attr|exc|data|obj|const|ref|doc):`")
-)
 CROSS_REF = re.compile(r"\[`[^`]+`\]\[(devicekit[\w.]*)\]")
 
 
