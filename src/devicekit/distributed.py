@@ -354,7 +354,7 @@ def _check_importable(fn: Callable[..., Any]) -> None:
                 "other functions cannot be pickled. Define the worker at the top level of an importable "
                 "module, e.g. devicekit.dist_workers",
                 f"spawn() 无法把 {name!r} 发送给另一个进程：lambda 和定义在其他函数内部的函数都无法 pickle。"
-                "请把 worker 定义在一个可导入模块的顶层，例如 devicekit.dist_workers",
+                "请把工作进程运行的函数定义在一个可导入模块的顶层，例如 devicekit.dist_workers",
             ),
         )
     main = sys.modules.get("__main__")
@@ -368,7 +368,7 @@ def _check_importable(fn: Callable[..., Any]) -> None:
                 "Define the worker in an importable module, e.g. devicekit.dist_workers (or a .py file next "
                 "to the notebook) and import it from there",
                 f"spawn() 无法使用 {name!r}：它定义在 __main__ 里（notebook 的单元格或交互式会话），"
-                f'新进程无法导入它，会报 "{said}"。请把 worker 定义在一个可导入的模块里，'
+                f'新进程无法导入它，会报 "{said}"。请把工作进程运行的函数定义在一个可导入的模块里，'
                 "例如 devicekit.dist_workers（或者 notebook 旁边的一个 .py 文件），再从那里导入",
             ),
         )
