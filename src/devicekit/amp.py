@@ -48,7 +48,7 @@ def _native_cuda_bf16(index: int | None = None) -> bool:
 
 
 def autocast_dtype(device: DeviceLike) -> torch.dtype:
-    """The low-precision dtype [`autocast`][devicekit.autocast] uses for ``device`` when none is given.
+    """The low-precision dtype `autocast` uses for ``device`` when none is given.
 
     * CPU: ``bfloat16`` (CPU autocast's default; float16 autocast on the CPU also works in torch 2.13, but
       most CPUs have no fast float16 kernels).
@@ -56,7 +56,7 @@ def autocast_dtype(device: DeviceLike) -> torch.dtype:
       (``torch.cuda.is_bf16_supported(including_emulation=False)``: in torch 2.13, compute capability
       8.0+, Ampere and newer, or any ROCm build) — asked of the GPU ``device`` names (``"cuda:1"`` asks
       GPU 1, a bare ``"cuda"`` the current GPU) — else ``float16`` (which then needs a
-      [`grad_scaler`][devicekit.grad_scaler]). The plain ``is_bf16_supported()``
+      `grad_scaler`). The plain ``is_bf16_supported()``
       (``including_emulation=True``) also says
       True when a bf16 tensor can merely be created on an older GPU (a T4), where bf16 is emulated and
       float16 with a scaler is the better choice.
@@ -131,7 +131,7 @@ def grad_scaler(
     exponent range and needs no scaling, so the scaler is enabled only when the autocast dtype
     (``dtype``, or `autocast_dtype` of ``device`` when ``None``) is
     ``float16``. Pass the
-    same ``dtype`` you gave [`autocast`][devicekit.autocast]. A disabled scaler is a transparent pass-through:
+    same ``dtype`` you gave `autocast`. A disabled scaler is a transparent pass-through:
     ``scaler.scale(loss)`` returns ``loss`` and ``scaler.step(opt)`` just calls ``opt.step()``,
     so the same training loop works either way.
 

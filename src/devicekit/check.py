@@ -1,4 +1,4 @@
-"""Static pre-flight device check: [`check_devices`][devicekit.check_devices].
+"""Static pre-flight device check: `check_devices`.
 
 Why static: the check looks at where every tensor *is* without running the model, so it costs about a
 millisecond on a ResNet-50-sized model and can run before every epoch; and it finds the tensors that a
@@ -118,7 +118,7 @@ class DeviceFinding:
 
 @dataclass(frozen=True)
 class DeviceReport:
-    """What [`check_devices`][devicekit.check_devices] returns when every tensor is on the expected device.
+    """What `check_devices` returns when every tensor is on the expected device.
 
     ``device`` is the expected device (``None`` when the model and inputs hold no tensor at all);
     ``source`` says where it came from: ``"argument"``, ``"parameters"``, ``"buffers"``, ``"inputs"``
@@ -411,7 +411,7 @@ def check_devices(
         model: the module to check.  It is never called.
         *inputs: the positional inputs you are about to pass to ``model`` (any nesting of
             dict/list/tuple/namedtuple/dataclass); named ``inputs[0]``, ``inputs[0]['mask']`` ...
-        device: the expected device (read by [`as_device`][devicekit.as_device]).  Default: the device holding
+        device: the expected device (read by `as_device`).  Default: the device holding
             most parameter elements (then buffers, then inputs).  ``"cuda"`` without an index matches the
             ``cuda:N`` the tensors use.
         extra_modules: modules that work with the model but are not part of it, typically the loss:

@@ -1,9 +1,9 @@
 """Reading a device: one rule for every entry point, one error, and which devices this machine has.
 
-Every devicekit function that takes a device reads it with [`as_device`][devicekit.as_device] (the form is
+Every devicekit function that takes a device reads it with `as_device` (the form is
 checked, the hardware is not: that is cheap enough for every ``to_device`` call) or
-[`resolve_device`][devicekit.resolve_device] (the form and the hardware: for ``DeviceManager``, once per
-program).  Both raise [`UnknownDeviceError`][devicekit.UnknownDeviceError], in the learner's language.
+`resolve_device` (the form and the hardware: for ``DeviceManager``, once per
+program).  Both raise `UnknownDeviceError`, in the learner's language.
 
 The rules:
 
@@ -295,7 +295,7 @@ def mismatch_device() -> torch.device:
       and ``torch.index_select(meta_t, 0, torch.tensor(1))`` (CUDA raises for both), and for a CPU
       ``generator=`` with ``device="meta"``.
 
-    Run such code inside [`strict_devices`][devicekit.strict_devices] to have these mixes raise too.
+    Run such code inside `strict_devices` to have these mixes raise too.
     """
     best = best_device()
     return best if best.type != "cpu" else torch.device("meta")

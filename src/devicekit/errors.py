@@ -1,6 +1,6 @@
 """Exceptions raised by devicekit.
 
-There is one: [`DeviceMismatchError`][devicekit.DeviceMismatchError].  It subclasses `RuntimeError` on
+There is one: `DeviceMismatchError`.  It subclasses `RuntimeError` on
 purpose, because PyTorch reports its own device errors ("Expected all tensors to be on the same device ...")
 as `RuntimeError`: code that already catches those keeps working when devicekit finds the problem first.
 Like every devicekit exception it carries its text in both languages (`.en`, `.zh`); `str(err)` reads in
@@ -19,8 +19,8 @@ __all__ = ["DeviceMismatchError"]
 class DeviceMismatchError(LocalisedError, RuntimeError):
     """Tensors that must share a device do not.
 
-    Raised by [`check_devices`][devicekit.check_devices] (static pre-flight check) and by
-    [`strict_devices`][devicekit.strict_devices] (an op received tensors on several devices).
+    Raised by `check_devices` (static pre-flight check) and by
+    `strict_devices` (an op received tensors on several devices).
 
     Attributes:
         en: the message in English.

@@ -2,7 +2,7 @@
 
 After ``%load_ext devicekit``, every cell that fails with a PyTorch device error (``Expected all tensors
 to be on the same device ...``) is followed by a short cause-and-fix explanation from
-[`explain`][devicekit.explain], in English or Chinese as `devicekit.lang.current_language` says:
+`explain`, in English or Chinese as `devicekit.lang.current_language` says:
 the lab's setup cell declares its notebook's language with `devicekit.lang.set_language`, so Colab,
 nbconvert and renamed copies get one language; otherwise the notebook's metadata or file name decides, and
 only when nothing does (a plain script) are both given.  Errors that are not device errors print nothing.

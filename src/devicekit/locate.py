@@ -20,7 +20,7 @@ How it decides, for each module call:
 * when the mismatching tensor is the model's own input and the whole model sits on one other device, the
   report names the model itself (``module == ""``): the fix is at the call site (``dm.to(batch)``).
 
-Submodules hidden in plain lists/dicts (see [`check_devices`][devicekit.check_devices]) are hooked too and
+Submodules hidden in plain lists/dicts (see `check_devices`) are hooked too and
 named like ``"heads[0]"``.
 
 The report reads in the learner's language (`devicekit.lang`); its ``detail`` keeps both (`.en`, `.zh`).
@@ -55,7 +55,7 @@ __all__ = ["MismatchReport", "locate_mismatch"]
 
 @dataclass(frozen=True)
 class MismatchReport:
-    """Where a device mismatch happened, as found by [`locate_mismatch`][devicekit.locate_mismatch].
+    """Where a device mismatch happened, as found by `locate_mismatch`.
 
     Attributes:
         module: qualified name as in ``model.named_modules()`` (``""`` for the model itself).
@@ -391,7 +391,7 @@ def locate_mismatch(model: nn.Module, *args: Any, **kwargs: Any) -> MismatchRepo
     """Run ``model(*args, **kwargs)`` once and report the innermost module where devices mix.
 
     Returns ``None`` when the forward pass succeeds with no device mix, else a
-    [`MismatchReport`][devicekit.MismatchReport]
+    `MismatchReport`
     (``print(report)`` explains it).  The model output is discarded.  Errors that are not device errors
     propagate unchanged.  See the module docstring for how modules are blamed.
     """

@@ -6,7 +6,7 @@ such as ``meta_t.add_(cpu_t)``, ``index_select`` with a 0-dim CPU index and ``to
 CPU bound accept a ``meta`` tensor together with a ``cpu`` tensor and silently return a tensor on one of
 the two devices, so the bug surfaces (if at all) far away.  Inside ``with strict_devices():`` every ATen
 op is inspected before it runs, through a `TorchDispatchMode`, and an op that receives tensors on more
-than one device raises [`DeviceMismatchError`][devicekit.DeviceMismatchError] (a `RuntimeError`, in the
+than one device raises `DeviceMismatchError` (a `RuntimeError`, in the
 learner's language) naming the op, the devices and the schema names of the arguments.
 
 What stays allowed, as on CUDA:
@@ -200,7 +200,7 @@ def _is_cpu_scalar(t: torch.Tensor) -> bool:
 
 
 class StrictDevicesMode(TorchDispatchMode):
-    """The dispatch mode behind [`strict_devices`][devicekit.strict_devices]; use the function, it reads
+    """The dispatch mode behind `strict_devices`; use the function, it reads
     better in a ``with``."""
 
     def __torch_dispatch__(
@@ -354,7 +354,7 @@ def strict_devices() -> StrictDevicesMode:
             loss = loss_fn(model(x), y)   # DeviceMismatchError at the first op that mixes devices
             loss.backward()               # backward ops are checked too
 
-    The error is a [`DeviceMismatchError`][devicekit.DeviceMismatchError] (a `RuntimeError`) whose English
+    The error is a `DeviceMismatchError` (a `RuntimeError`) whose English
     message starts with e.g. ``strict_devices: aten.mm.default got tensors on different devices: cpu (arg 0
     'self'), meta (arg 1 'mat2')``; ``err.op`` and ``err.devices`` hold the op name and the devices,
     ``err.en`` and ``err.zh`` the message in each language.  See the module docstring for what is allowed

@@ -46,7 +46,7 @@ def _default_non_blocking(src: torch.device | None, dst: torch.device) -> bool:
       the copy really overlaps with the host; from pageable memory the driver stages it through a
       pinned buffer and it behaves (almost) synchronously, so it is never wrong, just not faster.
       We therefore do not check ``is_pinned()`` per tensor (that costs time, and can initialise
-      CUDA); use [`DeviceLoader`][devicekit.DeviceLoader] or ``DataLoader(pin_memory=True)`` to get pinning.
+      CUDA); use `DeviceLoader` or ``DataLoader(pin_memory=True)`` to get pinning.
     * anything -> CPU: asynchronous device->host copies return before the data has arrived; reading
       the result without a ``torch.cuda.synchronize()`` can see garbage. Never default to that.
     * -> MPS: ``non_blocking`` host->MPS copies have returned wrong values
@@ -348,7 +348,7 @@ def to_device(
     * ``torch.Tensor`` (and subclasses): ``t.to(device, non_blocking=...)``. A tensor already on
       ``device`` is returned as the same object; an ``nn.Parameter`` comes back a ``Parameter``.
     * ``nn.Module``: **not moved**; a ``UserWarning`` names its path (e.g. ``batch['model']``).
-      Models are moved with ``model.to(device)`` or [`prepare`][devicekit.prepare], never by accident.
+      Models are moved with ``model.to(device)`` or `prepare`, never by accident.
     * ``collections.ChainMap``: each of its maps, so shadowed values survive.
     * ``dict`` and subclasses (``OrderedDict``, ``defaultdict`` keeping its ``default_factory``,
       ``Counter``...): a new mapping of the same type, same key order.
@@ -377,7 +377,7 @@ def to_device(
     Args:
         obj: a tensor or any nesting of the containers above.
         device: ``"cuda:0"``, ``torch.device("mps")``, ``0`` (index 0 of this machine's accelerator);
-            read by [`as_device`][devicekit.as_device].
+            read by `as_device`.
         non_blocking: ``None`` (default) picks per copy: ``True`` only for CPU -> CUDA/XPU (see
             ``_default_non_blocking``: device -> CPU asynchronous copies can be read before they
             arrive, and -> MPS asynchronous copies have had bugs). ``True``/``False`` force it.
