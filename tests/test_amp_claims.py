@@ -26,12 +26,50 @@ def test_an_autocast_for_an_absent_backend_warns_and_does_nothing():
     assert any("Disabling autocast" in str(w.message) for w in caught)
 
 
-def test_emulated_bf16_is_not_chosen(monkeypatch):
-    """A T4: is_bf16_supported() says True (emulation), including_emulation=False says False."""
+class _Props:
+    def __init__(self, major: int) -> None:
+        self.major = major
+
+
+def _gpus(monkeypatch, majors: dict[int, int], current: int = 0) -> list[int]:
+    """Pretend CUDA GPUs with these compute-capability majors; returns the indices asked about."""
+    asked: list[int] = []
+
+    def props(device):
+        index = device.index if isinstance(device, torch.device) else int(device)
+        asked.append(index)
+        return _Props(majors[index])
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation)
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", props)
+    return asked
+
+
+def test_emulated_bf16_is_not_chosen(monkeypatch):
+    """A T4 (7.5) emulates bf16: float16 is chosen; an A100 (8.0) gets bfloat16."""
+    _gpus(monkeypatch, {0: 7})
     assert autocast_dtype("cuda:0") == torch.float16
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)  # an A100
+    _gpus(monkeypatch, {0: 8})
+    assert autocast_dtype("cuda:0") == torch.bfloat16
+
+
+def test_autocast_dtype_asks_the_gpu_it_is_given_not_the_current_one(monkeypatch):
+    """Issue 20 (16): "cuda:1" asked the current GPU (0). Now GPU 1 itself is asked."""
+    asked = _gpus(monkeypatch, {0: 7, 1: 8}, current=0)  # a T4 as GPU 0, an A100 as GPU 1
+    assert autocast_dtype("cuda:1") == torch.bfloat16
+    assert autocast_dtype("cuda:0") == torch.float16
+    assert autocast_dtype("cuda") == torch.float16  # no index: the current GPU
+    assert asked == [1, 0, 0]
+    asked.clear()
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert autocast_dtype("cuda") == torch.bfloat16 and asked == [1]
+
+
+def test_rocm_always_has_bf16(monkeypatch):
+    _gpus(monkeypatch, {0: 7})
+    monkeypatch.setattr(torch.version, "hip", "6.2")
     assert autocast_dtype("cuda:0") == torch.bfloat16
 
 
@@ -40,29 +78,15 @@ def test_bf16_needs_no_scaler():
     assert not grad_scaler("cpu").is_enabled()
 
 
-def test_without_the_keyword_the_hardware_decides(monkeypatch):
-    """A torch whose is_bf16_supported() has no including_emulation (and may count emulation): ask the
-    compute capability, as including_emulation=False does in torch 2.13."""
-
-    def no_keyword():  # emulation counted, as PyTorch PR #115924 made it before the keyword existed
-        return True
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", no_keyword)
-    monkeypatch.setattr(torch.version, "hip", None)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))  # a T4
-    assert autocast_dtype("cuda:0") == torch.float16
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))  # an A100
-    assert autocast_dtype("cuda:0") == torch.bfloat16
-
-
 def test_the_native_check_is_what_torch_does_for_including_emulation_false():
-    """devicekit's fallback mirrors torch's own code: ROCm first, then compute capability >= 8."""
+    """devicekit's check mirrors torch's own code for one GPU: ROCm first, then compute capability >= 8,
+    of the current device (which is why devicekit asks the properties of the GPU it was given)."""
     import inspect
 
     source = inspect.getsource(torch.cuda.is_bf16_supported)
     assert "including_emulation" in inspect.signature(torch.cuda.is_bf16_supported).parameters
     assert "torch.version.hip" in source and ".major >= 8" in source
+    assert "current_device()" in source
 
 
 def test_cpu_autocast_defaults_to_bfloat16():

@@ -199,3 +199,112 @@ def test_manager_device_equals_what_its_tensors_report():
     for dm in (DeviceManager(), DeviceManager(devicekit.best_device().type), DeviceManager("cpu")):
         assert torch.ones(1, device=dm.device).device == dm.device
         assert dm.to(torch.ones(1)).device == dm.device
+
+
+# ---- issue 20 (5): DEVICEKIT_DEVICE=0 means accelerator index 0, as the messages offer ("an int N")
+
+
+def _one_gpu(monkeypatch):
+    """Pretend this machine has one CUDA GPU (the hardware questions devicekit.device asks)."""
+    from devicekit import device as device_module
+
+    monkeypatch.setattr(device_module, "_accelerator_type", lambda: "cuda")
+    monkeypatch.setattr(device_module, "_cuda_count", lambda: 1)
+
+
+@pytest.mark.parametrize("value", ["0", " 0 ", "+0"])
+def test_environment_variable_accepts_an_accelerator_index(monkeypatch, value):
+    _one_gpu(monkeypatch)
+    monkeypatch.setenv(devicekit.ENV_VAR, value)
+    dm = DeviceManager()
+    assert dm.device == torch.device("cuda", 0) and devicekit.ENV_VAR in dm.source
+
+
+def test_environment_index_without_an_accelerator_says_so_not_that_the_form_is_wrong(monkeypatch):
+    from devicekit import device as device_module
+
+    monkeypatch.setattr(device_module, "_accelerator_type", lambda: None)
+    monkeypatch.setenv(devicekit.ENV_VAR, "0")
+    with pytest.raises(UnknownDeviceError) as info:
+        DeviceManager()
+    err = info.value
+    assert err.en.startswith("DEVICEKIT_DEVICE=0 means accelerator index 0, which is not available")
+    assert "not a device name" not in err.en
+    assert err.zh.startswith("DEVICEKIT_DEVICE=0 表示加速器第 0 号，但本机没有加速器。本机可用的设备：")
+
+
+@pytest.mark.parametrize(
+    ("value", "en", "zh"),
+    [
+        (
+            "-1",
+            "DEVICEKIT_DEVICE=-1 is not an accelerator index (0 to 127)",
+            "DEVICEKIT_DEVICE=-1 不是加速器编号",
+        ),
+        (
+            "999",
+            "DEVICEKIT_DEVICE=999 is not an accelerator index (0 to 127)",
+            "DEVICEKIT_DEVICE=999 不是加速器编号",
+        ),
+        (
+            "0x1",
+            "DEVICEKIT_DEVICE='0x1' is not a device name PyTorch knows",
+            "DEVICEKIT_DEVICE='0x1' 不是 PyTorch",
+        ),
+        (
+            "gpu0",
+            "DEVICEKIT_DEVICE='gpu0' is not a device name PyTorch knows",
+            "DEVICEKIT_DEVICE='gpu0' 不是",
+        ),
+    ],
+)
+def test_bad_environment_indices_get_a_clear_error_in_both_languages(monkeypatch, value, en, zh):
+    _one_gpu(monkeypatch)
+    monkeypatch.setenv(devicekit.ENV_VAR, value)
+    with pytest.raises(UnknownDeviceError) as info:
+        DeviceManager()
+    assert info.value.en.startswith(en) and info.value.zh.startswith(zh)
+    assert "A device is " in info.value.en and "设备可以是：" in info.value.zh
+
+
+# ---- issue 20 (3): mismatch_device's docstring says what meta checks and what it does not
+
+
+def _raises(fn) -> bool:
+    try:
+        fn()
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_mismatch_device_docstring_matches_what_meta_checks():
+    doc = " ".join(mismatch_device.__doc__.split())
+    assert "PyTorch runs the same kind of device check for meta and CPU" not in doc  # the stale claim
+    m, c = torch.ones(2, 2, device="meta"), torch.ones(2, 2)
+    gen = torch.Generator()
+    raises = {
+        "element-wise ops (``meta + cpu``)": lambda: m + c,
+        "`torch.cat`": lambda: torch.cat([m, c]),
+        "`nn.Linear` with a bias": lambda: torch.nn.functional.linear(c, m, torch.ones(2, device="meta")),
+    }
+    silent = {
+        "`torch.mm`": lambda: torch.mm(m, c),
+        "`F.linear` without bias": lambda: torch.nn.functional.linear(c, m),
+        "``meta_t.add_(cpu_t)``": lambda: m.clone().add_(c),
+        "``mul_``": lambda: m.clone().mul_(c),
+        "``torch.clamp(meta_t, min=torch.tensor(0.5))``": lambda: torch.clamp(m, min=torch.tensor(0.5)),
+        "``torch.index_select(meta_t, 0, torch.tensor(1))``": lambda: torch.index_select(
+            m, 0, torch.tensor(1)
+        ),
+        'a CPU ``generator=`` with ``device="meta"``': lambda: torch.randint(
+            0, 5, (3,), generator=gen, device="meta"
+        ),
+    }
+    for phrase, fn in raises.items():
+        assert phrase in doc and _raises(fn), phrase
+    for phrase, fn in silent.items():
+        assert phrase in doc and not _raises(fn), phrase
+    assert "Tensor on device cpu is not on the expected device meta!" in doc
+    with pytest.raises(RuntimeError, match="Tensor on device cpu is not on the expected device meta!"):
+        m + c

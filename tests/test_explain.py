@@ -614,3 +614,20 @@ def test_mps_placeholder_names_the_cpu_side():
     result = explain("RuntimeError: Placeholder storage has not been allocated on MPS device!")
     assert result.family == "mps-cpu-tensor"
     assert "different devices (mps)" not in result.en and "still on the CPU" in result.en
+
+
+def test_devicekit_errors_are_explained_in_a_chinese_notebook_too():
+    """strict_devices' error reads in Chinese there; explain still recognises it (it reads the English)."""
+    import torch
+
+    from devicekit import strict_devices
+    from devicekit.lang import using_language
+
+    with using_language("zh"):
+        try:
+            with strict_devices():
+                torch.ones(2, device="meta") @ torch.ones(2)
+        except Exception as exc:  # the test inspects whatever strict raised
+            caught = exc
+        assert "设备" in str(caught)
+        assert explain(caught).family == "same-device"

@@ -202,9 +202,14 @@ def test_autocast_dtype_choices(monkeypatch):
     assert autocast_dtype("cpu") == torch.bfloat16
     assert autocast_dtype("mps") == torch.float16
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    major = {"value": 8}
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda d: type("P", (), {"major": major["value"]})
+    )
     assert autocast_dtype("cuda") == torch.bfloat16
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    major["value"] = 7
     assert autocast_dtype("cuda:0") == torch.float16
 
 

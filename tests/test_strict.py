@@ -161,3 +161,90 @@ def test_cpu_tensors_pytorch_requires_are_allowed():
     targets = torch.randint(1, 4, (2, 3), device="meta")
     with strict_devices(), pytest.raises(NotImplementedError):  # meta has no ctc kernel; no device error
         torch.nn.functional.ctc_loss(log_probs, targets, torch.tensor([5, 5]), torch.tensor([3, 2]))
+
+
+# ---- issue 20 (12): the 0-dim CPU exception only where PyTorch makes it, and generator devices
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "op"),
+    [
+        (
+            "index_select",
+            lambda: torch.index_select(meta(3), 0, torch.tensor(1)),
+            "aten.index_select.default",
+        ),
+        ("clamp", lambda: torch.clamp(meta(3), min=torch.tensor(0.5)), "aten.clamp.Tensor"),
+        ("gather", lambda: meta(3).gather(0, torch.tensor(0)), "aten.gather.default"),
+    ],
+)
+def test_a_zero_dim_cpu_tensor_is_refused_where_the_op_checks_devices_itself(name, fn, op):
+    fn()  # PyTorch lets each of these through on meta (CUDA raises: wrapper_CUDA_... device check)
+    with pytest.raises(DeviceMismatchError) as info, strict_devices():
+        fn()
+    err = info.value
+    assert err.op == op and set(err.devices) == {"meta", "cpu"}
+    assert "only in element-wise (TensorIterator) ops" in err.en
+    assert "逐元素（TensorIterator）运算" in err.zh
+
+
+def test_tensor_iterator_ops_come_from_the_installed_native_functions_yaml():
+    from devicekit.strict import allows_cpu_scalar, tensor_iterator_ops
+
+    ops = tensor_iterator_ops()
+    assert ops is not None and len(ops) > 400
+    assert {"add.Tensor", "mul.Tensor", "eq.Tensor", "where.self", "index_put_"} <= ops
+    # clamp.Tensor is tagged pointwise but is not TensorIterator-checked: the tag alone would be wrong
+    assert "clamp.Tensor" not in ops and torch.Tag.pointwise in torch.ops.aten.clamp.Tensor.tags
+    assert allows_cpu_scalar(torch.ops.aten.add.Tensor)
+    assert not allows_cpu_scalar(torch.ops.aten.index_select.default)
+
+
+def test_one_cpu_scalar_per_tensor_iterator_op_but_where_takes_any():
+    with strict_devices():
+        assert torch.addcmul(meta(3), meta(3), torch.tensor(2.0)).device == META
+        assert torch.where(meta(3) > 0, torch.tensor(1.0), torch.tensor(0.0)).device == META
+    with pytest.raises(DeviceMismatchError) as info, strict_devices():
+        torch.addcmul(meta(3), torch.tensor(1.0), torch.tensor(2.0))
+    assert "Trying to pass too many CPU scalars to non-CPU kernel!" in info.value.en
+
+
+def test_a_cpu_generator_for_a_meta_result_raises_as_cuda_does():
+    gen = torch.Generator()
+    torch.randint(0, 5, (3,), generator=gen, device="meta")  # meta lets it through
+    with pytest.raises(DeviceMismatchError) as info, strict_devices():
+        torch.randint(0, 5, (3,), generator=gen, device="meta")
+    err = info.value
+    assert err.op == "aten.randint.low_generator" and err.devices == ("cpu", "meta")
+    assert "Expected a 'cuda' device type for generator but found 'cpu'" in err.en  # recorded on an H200
+    assert "随机数生成器在 cpu 上" in err.zh
+    with pytest.raises(DeviceMismatchError), strict_devices():
+        meta(3).normal_(generator=gen)  # the result's device comes from the tensor argument
+
+
+def test_a_generator_on_the_right_device_is_fine():
+    gen = torch.Generator()
+    with strict_devices():
+        assert torch.randint(0, 5, (3,), generator=gen).device.type == "cpu"
+        assert torch.randn(3, generator=gen).normal_(generator=gen).device.type == "cpu"
+        assert torch.randint(0, 5, (3,), device="meta").device == META  # no generator: nothing to check
+
+
+def test_the_generator_case_is_the_recorded_cuda_message():
+    import json
+    from pathlib import Path
+
+    recorded = json.loads(
+        (Path(__file__).resolve().parent.parent / "results" / "cuda-messages.json").read_text()
+    )
+    message = recorded["cases"]["generator-cpu-for-cuda"]["message"]
+    assert message == "Expected a 'cuda' device type for generator but found 'cpu'"
+
+
+def test_strict_docstring_lists_what_it_misses():
+    import devicekit.strict as strict_module
+
+    doc = " ".join(strict_module.__doc__.split())
+    assert "What it still misses or gets wrong:" in doc
+    for phrase in ("ATen ops only", "``torch.compile``", "``torch.Tag.pointwise``", "device type only"):
+        assert phrase in doc, phrase

@@ -296,6 +296,14 @@ def _check(text: str, markdown: bool = True) -> list[str]:
         "原因： 设备不同。",
         "每个单元格 100,000 个字符",
         "页锁定内存",
+        "## 常见误解",
+        "## 接下来",
+        "### 3. 接下来",
+        "## 预备知识",
+        "学完这一课，你能说出张量在哪个设备上。",
+        "每个 worker 都调用了 teardown()。",
+        "移动数据类的字段。",
+        "模块的前向传播在 GPU 上。",
     ],
 )
 def test_the_checks_catch_each_known_mistake(bad):
@@ -317,10 +325,25 @@ def test_the_checks_catch_each_known_mistake(bad):
         "`bmm` 是批量矩阵乘法。",
         "这是 Python 解释器的行为。",
         "实验 1 · 设备",
+        "## 常见误区",
+        "## 下一步",
+        "接下来，把模型移动到 GPU 上。",
+        "## 前置知识",
+        "学完本课，你能说出张量在哪个设备上。",
+        "每个工作进程都调用了 `teardown()`，`worker` 函数放在模块里。",
+        "`devicekit_labs.workers` 里有现成的函数。",
+        "用 dataclass 定义批次；检查数据类型。",
+        "前向计算之后做反向传播。",
     ],
 )
 def test_the_checks_leave_correct_text_alone(good):
     assert not _check(good), _check(good)
+
+
+def test_worker_in_code_lines_is_left_alone():
+    assert not term_problems([Line("x:1", "spawn(worker, nprocs=2)", markdown=False)])
+    assert not term_problems([Line("x:1", "worker.start()  # start it", markdown=False)])
+    assert term_problems([Line("x:1", "worker.start()  # 启动 worker", markdown=False)])
 
 
 def test_readme_chinese_has_no_line_breaks_that_render_as_spaces():

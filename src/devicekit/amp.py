@@ -22,6 +22,7 @@ import contextlib
 import torch
 
 from .device import DeviceLike, as_device
+from .messages import Message, localised
 
 __all__ = ["autocast", "autocast_dtype", "grad_scaler"]
 
@@ -33,29 +34,30 @@ def _autocast_available(device_type: str) -> bool:
     return device_type in {"cpu", "cuda", "xpu", "mps", "hpu", "xla"}
 
 
-def _native_cuda_bf16() -> bool:
-    """bf16 in hardware on the current CUDA GPU; ``is_bf16_supported`` alone also counts emulation."""
-    try:
-        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
-    except TypeError:
-        # a torch without the keyword (the first release that has it is not pinned). Its plain
-        # is_bf16_supported() may already count emulation (PyTorch PR #115924 added the bf16-tensor probe
-        # before the keyword existed), so ask the hardware directly, as including_emulation=False does:
-        # ROCm counts as bf16-capable, CUDA needs compute capability 8.0 (Ampere) or newer.
-        if torch.version.hip:
-            return True
-        return torch.cuda.get_device_capability()[0] >= 8
+def _native_cuda_bf16(index: int | None = None) -> bool:
+    """bf16 in hardware on CUDA GPU ``index`` (the current GPU when None), emulation not counted.
+
+    The same test as ``torch.cuda.is_bf16_supported(including_emulation=False)`` in torch 2.13 (ROCm:
+    yes; CUDA: compute capability 8.0 or newer), but for the GPU asked about: ``is_bf16_supported``
+    only asks the *current* GPU and has no device argument, so ``"cuda:1"`` would get GPU 0's answer.
+    """
+    if torch.version.hip:
+        return True
+    device = torch.cuda.current_device() if index is None else index
+    return torch.cuda.get_device_properties(device).major >= 8
 
 
 def autocast_dtype(device: DeviceLike) -> torch.dtype:
-    """The low-precision dtype :func:`autocast` uses for ``device`` when none is given.
+    """The low-precision dtype `autocast` uses for ``device`` when none is given.
 
     * CPU: ``bfloat16`` (CPU autocast's default; float16 autocast on the CPU also works in torch 2.13, but
       most CPUs have no fast float16 kernels).
     * CUDA: ``bfloat16`` if the GPU supports it natively
       (``torch.cuda.is_bf16_supported(including_emulation=False)``: in torch 2.13, compute capability
-      8.0+, Ampere and newer, or any ROCm build), else ``float16`` (which then needs a
-      :func:`grad_scaler`). The plain ``is_bf16_supported()`` (``including_emulation=True``) also says
+      8.0+, Ampere and newer, or any ROCm build) — asked of the GPU ``device`` names (``"cuda:1"`` asks
+      GPU 1, a bare ``"cuda"`` the current GPU) — else ``float16`` (which then needs a
+      `grad_scaler`). The plain ``is_bf16_supported()``
+      (``including_emulation=True``) also says
       True when a bf16 tensor can merely be created on an older GPU (a T4), where bf16 is emulated and
       float16 with a scaler is the better choice.
     * XPU: ``bfloat16`` if ``torch.xpu.is_bf16_supported()``, else ``float16``.
@@ -67,7 +69,7 @@ def autocast_dtype(device: DeviceLike) -> torch.dtype:
     if kind == "cpu":
         return torch.bfloat16
     if kind == "cuda":
-        bf16 = torch.cuda.is_available() and _native_cuda_bf16()
+        bf16 = torch.cuda.is_available() and _native_cuda_bf16(dev.index)
         return torch.bfloat16 if bf16 else torch.float16
     if kind == "xpu":
         xpu = getattr(torch, "xpu", None)
@@ -89,7 +91,7 @@ def autocast(
     """``torch.autocast`` with ``device_type`` taken from ``device`` and a dtype it supports.
 
     ``device`` is where the model and its inputs live (``"cuda:1"`` gives ``device_type="cuda"``;
-    the index does not matter to autocast). ``dtype=None`` picks :func:`autocast_dtype`.
+    the index does not matter to autocast). ``dtype=None`` picks `autocast_dtype`.
 
     Remember: autocast changes dtypes, never devices; and an autocast whose ``device_type`` does
     not match where the computation runs silently does nothing.
@@ -106,9 +108,14 @@ def autocast(
     if not _autocast_available(dev.type):
         if not enabled:
             return contextlib.nullcontext()
-        raise ValueError(
-            f"autocast is not available for device type {dev.type!r} (it exists for cpu, cuda, xpu, "
-            f"mps...). Pass enabled=False to get a do-nothing context for this device."
+        raise localised(
+            ValueError,
+            Message(
+                f"autocast is not available for device type {dev.type!r} (it exists for cpu, cuda, xpu, "
+                f"mps...). Pass enabled=False to get a do-nothing context for this device.",
+                f"设备类型 {dev.type!r} 没有 autocast（cpu、cuda、xpu、mps 等才有）。"
+                "传 enabled=False 可以得到一个对这个设备什么也不做的上下文。",
+            ),
         )
     if dtype is None:
         dtype = autocast_dtype(dev)
@@ -122,8 +129,9 @@ def grad_scaler(
 
     Loss scaling protects float16 gradients from underflowing to zero. bfloat16 has float32's
     exponent range and needs no scaling, so the scaler is enabled only when the autocast dtype
-    (``dtype``, or :func:`autocast_dtype` of ``device`` when ``None``) is ``float16``. Pass the
-    same ``dtype`` you gave :func:`autocast`. A disabled scaler is a transparent pass-through:
+    (``dtype``, or `autocast_dtype` of ``device`` when ``None``) is
+    ``float16``. Pass the
+    same ``dtype`` you gave `autocast`. A disabled scaler is a transparent pass-through:
     ``scaler.scale(loss)`` returns ``loss`` and ``scaler.step(opt)`` just calls ``opt.step()``,
     so the same training loop works either way.
 

@@ -72,7 +72,7 @@ class CatalogFamily:
 
 @dataclass(frozen=True)
 class CompiledCatalog:
-    """The whole catalog, compiled once per process (see :func:`compiled`)."""
+    """The whole catalog, compiled once per process (see `compiled`)."""
 
     families: tuple[CatalogFamily, ...]
     by_id: dict[str, CatalogFamily]

@@ -1,4 +1,4 @@
-"""Static pre-flight device check: :func:`check_devices`.
+"""Static pre-flight device check: `check_devices`.
 
 Why static: the check looks at where every tensor *is* without running the model, so it costs about a
 millisecond on a ResNet-50-sized model and can run before every epoch; and it finds the tensors that a
@@ -19,7 +19,7 @@ directly):
   ``nn.CrossEntropyLoss(weight=w)``, keeps ``w`` as a buffer that ``model.to()`` never sees.  A loss that
   is an attribute of the model (``self.criterion = nn.CrossEntropyLoss(weight=w)``) is a registered
   submodule and is checked like any other submodule, so it needs nothing extra;
-* the inputs, walked as :mod:`devicekit.traversal` defines a batch (the same walk as ``to_device``: nested
+* the inputs, walked as `devicekit.traversal` defines a batch (the same walk as ``to_device``: nested
   mappings, sequences, sets, namedtuples, dataclasses, objects with their own ``.to()``) and named like
   ``inputs[0]['mask']`` or ``kw['labels']``.
 
@@ -46,6 +46,7 @@ from torch import nn
 from . import traversal
 from .device import as_device
 from .errors import DeviceMismatchError
+from .messages import Message, Text, localised
 
 __all__ = [
     "CPU_LENGTHS_NAME",
@@ -66,11 +67,25 @@ MODULE_INTERNALS = frozenset(nn.Module().__dict__) | {"_compiled_call_impl"}
 #: A CPU integer tensor of at most one dimension under such a name is not a mismatch.
 CPU_LENGTHS_NAME = re.compile(r"(?:^|_)(?:lengths?|lens|batch_sizes)$")
 
-_FIX_PARAM = (
+_FIX_PARAM = Message(
     "model.to(device) moves parameters and buffers: call it after the model is complete "
-    "(a layer created or replaced after .to() stays on its old device)."
+    "(a layer created or replaced after .to() stays on its old device).",
+    "model.to(device) 会移动参数和缓冲区：要在模型完整建好之后再调用它"
+    "（在 .to() 之后才创建或替换的层，会留在原来的设备上）。",
 )
-_FIX_INPUT = "move the batch with dm.to(batch) (or tensor.to(device)) before calling the model."
+_FIX_INPUT = Message(
+    "move the batch with dm.to(batch) (or tensor.to(device)) before calling the model.",
+    "调用模型之前，先用 dm.to(batch)（或 tensor.to(device)）移动这个批次。",
+)
+#: The kinds of `DeviceFinding`, in Chinese.
+KIND_ZH = {
+    "parameter": "参数",
+    "buffer": "缓冲区",
+    "attribute": "属性",
+    "hidden_module": "隐藏子模块",
+    "extra_module": "额外模块",
+    "input": "输入",
+}
 
 
 @dataclass(frozen=True)
@@ -80,6 +95,7 @@ class DeviceFinding:
     ``kind`` is one of ``"parameter"``, ``"buffer"``, ``"attribute"`` (unregistered tensor attribute),
     ``"hidden_module"`` (parameter/buffer of a submodule kept in a plain list/dict/tuple),
     ``"extra_module"`` (parameter/buffer of a module passed with ``extra_modules=``) or ``"input"``.
+    ``fix`` is a `devicekit.messages.Text`: a `str` that also has `.en` and `.zh`.
     """
 
     kind: str
@@ -88,19 +104,27 @@ class DeviceFinding:
     expected: str
     fix: str
 
+    @property
+    def message(self) -> Message:
+        """This finding in both languages."""
+        return Message(
+            f"{self.kind} {self.name!r} is on {self.device}, expected {self.expected}",
+            f"{KIND_ZH.get(self.kind, self.kind)} {self.name!r} 在 {self.device} 上，应在 {self.expected} 上",
+        )
+
     def __str__(self) -> str:
-        return f"{self.kind} {self.name!r} is on {self.device}, expected {self.expected}"
+        return str(self.message)
 
 
 @dataclass(frozen=True)
 class DeviceReport:
-    """What :func:`check_devices` returns when every tensor is on the expected device.
+    """What `check_devices` returns when every tensor is on the expected device.
 
     ``device`` is the expected device (``None`` when the model and inputs hold no tensor at all);
     ``source`` says where it came from: ``"argument"``, ``"parameters"``, ``"buffers"``, ``"inputs"``
     or ``"none"``.  ``warnings`` lists problems that do not break *this* call but will break after the
     next ``model.to()``: unregistered tensor attributes and hidden submodules that happen to be on the
-    right device now.
+    right device now (each a `devicekit.messages.Text`: a `str` with `.en` and `.zh`).
     """
 
     device: torch.device | None
@@ -115,17 +139,32 @@ class DeviceReport:
         """Always ``True``: a report is only returned when nothing is off (otherwise an error is raised)."""
         return True
 
-    def __str__(self) -> str:
-        where = "no tensors to check" if self.device is None else f"all on {self.device}"
-        text = (
+    @property
+    def message(self) -> Message:
+        """This report in both languages."""
+        if self.device is None:
+            where = Message("no tensors to check", "没有要检查的张量")
+        else:
+            where = Message(f"all on {self.device}", f"全部在 {self.device} 上")
+        en = (
             f"check_devices: OK, {self.n_parameters} parameters, {self.n_buffers} buffers, "
-            f"{self.n_inputs} input tensors: {where}"
+            f"{self.n_inputs} input tensors: {where.en}"
+        )
+        zh = (
+            f"check_devices：正常，参数 {self.n_parameters} 个、缓冲区 {self.n_buffers} 个、"
+            f"输入张量 {self.n_inputs} 个：{where.zh}"
         )
         if self.warnings:
-            text += "\nWarnings (fine now, wrong after the next model.to()):\n" + "\n".join(
-                f"  - {w}" for w in self.warnings
+            en += "\nWarnings (fine now, wrong after the next model.to()):\n" + "\n".join(
+                f"  - {getattr(w, 'en', w)}" for w in self.warnings
             )
-        return text
+            zh += "\n警告（现在没问题，下一次 model.to() 之后就会出错）：\n" + "\n".join(
+                f"  - {getattr(w, 'zh', w)}" for w in self.warnings
+            )
+        return Message(en, zh)
+
+    def __str__(self) -> str:
+        return str(self.message)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -193,8 +232,10 @@ def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
-def _where(prefix: str) -> str:
-    return f"module {prefix!r}" if prefix else "the root module"
+def _where(prefix: str) -> Message:
+    if prefix:
+        return Message(f"module {prefix!r}", f"模块 {prefix!r}")
+    return Message("the root module", "根模块")
 
 
 def _weight_norm_names(mod: nn.Module) -> set[str]:
@@ -210,13 +251,13 @@ class ModelScan:
         self.seen_modules: set[int] = set()
         self.seen_tensors: set[int] = set()
         # (kind, name, tensor, fix)
-        self.tensors: list[tuple[str, str, torch.Tensor, str]] = []
+        self.tensors: list[tuple[str, str, torch.Tensor, Text]] = []
         # (name, tensor, owner module, attribute key, owner name)
         self.attrs: list[tuple[str, torch.Tensor, nn.Module, str, str]] = []
         # (name, module, owner module, attribute key, container type or None, owner name)
         self.hidden: list[tuple[str, nn.Module, nn.Module, str, type | None, str]] = []
         # hidden submodules actually scanned: (name, module, fix)
-        self.hidden_found: list[tuple[str, nn.Module, str]] = []
+        self.hidden_found: list[tuple[str, nn.Module, Text]] = []
 
     def scan(self, root: nn.Module, prefix: str, param_kind: str, buffer_kind: str, fix: str) -> None:
         seen_modules, seen_tensors, out = self.seen_modules, self.seen_tensors, self.tensors
@@ -247,9 +288,9 @@ class ModelScan:
                     elif okind == traversal.MODULE:
                         self.hidden.append((name, obj, mod, key, container, mprefix))
 
-    def scan_hidden(self) -> list[str]:
+    def scan_hidden(self) -> list[Text]:
         """Scan the hidden submodules found so far (and those they hide); return one warning for each."""
-        warnings: list[str] = []
+        warnings: list[Text] = []
         i = 0
         while i < len(self.hidden):  # scanning may discover more hidden modules: a work list
             name, mod, owner, key, container, oname = self.hidden[i]
@@ -257,7 +298,8 @@ class ModelScan:
             if id(mod) in self.seen_modules:  # an alias of a registered module (self.blocks = [self.a]): fine
                 continue
             fix = _hidden_fix(name, owner, key, container, oname)
-            warnings.append(f"{name} ({type(mod).__name__}): {fix}")
+            kind = type(mod).__name__
+            warnings.append(Text(Message(f"{name} ({kind}): {fix.en}", f"{name}（{kind}）：{fix.zh}")))
             self.hidden_found.append((name, mod, fix))
             self.scan(mod, name, "hidden_module", "hidden_module", fix)
         return warnings
@@ -269,25 +311,40 @@ class ModelScan:
         return [a for a in self.attrs if id(a[1]) not in seen]
 
 
-def _hidden_fix(name: str, owner: nn.Module, key: str, container: type | None, oname: str) -> str:
-    where = f"{type(owner).__name__} ({_where(oname)})"
+def _hidden_fix(name: str, owner: nn.Module, key: str, container: type | None, oname: str) -> Text:
+    where, owner_type = _where(oname), type(owner).__name__
     if container is None:
-        return (
-            f"attribute {key!r} of {where} bypasses nn.Module registration: assign it with self.{key} = ... "
-            "so model.to(), parameters() and state_dict() see it."
+        return Text(
+            Message(
+                f"attribute {key!r} of {owner_type} ({where.en}) bypasses nn.Module registration: assign it "
+                f"with self.{key} = ... so model.to(), parameters() and state_dict() see it.",
+                f"{owner_type}（{where.zh}）的属性 {key!r} 绕过了 nn.Module 的注册：请用 self.{key} = ... "
+                "赋值，这样 model.to()、parameters() 和 state_dict() 才能看到它。",
+            )
         )
     wrapper = "nn.ModuleDict" if issubclass(container, dict) else "nn.ModuleList"
-    return (
-        f"attribute {key!r} of {where} is a plain {container.__name__}: use {wrapper} so model.to(), "
-        "parameters() (the optimizer) and state_dict() see it."
+    plain = container.__name__
+    return Text(
+        Message(
+            f"attribute {key!r} of {owner_type} ({where.en}) is a plain {plain}: use {wrapper} so "
+            "model.to(), parameters() (the optimizer) and state_dict() see it.",
+            f"{owner_type}（{where.zh}）的属性 {key!r} 是普通的 {plain}：请改用 {wrapper}，"
+            "这样 model.to()、parameters()（优化器）和 state_dict() 才能看到它。",
+        )
     )
 
 
-def _attr_fix(owner: nn.Module, key: str, oname: str) -> str:
-    return (
-        f"{type(owner).__name__}.{key} ({_where(oname)}) is a plain tensor attribute, so model.to() skips "
-        f"it: register it with self.register_buffer({key!r}, ...) in __init__ "
-        "(persistent=False keeps it out of state_dict), or create it in forward with device=x.device."
+def _attr_fix(owner: nn.Module, key: str, oname: str) -> Text:
+    where, owner_type = _where(oname), type(owner).__name__
+    return Text(
+        Message(
+            f"{owner_type}.{key} ({where.en}) is a plain tensor attribute, so model.to() skips "
+            f"it: register it with self.register_buffer({key!r}, ...) in __init__ "
+            "(persistent=False keeps it out of state_dict), or create it in forward with device=x.device.",
+            f"{owner_type}.{key}（{where.zh}）是普通的张量属性，model.to() 会跳过它：请在 __init__ 里用 "
+            f"self.register_buffer({key!r}, ...) 注册它（persistent=False 让它不进 state_dict），"
+            "或者在 forward 里用 device=x.device 创建它。",
+        )
     )
 
 
@@ -301,10 +358,23 @@ def _extra_items(extra_modules: Any) -> list[tuple[str, nn.Module]]:
     elif isinstance(extra_modules, Iterable):
         items = [(f"extra_modules[{i}]", m) for i, m in enumerate(extra_modules)]
     else:
-        raise TypeError(f"extra_modules must be a module, a list or a dict of modules, not {extra_modules!r}")
+        raise localised(
+            TypeError,
+            Message(
+                f"extra_modules must be a module, a list or a dict of modules, not {extra_modules!r}",
+                f"extra_modules 必须是一个模块，或者由模块组成的列表或字典，而不是 {extra_modules!r}",
+            ),
+        )
     for name, m in items:
         if not isinstance(m, nn.Module):
-            raise TypeError(f"extra_modules: {name} is {type(m).__name__}, not an nn.Module")
+            kind = type(m).__name__
+            raise localised(
+                TypeError,
+                Message(
+                    f"extra_modules: {name} is {kind}, not an nn.Module",
+                    f"extra_modules：{name} 是 {kind}，不是 nn.Module",
+                ),
+            )
     return items
 
 
@@ -341,7 +411,7 @@ def check_devices(
         model: the module to check.  It is never called.
         *inputs: the positional inputs you are about to pass to ``model`` (any nesting of
             dict/list/tuple/namedtuple/dataclass); named ``inputs[0]``, ``inputs[0]['mask']`` ...
-        device: the expected device (read by :func:`devicekit.as_device`).  Default: the device holding
+        device: the expected device (read by `as_device`).  Default: the device holding
             most parameter elements (then buffers, then inputs).  ``"cuda"`` without an index matches the
             ``cuda:N`` the tensors use.
         extra_modules: modules that work with the model but are not part of it, typically the loss:
@@ -357,31 +427,43 @@ def check_devices(
             be checked this way; pass it inside a dict instead.)
 
     Returns:
-        A :class:`DeviceReport` when everything is on the expected device.  Its ``warnings`` list the
+        A `DeviceReport` when everything is on the expected device.  Its ``warnings`` list the
         unregistered tensor attributes and hidden submodules that are fine *now* but will not follow the
         next ``model.to()``.
 
     Raises:
         DeviceMismatchError: listing each offending parameter/buffer/attribute/input with its device, the
             expected device and how to fix that kind of problem; ``err.findings`` holds them as
-            :class:`DeviceFinding` objects.
+            `DeviceFinding` objects.
         TypeError: ``model`` is not an ``nn.Module``.
         UnknownDeviceError: ``device`` is not a device.
     """
     if not isinstance(model, nn.Module):
-        raise TypeError(f"check_devices expects an nn.Module, got {type(model).__name__}")
-    wanted = None if device is None else as_device(device, origin="check_devices(device=...): ")
+        kind = type(model).__name__
+        raise localised(
+            TypeError,
+            Message(
+                f"check_devices expects an nn.Module, got {kind}",
+                f"check_devices 需要一个 nn.Module，收到的是 {kind}",
+            ),
+        )
+    origin = Message("check_devices(device=...): ", "check_devices(device=...)：")
+    wanted = None if device is None else as_device(device, origin=origin)
     skip = traversal.skip_set(skip_keys)
 
     scan = ModelScan()
-    scan.scan(model, "", "parameter", "buffer", _FIX_PARAM)
+    scan.scan(model, "", "parameter", "buffer", Text(_FIX_PARAM))
     n_params = sum(1 for e in scan.tensors if e[0] == "parameter")
     n_buffers = len(scan.tensors) - n_params
     model_end = len(scan.tensors)
     for ename, emod in _extra_items(extra_modules):
-        fix = (
-            f"{ename} ({type(emod).__name__}) is not part of the model, so model.to() does not move it: "
-            f"call {ename}.to(device) too."
+        etype = type(emod).__name__
+        fix = Text(
+            Message(
+                f"{ename} ({etype}) is not part of the model, so model.to() does not move it: "
+                f"call {ename}.to(device) too.",
+                f"{ename}（{etype}）不属于模型，model.to() 不会移动它：也要调用 {ename}.to(device)。",
+            )
         )
         scan.scan(emod, ename, "extra_module", "extra_module", fix)
     hidden_warnings = scan.scan_hidden()
@@ -424,16 +506,16 @@ def check_devices(
     for (kind, name, _t, fix), d in zip(entries, devices, strict=True):
         if not _matches(d, target):
             findings.append(DeviceFinding(kind, name, str(d), expected, fix))
-    attr_warnings: list[str] = []
+    attr_warnings: list[Text] = []
     for (name, _t, owner, key, oname), d in zip(attrs, attr_devices, strict=True):
         fix = _attr_fix(owner, key, oname)
         if _matches(d, target):
-            attr_warnings.append(f"{name}: {fix}")
+            attr_warnings.append(Text(Message(f"{name}: {fix.en}", f"{name}：{fix.zh}")))
         else:
             findings.append(DeviceFinding("attribute", name, str(d), expected, fix))
     for (name, _t), d in zip(input_tensors, input_devices, strict=True):
         if not _matches(d, target):
-            findings.append(DeviceFinding("input", name, str(d), expected, _FIX_INPUT))
+            findings.append(DeviceFinding("input", name, str(d), expected, Text(_FIX_INPUT)))
 
     if findings:
         findings.sort(key=lambda f: _KIND_ORDER[f.kind])  # stable: model order within a kind
@@ -448,11 +530,17 @@ def check_devices(
 
 
 _SOURCE_TEXT = {
-    "argument": "the device= argument",
-    "parameters": "where most of the model's parameters are",
-    "buffers": "where most of the model's buffers are (it has no parameters)",
-    "inputs": "where most inputs are (the model has no parameters or buffers)",
-    "other tensors": "where most tensors are",
+    "argument": Message("the device= argument", "device= 参数"),
+    "parameters": Message("where most of the model's parameters are", "模型大部分参数所在的设备"),
+    "buffers": Message(
+        "where most of the model's buffers are (it has no parameters)",
+        "模型大部分缓冲区所在的设备（模型没有参数）",
+    ),
+    "inputs": Message(
+        "where most inputs are (the model has no parameters or buffers)",
+        "大部分输入所在的设备（模型没有参数和缓冲区）",
+    ),
+    "other tensors": Message("where most tensors are", "大部分张量所在的设备"),
 }
 _MAX_LISTED = 40
 _KIND_ORDER = {
@@ -460,19 +548,28 @@ _KIND_ORDER = {
 }
 
 
-def _format_error(findings: list[DeviceFinding], expected: str, source: str) -> str:
+def _format_error(findings: list[DeviceFinding], expected: str, source: str) -> Message:
     n = len(findings)
-    lines = [
+    src = _SOURCE_TEXT[source]
+    en = [
         f"check_devices: {n} tensor{'s' if n != 1 else ''} not on the expected device {expected} "
-        f"(expected = {_SOURCE_TEXT[source]}):"
+        f"(expected = {src.en}):"
     ]
+    zh = [f"check_devices：有 {n} 个张量不在预期的设备 {expected} 上（预期设备 = {src.zh}）："]
     width = min(max(len(f.name) for f in findings), 48)
     for f in findings[:_MAX_LISTED]:
-        lines.append(f"  - {f.kind:<13} {f.name:<{width}}  on {f.device}, expected {expected}")
+        en.append(f"  - {f.kind:<13} {f.name:<{width}}  on {f.device}, expected {expected}")
+        zh.append(f"  - {KIND_ZH.get(f.kind, f.kind)} {f.name}：在 {f.device} 上，应在 {expected} 上")
     if n > _MAX_LISTED:
-        lines.append(f"  ... and {n - _MAX_LISTED} more (all of them are in err.findings)")
-    lines.append("How to fix:")
-    for fix in dict.fromkeys(f.fix for f in findings):
-        kinds = sorted({f.kind for f in findings if f.fix == fix})
-        lines.append(f"  - {'/'.join(kinds)}: {fix}")
-    return "\n".join(lines)
+        en.append(f"  ... and {n - _MAX_LISTED} more (all of them are in err.findings)")
+        zh.append(f"  ……还有 {n - _MAX_LISTED} 个（全部在 err.findings 里）")
+    en.append("How to fix:")
+    zh.append("怎么修：")
+    fixes: dict[str, Text] = {}
+    for f in findings:
+        fixes.setdefault(getattr(f.fix, "en", f.fix), f.fix)  # type: ignore[arg-type]
+    for key, fix in fixes.items():
+        kinds = sorted({f.kind for f in findings if getattr(f.fix, "en", f.fix) == key})
+        en.append(f"  - {'/'.join(kinds)}: {getattr(fix, 'en', fix)}")
+        zh.append(f"  - {'、'.join(KIND_ZH.get(k, k) for k in kinds)}：{getattr(fix, 'zh', fix)}")
+    return Message("\n".join(en), "\n".join(zh))

@@ -1,8 +1,9 @@
 """Reading a device: one rule for every entry point, one error, and which devices this machine has.
 
-Every devicekit function that takes a device reads it with :func:`as_device` (the form is checked, the
-hardware is not: that is cheap enough for every ``to_device`` call) or :func:`resolve_device` (the form and
-the hardware: for ``DeviceManager``, once per program).  Both raise :class:`UnknownDeviceError`.
+Every devicekit function that takes a device reads it with `as_device` (the form is
+checked, the hardware is not: that is cheap enough for every ``to_device`` call) or
+`resolve_device` (the form and the hardware: for ``DeviceManager``, once per
+program).  Both raise `UnknownDeviceError`, in the learner's language.
 
 The rules:
 
@@ -23,6 +24,8 @@ import functools
 
 import torch
 
+from .messages import LocalisedError, Message, join
+
 __all__ = [
     "DeviceLike",
     "UnknownDeviceError",
@@ -36,17 +39,20 @@ __all__ = [
 
 DeviceLike = str | int | torch.device
 
-#: What :func:`as_device` accepts, in words (every ``UnknownDeviceError`` about a form ends with it).
-VALID_FORMS = (
+#: What `as_device` accepts, in words (every ``UnknownDeviceError`` about a form ends with it).
+VALID_FORMS = Message(
     "a torch.device, a string such as 'cpu', 'cuda', 'cuda:1', 'mps', 'xpu:0' or 'meta', "
-    "or an int N for index N of this machine's accelerator"
+    "or an int N for index N of this machine's accelerator",
+    "torch.device；'cpu'、'cuda'、'cuda:1'、'mps'、'xpu:0'、'meta' 这样的字符串；"
+    "或者整数 N（本机加速器的第 N 号）",
 )
 _MAX_INDEX = 127  # c10::DeviceIndex is an int8_t
 
 
-class UnknownDeviceError(ValueError, TypeError):
+class UnknownDeviceError(LocalisedError, ValueError, TypeError):
     """A device that is not a valid device, or (from `resolve_device`) that this machine does not have.
 
+    Its text is in English (`.en`) and Chinese (`.zh`); `str(err)` reads in the learner's language.
     A ``ValueError`` (PyTorch raises ``RuntimeError``/``ValueError`` for bad device strings) and, for a
     value of the wrong type such as ``None`` or ``1.5``, also a ``TypeError``: code catching either keeps
     working.
@@ -116,12 +122,35 @@ def best_device() -> torch.device:
 _DEVICE_CACHE: dict[str, torch.device] = {}
 
 
-def _form_error(device: object, origin: str, reason: str) -> UnknownDeviceError:
-    shown = repr(device) if isinstance(device, (str, int)) else f"of type {type(device).__name__}"
-    return UnknownDeviceError(f"{origin}{shown} {reason}. A device is {VALID_FORMS}.")
+#: Where a device came from, at the start of every error about it.
+DEFAULT_ORIGIN = Message("device ", "")
 
 
-def as_device(device: DeviceLike, *, origin: str = "device ") -> torch.device:
+def _origin(origin: Message | str) -> Message:
+    return origin if isinstance(origin, Message) else Message(origin, origin)
+
+
+def _form_error(device: object, origin: Message | str, reason: Message) -> UnknownDeviceError:
+    where = _origin(origin)
+    if isinstance(device, (str, int)):
+        shown, sep = Message(repr(device), repr(device)), " "
+    else:
+        name = type(device).__name__
+        shown, sep = Message(f"of type {name}", f"{name} 类型的值"), ""
+    return UnknownDeviceError(
+        Message(
+            f"{where.en}{shown.en} {reason.en}. A device is {VALID_FORMS.en}.",
+            f"{where.zh}{shown.zh}{sep}{reason.zh}。设备可以是：{VALID_FORMS.zh}。",
+        )
+    )
+
+
+def _available_here() -> Message:
+    have = available_devices()
+    return Message(f"Available here: {', '.join(have)}.", f"本机可用的设备：{join(have).zh}。")
+
+
+def as_device(device: DeviceLike, *, origin: Message | str = DEFAULT_ORIGIN) -> torch.device:
     """Read ``device`` into a ``torch.device``: the one reading every devicekit function uses.
 
     * a ``torch.device`` or a string PyTorch knows (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``,
@@ -131,9 +160,9 @@ def as_device(device: DeviceLike, *, origin: str = "device ") -> torch.device:
     * an index is 0 to 127 (PyTorch keeps it in 8 bits: ``torch.device("cuda", 128)`` is ``cuda:-128``).
 
     The hardware is not checked, so this is cheap enough for every ``to_device`` call (strings are
-    parsed once and cached); :func:`resolve_device` also checks that the device exists here and fills
+    parsed once and cached); `resolve_device` also checks that the device exists here and fills
     in the index tensors will report.  ``origin`` starts the error message (e.g.
-    ``"check_devices(device=...): "``).
+    ``"check_devices(device=...): "``), a `Message` or a str used for both languages.
 
     Raises:
         UnknownDeviceError: anything else (``None``, ``1.5``, ``"gpu"``, ``-1``, ``2**63``); the message
@@ -150,48 +179,69 @@ def as_device(device: DeviceLike, *, origin: str = "device ") -> torch.device:
                 _DEVICE_CACHE[device] = dev  # type: ignore[index]
         return dev
     if tp is bool or not isinstance(device, (str, int, torch.device)):
-        raise _form_error(device, origin, "is not a device")
+        raise _form_error(device, origin, Message("is not a device", "不是设备"))
     if isinstance(device, torch.device):
         return device
     if isinstance(device, str):
         return _parse(str(device), origin)
     index = int(device)
     if not 0 <= index <= _MAX_INDEX:
-        raise _form_error(device, origin, f"is not an accelerator index (0 to {_MAX_INDEX})")
+        raise _form_error(
+            device,
+            origin,
+            Message(
+                f"is not an accelerator index (0 to {_MAX_INDEX})",
+                f"不是加速器编号（应为 0 到 {_MAX_INDEX}）",
+            ),
+        )
     kind = _accelerator_type()
     if kind is None:
-        raise UnknownDeviceError(
-            f"{origin}{index!r} means accelerator index {index}, which is not available on this machine: "
-            f"it has no accelerator. Available here: {', '.join(available_devices())}."
+        where, here = _origin(origin), _available_here()
+        err = UnknownDeviceError(
+            Message(
+                f"{where.en}{index!r} means accelerator index {index}, which is not available on this "
+                f"machine: it has no accelerator. {here.en}",
+                f"{where.zh}{index!r} 表示加速器第 {index} 号，但本机没有加速器。{here.zh}",
+            )
         )
+        err.lists_available = True  # type: ignore[attr-defined]
+        raise err
     return torch.device(kind, index)
 
 
-def _parse(text: str, origin: str) -> torch.device:
+def _parse(text: str, origin: Message | str) -> torch.device:
     stripped = text.strip()
     if not stripped:
-        raise _form_error(text, origin, "is empty")
+        raise _form_error(text, origin, Message("is empty", "是空字符串"))
     try:
         dev = torch.device(stripped)
     except (RuntimeError, ValueError) as exc:
-        raise _form_error(text, origin, "is not a device name PyTorch knows") from exc
+        reason = Message("is not a device name PyTorch knows", "不是 PyTorch 认识的设备名")
+        raise _form_error(text, origin, reason) from exc
     if dev.index is not None and not 0 <= dev.index <= _MAX_INDEX:
-        raise _form_error(text, origin, f"has an index outside 0 to {_MAX_INDEX}")
+        reason = Message(f"has an index outside 0 to {_MAX_INDEX}", f"的编号不在 0 到 {_MAX_INDEX} 之间")
+        raise _form_error(text, origin, reason)
     return dev
 
 
-def _unavailable(device: torch.device, origin: str) -> UnknownDeviceError:
-    have = ", ".join(available_devices())
-    return UnknownDeviceError(
-        f"{origin}{str(device)!r} is not available on this machine. Available here: {have}. "
-        f"Pick one of those, or leave the device unset to use the best one."
+def _unavailable(device: torch.device, origin: Message | str) -> UnknownDeviceError:
+    where, here = _origin(origin), _available_here()
+    err = UnknownDeviceError(
+        Message(
+            f"{where.en}{str(device)!r} is not available on this machine. {here.en} "
+            "Pick one of those, or leave the device unset to use the best one.",
+            f"{where.zh}{str(device)!r} 在本机上不可用。{here.zh}请从中选一个，或者不指定设备，"
+            "自动选用最合适的那个。",
+        )
     )
+    err.lists_available = True  # type: ignore[attr-defined]
+    return err
 
 
-def resolve_device(device: DeviceLike, *, origin: str = "device ") -> torch.device:
+def resolve_device(device: DeviceLike, *, origin: Message | str = DEFAULT_ORIGIN) -> torch.device:
     """Turn ``device`` into the `torch.device` tensors will report, on a device this machine has.
 
-    Reads ``device`` with :func:`as_device`, then checks the hardware and fills in the index: ``"cuda"``
+    Reads ``device`` with `as_device`, then checks the hardware and fills in the index: ``"cuda"``
     becomes ``cuda:N`` for the current CUDA device, ``"mps"`` becomes ``mps:0``, ``"xpu"`` ``xpu:N``, so
     that ``tensor.device == resolve_device(...)`` holds for tensors created there.  (``torch.device("cuda")``
     and ``torch.device("cuda:0")`` name the same GPU but do not compare equal: one has no index.)
@@ -203,11 +253,10 @@ def resolve_device(device: DeviceLike, *, origin: str = "device ") -> torch.devi
     try:
         dev = as_device(device, origin=origin)
     except UnknownDeviceError as err:
-        if "Available here" in str(err):
+        if getattr(err, "lists_available", False):
             raise
-        raise UnknownDeviceError(
-            f"{err} Available here: {', '.join(available_devices())}."
-        ) from err.__cause__
+        here = _available_here()
+        raise UnknownDeviceError(Message(f"{err.en} {here.en}", f"{err.zh}{here.zh}")) from err.__cause__
     kind, index = dev.type, dev.index
     if kind in ("cpu", "meta"):
         return torch.device(kind)
@@ -232,10 +281,21 @@ def mismatch_device() -> torch.device:
     """The device a lab puts things on to provoke a *real* device-mismatch error on this runner.
 
     With an accelerator that is the accelerator itself, and PyTorch's own CUDA/MPS checks fire. On a
-    CPU-only runner it is ``meta``: tensors with a shape and a dtype but no data. PyTorch runs the same
-    kind of device check for meta and CPU operands and raises its own ``RuntimeError`` (with a different
-    wording from CUDA's), so a lab can still show the failure honestly. Meta tensors hold no values:
-    anything computed on them has a shape and a device, never numbers.
+    CPU-only runner it is ``meta``: tensors with a shape and a dtype but no data. Meta tensors hold no
+    values: anything computed on them has a shape and a device, never numbers.
+
+    Meta is checked less than CUDA (measured with torch 2.13, `tests/test_device.py` runs each case):
+
+    * PyTorch raises its own `RuntimeError` for a meta/CPU mix in element-wise ops (``meta + cpu``), in
+      `torch.cat`, in `nn.Linear` with a bias, losses and RNNs; the wording differs from CUDA's
+      ("Tensor on device cpu is not on the expected device meta!");
+    * it does NOT raise, and returns a tensor on one of the two devices, for `torch.mm` / ``@`` /
+      `F.linear` without bias / `F.conv2d` / `F.embedding`, for in-place ops into a meta tensor from a
+      CPU tensor (``meta_t.add_(cpu_t)``, ``mul_``), for ``torch.clamp(meta_t, min=torch.tensor(0.5))``
+      and ``torch.index_select(meta_t, 0, torch.tensor(1))`` (CUDA raises for both), and for a CPU
+      ``generator=`` with ``device="meta"``.
+
+    Run such code inside `strict_devices` to have these mixes raise too.
     """
     best = best_device()
     return best if best.type != "cpu" else torch.device("meta")

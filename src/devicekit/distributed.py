@@ -5,16 +5,16 @@ hardware (``nccl`` on a CPU-only machine), every rank piling onto ``cuda:0`` bec
 ``torch.cuda.set_device`` came too late, a second ``init_process_group`` in a notebook, or a worker
 defined in a notebook cell that ``spawn`` cannot find.  This module does those lines once, correctly:
 
-* :func:`setup` reads what ``torchrun`` puts in the environment (``RANK``, ``LOCAL_RANK``,
+* `setup` reads what ``torchrun`` puts in the environment (``RANK``, ``LOCAL_RANK``,
   ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), or starts a one-process group when they are absent
   (a notebook, a plain ``python train.py``), picks ``nccl`` for CUDA, ``xccl`` for Intel XPU and ``gloo``
-  for CPU, binds the process to its GPU *before* creating the group, and returns a :class:`DistInfo`
+  for CPU, binds the process to its GPU *before* creating the group, and returns a `DistInfo`
   saying which rank and device this process has.  Calling it again with compatible settings returns the
   same information, so re-running a notebook cell is harmless.
-* :func:`teardown` destroys the group, and does nothing when there is none.
-* :func:`spawn` starts ``nprocs`` local processes the way ``torchrun`` would (same environment
+* `teardown` destroys the group, and does nothing when there is none.
+* `spawn` starts ``nprocs`` local processes the way ``torchrun`` would (same environment
   variables, ``spawn`` start method), for notebooks where ``torchrun`` is not at hand.  The worker must
-  live in an importable module; :mod:`devicekit_labs.workers` has ready-made ones.
+  live in an importable module; `devicekit_labs.workers` has ready-made ones.
 """
 
 from __future__ import annotations
@@ -31,12 +31,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from .messages import LocalisedError, Message, localised
+
 __all__ = ["BACKENDS", "ENV_VARS", "DistInfo", "DistributedSetupError", "setup", "spawn", "teardown"]
 
-#: Backends :func:`setup` knows, with the device type each one drives.
+#: Backends `setup` knows, with the device type each one drives.
 BACKENDS: dict[str, str] = {"gloo": "cpu", "nccl": "cuda", "xccl": "xpu"}
 
-#: The variables torchrun (and :func:`spawn`) set for each process.
+#: The variables torchrun (and `spawn`) set for each process.
 ENV_VARS: tuple[str, ...] = (
     "MASTER_ADDR",
     "MASTER_PORT",
@@ -47,12 +49,12 @@ ENV_VARS: tuple[str, ...] = (
 )
 
 
-class DistributedSetupError(RuntimeError):
-    """The process group cannot be set up as asked; the message says what to change.
+class DistributedSetupError(LocalisedError, RuntimeError):
+    """The process group cannot be set up as asked; the message says what to change (`.en`, `.zh`).
 
-    A :class:`RuntimeError`, the class PyTorch itself uses when the backend is missing from the build
+    A `RuntimeError`, the class PyTorch itself uses when the backend is missing from the build
     ("Distributed package doesn't have NCCL built in").  Note that PyTorch 2.x raises most of its
-    *usage* errors around ``init_process_group`` as :class:`ValueError` instead ("trying to initialize the
+    *usage* errors around ``init_process_group`` as `ValueError` instead ("trying to initialize the
     default process group twice!", "Default process group has not been initialized, ..."), so code that
     wants to catch both must catch ``(RuntimeError, ValueError)``; lesson 8 shows each of them raised.
     """
@@ -102,7 +104,9 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(value)
     except ValueError:
-        raise DistributedSetupError(f"{name}={value!r} is not an integer") from None
+        raise DistributedSetupError(
+            Message(f"{name}={value!r} is not an integer", f"{name}={value!r} 不是整数")
+        ) from None
 
 
 def _ranks_from_env() -> tuple[int, int, int, bool]:
@@ -114,14 +118,21 @@ def _ranks_from_env() -> tuple[int, int, int, bool]:
     local_rank = _env_int("LOCAL_RANK", rank)
     if world_size < 1 or not 0 <= rank < world_size:
         raise DistributedSetupError(
-            f"RANK={rank} and WORLD_SIZE={world_size} do not fit: need 0 <= RANK < WORLD_SIZE"
+            Message(
+                f"RANK={rank} and WORLD_SIZE={world_size} do not fit: need 0 <= RANK < WORLD_SIZE",
+                f"RANK={rank} 和 WORLD_SIZE={world_size} 对不上：需要 0 <= RANK < WORLD_SIZE",
+            )
         )
     if launched:
         missing = [name for name in ("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if not os.environ.get(name)]
         if missing:
             raise DistributedSetupError(
-                f"RANK is set but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: start the "
-                "processes with torchrun (or devicekit.distributed.spawn), which sets all of them"
+                Message(
+                    f"RANK is set but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: start "
+                    "the processes with torchrun (or devicekit.distributed.spawn), which sets all of them",
+                    f"设置了 RANK，却没有设置 {'、'.join(missing)}：请用 torchrun"
+                    "（或 devicekit.distributed.spawn）启动进程，它们会把这些变量都设好",
+                )
             )
     return rank, local_rank, world_size, launched
 
@@ -142,39 +153,67 @@ def _auto_backend() -> str:
 def _check_backend(backend: str, local_rank: int) -> None:
     """Raise a clear error when ``backend`` cannot work on this machine, before PyTorch's cryptic one."""
     if backend not in BACKENDS:
-        raise ValueError(
-            f"unknown backend {backend!r}; use 'gloo' (CPU), 'nccl' (CUDA GPUs) or 'xccl' (Intel GPUs), "
-            "or leave backend=None to pick the one that fits this machine"
+        raise localised(
+            ValueError,
+            Message(
+                f"unknown backend {backend!r}; use 'gloo' (CPU), 'nccl' (CUDA GPUs) or 'xccl' (Intel GPUs), "
+                "or leave backend=None to pick the one that fits this machine",
+                f"未知的后端 {backend!r}；请用 'gloo'（CPU）、'nccl'（CUDA GPU）或 'xccl'（Intel GPU），"
+                "或者保留 backend=None，让 devicekit 选适合本机的后端",
+            ),
         )
     if backend == "gloo" and not dist.is_gloo_available():
-        raise DistributedSetupError("this PyTorch build has no gloo backend")
+        raise DistributedSetupError(
+            Message("this PyTorch build has no gloo backend", "这个 PyTorch 版本没有 gloo 后端")
+        )
     if backend == "nccl":
         if not dist.is_nccl_available() or not torch.cuda.is_available():
             why = (
-                "this PyTorch build has no NCCL (a CPU-only, macOS or Windows build)"
+                Message(
+                    "this PyTorch build has no NCCL (a CPU-only, macOS or Windows build)",
+                    "这个 PyTorch 版本没有 NCCL（只支持 CPU 的版本，或 macOS、Windows 版本）",
+                )
                 if not dist.is_nccl_available()
-                else "no CUDA GPU is visible (torch.cuda.is_available() is False)"
+                else Message(
+                    "no CUDA GPU is visible (torch.cuda.is_available() is False)",
+                    "看不到 CUDA GPU（torch.cuda.is_available() 为 False）",
+                )
             )
             raise DistributedSetupError(
-                f"nccl needs CUDA GPUs; use gloo on CPU: setup(backend='gloo'), or setup() to pick the "
-                f"backend automatically ({why})"
+                Message(
+                    f"nccl needs CUDA GPUs; use gloo on CPU: setup(backend='gloo'), or setup() to pick the "
+                    f"backend automatically ({why.en})",
+                    f"nccl 需要 CUDA GPU；在 CPU 上请用 gloo：setup(backend='gloo')，"
+                    f"或者 setup() 自动选择后端（{why.zh}）",
+                )
             )
         count = torch.cuda.device_count()
         if local_rank >= count:
             raise DistributedSetupError(
-                f"LOCAL_RANK={local_rank} but only {count} CUDA GPU(s) are visible: start at most {count} "
-                "processes per machine (torchrun --nproc-per-node), one per GPU"
+                Message(
+                    f"LOCAL_RANK={local_rank} but only {count} CUDA GPU(s) are visible: start at most "
+                    f"{count} processes per machine (torchrun --nproc-per-node), one per GPU",
+                    f"LOCAL_RANK={local_rank}，但只看得到 {count} 块 CUDA GPU：每台机器最多启动 "
+                    f"{count} 个进程（torchrun --nproc-per-node），每块 GPU 一个",
+                )
             )
     if backend == "xccl":
         if not _xccl_available():
             raise DistributedSetupError(
-                "xccl needs Intel XPU devices and a PyTorch build with XCCL; use gloo on CPU"
+                Message(
+                    "xccl needs Intel XPU devices and a PyTorch build with XCCL; use gloo on CPU",
+                    "xccl 需要 Intel XPU 设备和带 XCCL 的 PyTorch 版本；在 CPU 上请用 gloo",
+                )
             )
         count = torch.xpu.device_count()
         if local_rank >= count:
             raise DistributedSetupError(
-                f"LOCAL_RANK={local_rank} but only {count} XPU(s) are visible: start at most {count} "
-                "processes per machine, one per device"
+                Message(
+                    f"LOCAL_RANK={local_rank} but only {count} XPU(s) are visible: start at most {count} "
+                    "processes per machine, one per device",
+                    f"LOCAL_RANK={local_rank}，但只看得到 {count} 个 XPU：每台机器最多启动 {count} 个进程，"
+                    "每个设备一个",
+                )
             )
 
 
@@ -192,16 +231,19 @@ def _existing(backend: str | None, rank: int, local_rank: int, world_size: int) 
         ("rank", rank, have_rank),
         ("world_size", world_size, have_world),
     ]
-    clashes = [
-        f"{name} {want!r} (it has {have!r})"
-        for name, want, have in wanted
-        if want is not None and want != have
-    ]
+    clashes = [(name, want, have) for name, want, have in wanted if want is not None and want != have]
     if clashes:
+        en = ", ".join(f"{name} {want!r} (it has {have!r})" for name, want, have in clashes)
+        zh = "、".join(f"{name} {want!r}（现有的是 {have!r}）" for name, want, have in clashes)
         raise DistributedSetupError(
-            f"a process group is already initialised (backend={have_backend!r}, rank {have_rank}, "
-            f"world_size {have_world}) and it does not match the requested {', '.join(clashes)}; "
-            "call devicekit.distributed.teardown() first, then setup() again"
+            Message(
+                f"a process group is already initialised (backend={have_backend!r}, rank {have_rank}, "
+                f"world_size {have_world}) and it does not match the requested {en}; "
+                "call devicekit.distributed.teardown() first, then setup() again",
+                f"进程组已经初始化过了（backend={have_backend!r}，rank {have_rank}，"
+                f"world_size {have_world}），"
+                f"和这次要求的不一致：{zh}；请先调用 devicekit.distributed.teardown()，再调用 setup()",
+            )
         )
     if _current is not None and (_current.backend, _current.rank, _current.world_size) == (
         have_backend,
@@ -216,7 +258,7 @@ def _existing(backend: str | None, rank: int, local_rank: int, world_size: int) 
 def setup(backend: str | None = None, timeout: timedelta | float | None = None) -> DistInfo:
     """Initialise the default process group from the environment and bind this process to its device.
 
-    Under ``torchrun`` (or :func:`spawn`) the rank, world size and rendezvous address come from
+    Under ``torchrun`` (or `spawn`) the rank, world size and rendezvous address come from
     ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``.  Without them this is a
     one-process group (rank 0 of 1, rendezvous on 127.0.0.1 and a free port): the same DDP code then runs
     unchanged in a notebook, which is how the labs try it without several GPUs.
@@ -224,7 +266,7 @@ def setup(backend: str | None = None, timeout: timedelta | float | None = None) 
     ``backend=None`` picks ``nccl`` when CUDA GPUs are visible, ``xccl`` on Intel GPUs, else ``gloo``.
     ``gloo`` is the CPU backend: NCCL only moves CUDA tensors, so a CPU-only machine (or a CPU-only
     PyTorch build) must use gloo, and asking for ``nccl`` there raises
-    :class:`DistributedSetupError` ("nccl needs CUDA GPUs; use gloo on CPU").
+    `DistributedSetupError` ("nccl needs CUDA GPUs; use gloo on CPU").
 
     With ``nccl``, ``torch.cuda.set_device(local_rank)`` runs *before* ``init_process_group``: NCCL sets
     up its communicator on the current device, and the current device defaults to ``cuda:0``, so without
@@ -232,17 +274,20 @@ def setup(backend: str | None = None, timeout: timedelta | float | None = None) 
     would hang or fail with "Duplicate GPU detected".  Where PyTorch supports it, ``device_id=`` is passed
     as well, which binds the group to that GPU at once.
 
-    ``timeout`` (a :class:`~datetime.timedelta` or seconds) bounds how long a collective waits for the
+    ``timeout`` (a `datetime.timedelta` or seconds) bounds how long a collective waits for the
     other ranks; ``None`` keeps PyTorch's default.
 
-    Calling ``setup()`` when a group already exists returns its :class:`DistInfo` if the backend, rank and
+    Calling ``setup()`` when a group already exists returns its `DistInfo` if the backend, rank and
     world size agree with the request (``backend=None`` accepts any backend), and raises
-    :class:`DistributedSetupError` otherwise: call :func:`teardown` first.
+    `DistributedSetupError` otherwise: call `teardown` first.
     """
     global _current
     if not dist.is_available():
         raise DistributedSetupError(
-            "this PyTorch build has no torch.distributed (torch.distributed.is_available())"
+            Message(
+                "this PyTorch build has no torch.distributed (torch.distributed.is_available())",
+                "这个 PyTorch 版本没有 torch.distributed（torch.distributed.is_available() 为 False）",
+            )
         )
     rank, local_rank, world_size, launched = _ranks_from_env()
     if backend is not None:
@@ -280,7 +325,7 @@ def teardown() -> bool:
     """Destroy the default process group; ``True`` if there was one, ``False`` (and no error) if not.
 
     Call it at the end of every worker (a ``finally:`` block): a group left alive keeps its port and, with
-    NCCL, its GPU memory, and a later :func:`setup` in the same notebook would find the old group.
+    NCCL, its GPU memory, and a later `setup` in the same notebook would find the old group.
     """
     global _current
     _current = None
@@ -302,18 +347,30 @@ def _check_importable(fn: Callable[..., Any]) -> None:
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
     module = getattr(fn, "__module__", None)
     if "<lambda>" in name or "<locals>" in name:
-        raise ValueError(
-            f"spawn() cannot send {name!r} to another process: lambdas and functions defined inside other "
-            "functions cannot be pickled. Define the worker at the top level of an importable module, e.g. "
-            "devicekit_labs.workers"
+        raise localised(
+            ValueError,
+            Message(
+                f"spawn() cannot send {name!r} to another process: lambdas and functions defined inside "
+                "other functions cannot be pickled. Define the worker at the top level of an importable "
+                "module, e.g. devicekit_labs.workers",
+                f"spawn() 无法把 {name!r} 发送给另一个进程：lambda 和定义在其他函数内部的函数都无法 pickle。"
+                "请把工作进程运行的函数定义在一个可导入模块的顶层，例如 devicekit_labs.workers",
+            ),
         )
     main = sys.modules.get("__main__")
     if module == "__main__" and getattr(main, "__file__", None) is None:
-        raise ValueError(
-            f"spawn() cannot use {name!r}: it is defined in __main__ (a notebook cell or an interactive "
-            "session), which the new processes cannot import, so they would fail with \"Can't get attribute "
-            f"'{name}' on <module '__main__' (built-in)>\". Define the worker in an importable module, e.g. "
-            "devicekit_labs.workers (or a .py file next to the notebook) and import it from there"
+        said = f"Can't get attribute '{name}' on <module '__main__' (built-in)>"
+        raise localised(
+            ValueError,
+            Message(
+                f"spawn() cannot use {name!r}: it is defined in __main__ (a notebook cell or an interactive "
+                f'session), which the new processes cannot import, so they would fail with "{said}". '
+                "Define the worker in an importable module, e.g. devicekit_labs.workers (or a .py file next "
+                "to the notebook) and import it from there",
+                f"spawn() 无法使用 {name!r}：它定义在 __main__ 里（notebook 的单元格或交互式会话），"
+                f'新进程无法导入它，会报 "{said}"。请把工作进程运行的函数定义在一个可导入的模块里，'
+                "例如 devicekit_labs.workers（或者 notebook 旁边的一个 .py 文件），再从那里导入",
+            ),
         )
 
 
@@ -355,19 +412,22 @@ def spawn(
     """Run ``fn(rank, *args)`` in ``nprocs`` new processes on this machine, like ``torchrun`` would.
 
     Each process gets ``RANK`` = ``LOCAL_RANK`` = its index, ``WORLD_SIZE`` = ``nprocs``, and the same
-    ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls :func:`setup`.  The
+    ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls `setup`.  The
     processes are started with the ``spawn`` method, never ``fork``: a forked child inherits the parent's
     CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess".
 
     ``fn`` must be importable by the children (a top-level function of a module, not of a notebook cell);
-    otherwise this raises :class:`ValueError` before starting anything.  With ``join=True`` it waits for
+    otherwise this raises `ValueError` before starting anything.  With ``join=True`` it waits for
     all processes and re-raises the first worker error (``torch.multiprocessing.ProcessRaisedException``,
     with the worker's traceback); with ``join=False`` it returns the ``ProcessContext`` to join yourself.
     Return values of ``fn`` are discarded: have it write a file or put into a queue
-    (see :mod:`devicekit_labs.workers`).
+    (see `devicekit_labs.workers`).
     """
     if nprocs < 1:
-        raise ValueError(f"nprocs must be at least 1, got {nprocs}")
+        raise localised(
+            ValueError,
+            Message(f"nprocs must be at least 1, got {nprocs}", f"nprocs 至少要是 1，收到的是 {nprocs}"),
+        )
     _check_importable(fn)
     import torch.multiprocessing as mp
 
@@ -388,4 +448,4 @@ def spawn(
         except mp.ProcessRaisedException as error:
             if attempt == attempts or "EADDRINUSE" not in str(error):
                 raise
-    raise AssertionError("unreachable")  # the loop returns or raises
+    raise AssertionError  # unreachable: the loop returns or raises

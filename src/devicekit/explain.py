@@ -2,13 +2,13 @@
 
 ``explain()`` takes an exception (or its message, or a whole pasted traceback),
 finds the line that matters, matches it against the error catalog
-(``devicekit/catalog.json``) and returns an :class:`Explanation`: which family of
+(``devicekit/catalog.json``) and returns an `Explanation`: which family of
 device-consistency error it is, which devices the message names, and a cause and
 fix written for a learner.
 
 All knowledge lives in the catalog, not in this module: the same JSON feeds the
 course's atlas pages and the browser widget, so a wording PyTorch changes is fixed
-in one place.  :mod:`devicekit.catalog` loads it and implements its matching rules
+in one place.  `devicekit.catalog` loads it and implements its matching rules
 (family order, ``split``, device extraction); this module adds what is about one
 explanation: which line of a traceback counts, ``context`` upgrades, ``details``
 and the wording.
@@ -32,6 +32,7 @@ from .catalog import (
     load_catalog,
     match,
 )
+from .lang import using_language
 
 __all__ = ["FAMILIES", "Explanation", "explain", "load_catalog"]  # load_catalog: from devicekit.catalog
 
@@ -224,7 +225,8 @@ def _as_text(error: object) -> str:
     if isinstance(error, str):
         return error
     if isinstance(error, BaseException):
-        return "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        with using_language("en"):  # devicekit's own errors are classified by their English text
+            return "".join(traceback.format_exception(type(error), error, error.__traceback__))
     if isinstance(error, warnings.WarningMessage):
         # category may be None (the constructor does not check it): name it Warning then
         category = error.category if isinstance(error.category, type) else Warning
@@ -248,9 +250,9 @@ def explain(error: BaseException | str) -> Explanation:
     error raised inside ``torch/optim/`` is recognised as an optimizer-state
     problem), a ``warnings.WarningMessage`` (AMP reports some problems as
     warnings), or a string: a single message or a whole pasted traceback or log.
-    For any string it returns an :class:`Explanation` and never raises; text that
+    For any string it returns an `Explanation` and never raises; text that
     is not a known device error gives ``family=None``.  Anything else raises
-    :class:`TypeError`.
+    `TypeError`.
     """
     text = _as_text(error)[-_MAX_CHARS:]
     candidates = _candidates(text)

@@ -2,8 +2,8 @@
 
 After ``%load_ext devicekit``, every cell that fails with a PyTorch device error (``Expected all tensors
 to be on the same device ...``) is followed by a short cause-and-fix explanation from
-:func:`devicekit.explain.explain`, in English or Chinese as :func:`devicekit.lang.current_language` says:
-the lab's setup cell declares its notebook's language with :func:`devicekit.lang.set_language`, so Colab,
+`explain`, in English or Chinese as `devicekit.lang.current_language` says:
+the lab's setup cell declares its notebook's language with `devicekit.lang.set_language`, so Colab,
 nbconvert and renamed copies get one language; otherwise the notebook's metadata or file name decides, and
 only when nothing does (a plain script) are both given.  Errors that are not device errors print nothing.
 
@@ -33,7 +33,7 @@ def explanation_text(error: BaseException, lang: str | None = None) -> str | Non
 
     ``None`` for anything that is not a device error (``explain()`` gives ``family=None``) and for
     ``KeyboardInterrupt``/``SystemExit``.  ``lang`` is ``"en"``, ``"zh"`` or ``None``; ``None`` asks
-    :func:`devicekit.lang.current_language` each time, so changing ``DEVICEKIT_LANG`` takes effect at
+    `devicekit.lang.current_language` each time, so changing ``DEVICEKIT_LANG`` takes effect at
     once; when the language stays unknown both explanations are given, English first.
     """
     if not isinstance(error, Exception):

@@ -16,9 +16,11 @@ When none of these says anything (a plain script) the language is unknown and `p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from typing import Literal
 
 Lang = Literal["en", "zh"]
@@ -28,6 +30,7 @@ LANGUAGES: tuple[Lang, ...] = ("en", "zh")
 # ``.zh`` as the last part of the stem, optionally followed by what a copy adds: " (1)", "-Copy1", " copy".
 _ZH_NAME = re.compile(r"\.zh(?![a-z0-9])[^.]*\.(ipynb|py)$")
 _notebook_language: Lang | None = None
+_forced: list[Lang] = []  # using_language() blocks, innermost last
 _metadata_cache: dict[tuple[str, float], Lang | None] = {}
 
 
@@ -52,6 +55,15 @@ def language_of_path(path: str) -> Lang | None:
     return None
 
 
+def _unknown_language(lang: object) -> ValueError:
+    from devicekit.messages import Message, localised  # messages imports this module: import it late
+
+    return localised(
+        ValueError,
+        Message(f"unknown language {lang!r}: use 'en' or 'zh'", f"未知的语言 {lang!r}：请用 'en' 或 'zh'"),
+    )
+
+
 def set_language(lang: str | None) -> None:
     """Declare the language of the running notebook (the labs' setup cell does); ``None`` forgets it.
 
@@ -64,7 +76,7 @@ def set_language(lang: str | None) -> None:
         return
     normalised = _normalise(lang)
     if normalised is None:
-        raise ValueError(f"unknown language {lang!r}: use 'en' or 'zh'")
+        raise _unknown_language(lang)
     _notebook_language = normalised
 
 
@@ -110,8 +122,31 @@ def _language_from_file(path: str) -> Lang | None:
 
 
 def current_language() -> Lang | None:
-    """``"en"``, ``"zh"``, or ``None`` when the language cannot be known (then show both)."""
+    """``"en"``, ``"zh"``, or ``None`` when the language cannot be known (then show both).
+
+    Inside a `using_language` block, that block's language comes first.
+    """
+    if _forced:
+        return _forced[-1]
     return _normalise(os.environ.get(LANG_ENV)) or _notebook_language or _language_from_file(_notebook_path())
+
+
+@contextlib.contextmanager
+def using_language(lang: str) -> Iterator[None]:
+    """Make `current_language` answer ``lang`` inside the block (e.g. to read devicekit's own errors in
+    English, as an error classifier must).  Blocks nest; the previous language is back afterwards.
+
+    Raises:
+        ValueError: ``lang`` is neither ``"en"`` nor ``"zh"``.
+    """
+    normalised = _normalise(lang)
+    if normalised is None:
+        raise _unknown_language(lang)
+    _forced.append(normalised)
+    try:
+        yield
+    finally:
+        _forced.pop()
 
 
 def pick(en: str, zh: str, lang: Lang | None = None) -> str:

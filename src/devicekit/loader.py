@@ -1,6 +1,6 @@
 """``DeviceLoader``: iterate a DataLoader and get batches that are already on the device.
 
-On CPU, MPS, XPU and meta it is a thin wrapper: each batch goes through :func:`to_device`.
+On CPU, MPS, XPU and meta it is a thin wrapper: each batch goes through `to_device`.
 
 On CUDA it also overlaps the host->device copy of batch *n+1* with the compute on batch *n*:
 the next batch is pinned (unless the DataLoader already uses ``pin_memory=True``) and copied
@@ -30,14 +30,14 @@ class DeviceLoader:
     Args:
         dataloader: anything iterable that yields batches (tensors or nestings of containers).
         device: where batches should end up.
-        non_blocking: passed to :func:`to_device`; ``None`` uses its direction-aware default
+        non_blocking: passed to `to_device`; ``None`` uses its direction-aware default
             (asynchronous only for CPU -> CUDA/XPU).
         skip_keys: mapping keys (at any depth) whose values stay where they are, as in
-            :func:`to_device`; e.g. ``"lengths"``, which ``pack_padded_sequence`` needs on the CPU.
+            `to_device`; e.g. ``"lengths"``, which ``pack_padded_sequence`` needs on the CPU.
 
     CUDA notes: prefetching pins batches in the main process if the DataLoader does not;
     ``DataLoader(..., pin_memory=True)`` does it in a background thread and is cheaper. Batches
-    are moved with the walk of :func:`to_device`, so the prefetch is exactly as complete as
+    are moved with the walk of `to_device`, so the prefetch is exactly as complete as
     ``to_device`` is (objects with their own ``.to()`` are moved by that method).
     """
 

@@ -7,6 +7,7 @@ The rest of the code asks the manager (`dm.device`, `dm.to(batch)`) instead of s
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Hashable, Iterable
 from typing import TypeVar
 
@@ -17,6 +18,7 @@ from devicekit.check import check_devices
 from devicekit.device import DeviceLike, available_devices, best_device, resolve_device
 from devicekit.lang import current_language
 from devicekit.loader import DeviceLoader
+from devicekit.messages import Message
 from devicekit.prepare import prepare
 from devicekit.transfer import to_device
 
@@ -43,11 +45,22 @@ def _gib(n_bytes: int) -> str:
     return f"{n_bytes / 2**30:.1f} GiB"
 
 
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _env_device(text: str) -> str | int:
+    """The value of ``DEVICEKIT_DEVICE`` as a device: ``"0"`` is the int 0 (accelerator index 0), as the
+    error messages offer ("an int N"); ``"-1"`` becomes -1, which `resolve_device` refuses clearly."""
+    stripped = text.strip()
+    return int(stripped) if _INTEGER.fullmatch(stripped) else text
+
+
 class DeviceManager:
     """Decides once where this program's tensors live, and moves things there.
 
     Args:
-        device: ``None`` to pick automatically (the ``DEVICEKIT_DEVICE`` environment variable if set, else
+        device: ``None`` to pick automatically (the ``DEVICEKIT_DEVICE`` environment variable if set, e.g.
+            ``cpu``, ``cuda:1`` or ``0`` for accelerator index 0, else
             the best available accelerator, else the CPU), or an explicit device (``"cuda:1"``,
             ``torch.device("mps")``, ``0`` for index 0 of this machine's accelerator), read by
             `devicekit.as_device`. An unknown or unavailable device raises `UnknownDeviceError` naming the
@@ -58,7 +71,7 @@ class DeviceManager:
         if device is None:
             override = os.environ.get(ENV_VAR)
             if override is not None:
-                self._device = resolve_device(override, origin=f"{ENV_VAR}=")
+                self._device = resolve_device(_env_device(override), origin=f"{ENV_VAR}=")
                 self.source = f"the {ENV_VAR} environment variable"
             else:
                 self._device = best_device()
@@ -105,9 +118,15 @@ class DeviceManager:
             hw = "no data: tensors carry only shape, dtype and device"
         else:
             others = [d for d in available_devices() if d not in ("cpu", "meta")]
-            hw = "no accelerator found" if not others else f"accelerators present but not chosen: {others}"
+            hw = "no accelerator found" if not others else ""
+            if others:
+                present = Message(
+                    f"accelerators present but not chosen: {', '.join(others)}",
+                    f"有加速器但未选用：{'、'.join(others)}",
+                )
+                hw = present.en if (lang or current_language()) != "zh" else present.zh
         if (lang or current_language()) == "zh":
-            hw = _ZH.get(hw, hw.replace("accelerators present but not chosen", "有加速器但未选用"))
+            hw = _ZH.get(hw, hw)
             return f"{dev}（{hw}；{torch_line}；{_ZH.get(self.source, self.source)}）"
         return f"{dev} ({hw}; {torch_line}; {self.source})"
 

@@ -9,13 +9,13 @@ moves both, following the rules PyTorch itself applies in ``Optimizer.load_state
 
 from __future__ import annotations
 
-import warnings
 from typing import TypeVar, overload
 
 import torch
 from torch import nn
 
 from .device import DeviceLike, as_device
+from .messages import Message, warn
 from .transfer import to_device
 
 __all__ = ["prepare"]
@@ -73,11 +73,17 @@ def _check_params(model: nn.Module, params: list[nn.Parameter], optimizer: torch
     foreign = [p for g in optimizer.param_groups for p in g["params"] if id(p) not in own]
     if foreign:
         shapes = ", ".join(str(tuple(p.shape)) for p in foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        warnings.warn(
-            f"prepare: the optimizer holds {len(foreign)} parameter(s) that are not parameters of "
-            f"this {type(model).__name__} (shapes {shapes}); they were not moved. The optimizer was "
-            f"probably created for another model instance (built before the model was re-created, "
-            f"copied or wrapped). Create the optimizer from model.parameters() of this model.",
+        n, kind = len(foreign), type(model).__name__
+        warn(
+            Message(
+                f"prepare: the optimizer holds {n} parameter(s) that are not parameters of "
+                f"this {kind} (shapes {shapes}); they were not moved. The optimizer was "
+                f"probably created for another model instance (built before the model was re-created, "
+                f"copied or wrapped). Create the optimizer from model.parameters() of this model.",
+                f"prepare：优化器里有 {n} 个参数不属于这个 {kind}（形状 {shapes}），它们没有被移动。"
+                "这个优化器多半是为另一个模型实例创建的（在模型重新创建、复制或包装之前就建好了）。"
+                "请用这个模型的 model.parameters() 创建优化器。",
+            ),
             UserWarning,
             stacklevel=3,
         )

@@ -4,7 +4,7 @@
 mappings, moves every tensor it finds, and rebuilds each container with its own type. Everything else
 comes back untouched (the very same objects), and the input is never mutated.
 
-What a batch contains is defined once, in :mod:`devicekit.traversal`, for every devicekit function.
+What a batch contains is defined once, in `devicekit.traversal`, for every devicekit function.
 Real batches contain things a naive walk gets wrong: a ``defaultdict`` whose factory must survive, a
 frozen dataclass, a tokenizer's ``BatchEncoding``, a ``PackedSequence`` whose ``batch_sizes`` must stay
 on the CPU, a model that slipped into the batch by mistake, or a list that (by accident) contains itself.
@@ -19,7 +19,6 @@ recursion limit; ``tests/test_traversal.py`` checks with generated structures th
 from __future__ import annotations
 
 import inspect
-import warnings
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from torch import nn
 
 from . import traversal
 from .device import DeviceLike, as_device
+from .messages import Message, localised, warn
 
 __all__ = ["to_device"]
 
@@ -46,7 +46,7 @@ def _default_non_blocking(src: torch.device | None, dst: torch.device) -> bool:
       the copy really overlaps with the host; from pageable memory the driver stages it through a
       pinned buffer and it behaves (almost) synchronously, so it is never wrong, just not faster.
       We therefore do not check ``is_pinned()`` per tensor (that costs time, and can initialise
-      CUDA); use :class:`devicekit.DeviceLoader` or ``DataLoader(pin_memory=True)`` to get pinning.
+      CUDA); use `DeviceLoader` or ``DataLoader(pin_memory=True)`` to get pinning.
     * anything -> CPU: asynchronous device->host copies return before the data has arrived; reading
       the result without a ``torch.cuda.synchronize()`` can see garbage. Never default to that.
     * -> MPS: ``non_blocking`` host->MPS copies have returned wrong values
@@ -94,7 +94,7 @@ class _Walk:
         # fly); kept alive so that their id() cannot be reused by another object during the walk.
         self.keep: list[Any] = []
         self.pin = pin
-        self.notes: list[str] = []  # warnings, emitted at the end so that they point at the caller
+        self.notes: list[Message] = []  # warnings, emitted at the end so that they point at the caller
 
 
 def _leaf(w: _Walk, obj: T) -> T:
@@ -274,11 +274,13 @@ def _register(tp: type) -> Callable[[_Walk, Any], Any]:
     return h
 
 
-def _cycle_message(path: str, target: str) -> str:
-    return (
+def _cycle_message(path: str, target: str) -> Message:
+    return Message(
         f"to_device: reference cycle in the batch: {path} is the same object as {target}, "
         f"which contains it. A structure that contains itself cannot be copied to a device; "
-        f"break the cycle (or put the key in skip_keys)."
+        f"break the cycle (or put the key in skip_keys).",
+        f"to_device：批次里有引用环：{path} 和包含它的 {target} 是同一个对象。包含自身的结构无法复制到"
+        "设备上；请打断这个环（或者把这个键放进 skip_keys）。",
     )
 
 
@@ -291,10 +293,16 @@ def _warn_modules(root: Any, w: _Walk) -> None:
     for m in {id(m): m for m in w.modules}.values():
         where = paths.get(id(m)) or ["batch"]
         also = f" (also at {', '.join(where[1:])})" if len(where) > 1 else ""
-        warnings.warn(
-            f"to_device found an nn.Module ({type(m).__name__}) at {where[0]}{also} and did NOT move "
-            f"it: a model inside a batch is usually a mistake. Move models explicitly with "
-            f"model.to(device) or devicekit.prepare(model, device).",
+        also_zh = f"（还在 {'、'.join(where[1:])}）" if len(where) > 1 else ""
+        kind = type(m).__name__
+        warn(
+            Message(
+                f"to_device found an nn.Module ({kind}) at {where[0]}{also} and did NOT move "
+                f"it: a model inside a batch is usually a mistake. Move models explicitly with "
+                f"model.to(device) or devicekit.prepare(model, device).",
+                f"to_device 在 {where[0]}{also_zh} 发现了一个 nn.Module（{kind}），没有移动它：批次里出现模型"
+                "通常是个错误。请显式地移动模型：model.to(device) 或 devicekit.prepare(model, device)。",
+            ),
             UserWarning,
             stacklevel=4,
         )
@@ -307,7 +315,7 @@ def _run(w: _Walk, obj: Any) -> Any:
     except _Cycle:
         found = traversal.find_cycle(obj, "batch", w.skip)
         path, target = found if found else ("a container", "one that contains it")
-        raise ValueError(_cycle_message(path, target)) from None
+        raise localised(ValueError, _cycle_message(path, target)) from None
     except RecursionError:
         # Nested deeper than Python's recursion limit: start again with the iterative traversal.
         w = _Walk(w.device, w.non_blocking, w.skip, w.pin)
@@ -319,11 +327,11 @@ def _run(w: _Walk, obj: Any) -> Any:
         try:
             out = traversal.transform(obj, lambda x, kind: visit[kind](w, x), w.skip, w.notes)
         except traversal.ReferenceCycle as err:
-            raise ValueError(_cycle_message(err.path, err.target)) from None
+            raise localised(ValueError, _cycle_message(err.path, err.target)) from None
     if w.modules:
         _warn_modules(obj, w)
     for note in w.notes:
-        warnings.warn(note, UserWarning, stacklevel=3)
+        warn(note, UserWarning, stacklevel=3)
     return out
 
 
@@ -335,12 +343,12 @@ def to_device(
 ) -> T:
     """Return ``obj`` with every tensor in it on ``device``; nothing else changes.
 
-    What is walked and how it is rebuilt (the kinds of :mod:`devicekit.traversal`, first match wins):
+    What is walked and how it is rebuilt (the kinds of `devicekit.traversal`, first match wins):
 
     * ``torch.Tensor`` (and subclasses): ``t.to(device, non_blocking=...)``. A tensor already on
       ``device`` is returned as the same object; an ``nn.Parameter`` comes back a ``Parameter``.
     * ``nn.Module``: **not moved**; a ``UserWarning`` names its path (e.g. ``batch['model']``).
-      Models are moved with ``model.to(device)`` or :func:`devicekit.prepare`, never by accident.
+      Models are moved with ``model.to(device)`` or `prepare`, never by accident.
     * ``collections.ChainMap``: each of its maps, so shadowed values survive.
     * ``dict`` and subclasses (``OrderedDict``, ``defaultdict`` keeping its ``default_factory``,
       ``Counter``...): a new mapping of the same type, same key order.
@@ -369,7 +377,7 @@ def to_device(
     Args:
         obj: a tensor or any nesting of the containers above.
         device: ``"cuda:0"``, ``torch.device("mps")``, ``0`` (index 0 of this machine's accelerator);
-            read by :func:`devicekit.as_device`.
+            read by `as_device`.
         non_blocking: ``None`` (default) picks per copy: ``True`` only for CPU -> CUDA/XPU (see
             ``_default_non_blocking``: device -> CPU asynchronous copies can be read before they
             arrive, and -> MPS asynchronous copies have had bugs). ``True``/``False`` force it.
@@ -383,7 +391,13 @@ def to_device(
     """
     dev = as_device(device)
     if non_blocking is not None and type(non_blocking) is not bool:
-        raise TypeError(f"non_blocking must be None, True or False, not {non_blocking!r}")
+        raise localised(
+            TypeError,
+            Message(
+                f"non_blocking must be None, True or False, not {non_blocking!r}",
+                f"non_blocking 必须是 None、True 或 False，而不是 {non_blocking!r}",
+            ),
+        )
     if type(obj) is torch.Tensor and obj.device == dev:
         return obj
     return _run(_Walk(dev, non_blocking, traversal.skip_set(skip_keys)), obj)

@@ -3,7 +3,7 @@
 ``to_device`` (its general path), ``check_devices``, ``locate_mismatch``, ``prepare``, ``strict_devices``
 and ``DeviceLoader`` all see a batch through this module, so they agree on what is inside it.
 
-A value is classified by its type (:func:`kind_of`, cached per type; first match wins):
+A value is classified by its type (`kind_of`, cached per type; first match wins):
 
 ==============  ==========================================================  ==========================
 kind            types                                                       children named
@@ -41,6 +41,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
+from .messages import LocalisedError, Message, localised
+
 __all__ = [
     "CONTAINER_KINDS",
     "ReferenceCycle",
@@ -56,7 +58,7 @@ __all__ = [
 
 TENSOR, MODULE, CHAINMAP, MAPPING, MOVABLE = "tensor", "module", "chainmap", "mapping", "movable"
 NAMEDTUPLE, SEQUENCE, SET, DATACLASS, LEAF = "namedtuple", "sequence", "set", "dataclass", "leaf"
-#: Kinds that :func:`transform` rebuilds from their moved children.
+#: Kinds that `transform` rebuilds from their moved children.
 CONTAINER_KINDS = frozenset({CHAINMAP, MAPPING, NAMEDTUPLE, SEQUENCE, SET, DATACLASS})
 
 _LEAF_TYPES = (str, bytes, bytearray, int, float, complex, bool, type(None), type(Ellipsis), range, slice)
@@ -115,8 +117,12 @@ def skip_set(skip_keys: Iterable[Hashable] | str) -> frozenset:
     try:
         return frozenset(skip_keys)
     except TypeError as err:
-        raise TypeError(
-            f"skip_keys must be a key or an iterable of hashable keys, not {skip_keys!r}"
+        raise localised(
+            TypeError,
+            Message(
+                f"skip_keys must be a key or an iterable of hashable keys, not {skip_keys!r}",
+                f"skip_keys 必须是一个键，或者由可哈希的键组成的可迭代对象，而不是 {skip_keys!r}",
+            ),
         ) from err
 
 
@@ -139,7 +145,7 @@ _MISSING: Any = object()
 def children(obj: Any, kind: str | None = None, skip: frozenset = _EMPTY) -> list[tuple[Any, Any]]:
     """``(key, child)`` pairs of a container, in order; ``[]`` for tensors, modules and leaves.
 
-    Mapping values whose key is in ``skip`` are left out.  Keys name the child with :func:`suffix`.
+    Mapping values whose key is in ``skip`` are left out.  Keys name the child with `suffix`.
     """
     if kind is None:
         kind = kind_of(type(obj))
@@ -191,8 +197,8 @@ def suffix(obj: Any, kind: str, key: Any) -> str:
 # --- rebuilding a container from moved children ------------------------------------------------------
 
 
-def rebuild(obj: Any, kind: str, moved: list[tuple[Any, Any]], notes: list[str]) -> Any:
-    """A new container like ``obj`` holding the ``moved`` children (the same keys as :func:`children`).
+def rebuild(obj: Any, kind: str, moved: list[tuple[Any, Any]], notes: list[Message]) -> Any:
+    """A new container like ``obj`` holding the ``moved`` children (the same keys as `children`).
 
     The input is never mutated.  When a type cannot be rebuilt as itself, the closest plain container is
     returned and a sentence saying so is appended to ``notes`` (``to_device`` turns it into a warning).
@@ -230,19 +236,24 @@ def rebuild(obj: Any, kind: str, moved: list[tuple[Any, Any]], notes: list[str])
         out = copy.copy(obj)
         out.maps = [v for _, v in moved]
         return out
-    raise ValueError(f"rebuild: {kind!r} is not a container kind")
+    raise localised(
+        ValueError, Message(f"rebuild: {kind!r} is not a container kind", f"rebuild：{kind!r} 不是容器类型")
+    )
 
 
-def _fallback_note(tp: type, plain: str) -> str:
+def _fallback_note(tp: type, plain: str) -> Message:
     name = tp.__qualname__
-    return f"to_device could not rebuild a {name}; returned a plain {plain} with the moved values instead."
+    return Message(
+        f"to_device could not rebuild a {name}; returned a plain {plain} with the moved values instead.",
+        f"to_device 无法重建 {name}，改为返回装着移动后的值的普通 {plain}。",
+    )
 
 
 def _same_items(out: Any, values: list[Any]) -> bool:
     return len(out) == len(values) and all(a is b for a, b in zip(out, values, strict=False))
 
 
-def _rebuild_tuple(obj: tuple, values: list[Any], notes: list[str]) -> tuple:
+def _rebuild_tuple(obj: tuple, values: list[Any], notes: list[Message]) -> tuple:
     # torch.return_types structseqs take one iterable; a subclass with __new__(cls, *items) takes them
     # spread out (and turns one iterable into a 1-tuple holding it: checked, not trusted).
     tp = type(obj)
@@ -257,7 +268,7 @@ def _rebuild_tuple(obj: tuple, values: list[Any], notes: list[str]) -> tuple:
     return tuple(values)
 
 
-def _rebuild_list(obj: list, values: list[Any], notes: list[str]) -> list:
+def _rebuild_list(obj: list, values: list[Any], notes: list[Message]) -> list:
     tp = type(obj)
     try:
         out = copy.copy(obj)  # keeps the subclass and its instance attributes
@@ -276,7 +287,7 @@ def _rebuild_list(obj: list, values: list[Any], notes: list[str]) -> list:
     return values
 
 
-def _rebuild_mapping(m: Mapping, moved: list[tuple[Any, Any]], notes: list[str]) -> Mapping:
+def _rebuild_mapping(m: Mapping, moved: list[tuple[Any, Any]], notes: list[Message]) -> Mapping:
     # dict subclasses (OrderedDict, defaultdict keeping its factory, Counter) and UserDict (transformers'
     # BatchEncoding keeps its _encodings) are shallow-copied, then the moved values are written back.
     # Other mappings are rebuilt as type(m)(dict); a plain dict (with a note) if that fails too.  A
@@ -300,8 +311,12 @@ def _rebuild_mapping(m: Mapping, moved: list[tuple[Any, Any]], notes: list[str])
     except Exception:
         name = type(m).__qualname__
         notes.append(
-            f"to_device could not rebuild a {name} (tried copy.copy and {name}(dict)); "
-            f"returned a plain dict with the moved values instead."
+            Message(
+                f"to_device could not rebuild a {name} (tried copy.copy and {name}(dict)); "
+                f"returned a plain dict with the moved values instead.",
+                f"to_device 无法重建 {name}（试过 copy.copy 和 {name}(dict)），"
+                "改为返回装着移动后的值的普通 dict。",
+            )
         )
         return items
 
@@ -367,11 +382,16 @@ def iter_tensors(
             yield path, obj
 
 
-class ReferenceCycle(ValueError):
+class ReferenceCycle(LocalisedError, ValueError):
     """A container that contains itself was found; ``path`` is where, ``target`` the container it repeats."""
 
     def __init__(self, path: str, target: str) -> None:
-        super().__init__(f"reference cycle: {path} is the same object as {target}, which contains it")
+        super().__init__(
+            Message(
+                f"reference cycle: {path} is the same object as {target}, which contains it",
+                f"引用环：{path} 和包含它的 {target} 是同一个对象",
+            )
+        )
         self.path = path
         self.target = target
 
@@ -412,14 +432,14 @@ def transform(
     root: Any,
     visit: Callable[[Any, str], Any],
     skip: frozenset = _EMPTY,
-    notes: list[str] | None = None,
+    notes: list[Message] | None = None,
     name: str = "batch",
 ) -> Any:
     """Rebuild ``root`` with ``visit(value, kind)`` applied to every tensor, module and movable object.
 
-    Containers (``CONTAINER_KINDS``) are rebuilt with :func:`rebuild`; leaves come back as the very same
+    Containers (``CONTAINER_KINDS``) are rebuilt with `rebuild`; leaves come back as the very same
     objects.  Like ``copy.deepcopy``, an object that appears twice is transformed once and the result
-    appears twice.  Iterative: any depth works.  Raises :class:`ReferenceCycle` for a cycle.
+    appears twice.  Iterative: any depth works.  Raises `ReferenceCycle` for a cycle.
     """
     notes = [] if notes is None else notes
     memo: dict[int, Any] = {}

@@ -1,4 +1,4 @@
-"""Worker functions a notebook can hand to :func:`devicekit.distributed.spawn`.
+"""Worker functions a notebook can hand to `devicekit.distributed.spawn`.
 
 ``spawn`` starts fresh Python processes that import the worker by module and name, so a function typed
 into a notebook cell cannot be used (it lives in the notebook's ``__main__``, which the new processes
@@ -207,7 +207,7 @@ def _stderr_lines() -> Iterator[list[str]]:
             lines.extend(_LOG_PREFIX.sub("", line) for line in text.splitlines() if line.strip())
 
 
-#: What a waiting rank can call in :func:`straggler_demo`.
+#: What a waiting rank can call in `straggler_demo`.
 PROBES: tuple[str, ...] = ("all_reduce", "monitored_barrier")
 
 
