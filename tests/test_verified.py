@@ -45,6 +45,7 @@ def _notebook(path: Path, needs: list[str], code: str = "x = 1") -> None:
                 "lab": lab_id,
                 "needs": needs,
                 "minutes": {"cpu": 5, "gpu": 5},
+                "short": "Fake",
                 "executed": {"torch": "2.13.0+cpu", "device": "cpu"},
             }
         },

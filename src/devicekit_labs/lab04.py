@@ -131,7 +131,7 @@ def image_batch() -> ImageBatch:
     "dataclass-batch",
     2,
     "move a dataclass batch",
-    "移动数据类形式的批次",
+    "移动 dataclass 形式的批次",
     target="move_image_batch",
 )
 def check_dataclass_batch(move_image_batch) -> None:

@@ -344,7 +344,7 @@ def check_fix_weights(weights_fn) -> None:
             f"(operations: {', '.join(born_on_cpu)}); on a GPU that is a host-to-device copy in every "
             "forward pass. Create the tensors on x's device in the first place.",
             f"输入在 {target} 上时，你的函数仍在 CPU 上创建张量再复制过去（运算：{', '.join(born_on_cpu)}）；"
-            "在 GPU 上，这意味着每次前向传播都有一次主机到设备的复制。请一开始就在 x 所在的设备上创建张量。",
+            "在 GPU 上，这意味着每次前向计算都有一次主机到设备的复制。请一开始就在 x 所在的设备上创建张量。",
         )
     torch.manual_seed(0)
     model = MixerTagger(weights_fn).to(target)
