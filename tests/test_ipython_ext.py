@@ -79,7 +79,9 @@ def test_explanation_text_follows_the_language(lang):
     lang(None)  # unknown (Colab, a plain script): both, English first
     text = ext.explanation_text(error)
     assert text is not None and text.index(expected.en) < text.index(expected.zh)
-    assert ext.explanation_text(error, lang="zh") == f"{MARK} {expected.zh}"
+    where_en, where_zh = ext.where_text(error)
+    assert ext.explanation_text(error, lang="zh") == f"{MARK} {expected.zh}\n{where_zh}"
+    assert "你的代码" in where_zh and "torch.ones(2" in where_zh, "names the learner's own line"
 
 
 def test_no_text_for_other_errors(lang):

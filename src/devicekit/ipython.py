@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["explanation_text", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["explanation_text", "load_ipython_extension", "unload_ipython_extension", "where_text"]
 
 EVENT = "post_run_cell"
 # Attribute set on our callback, so a second load (``%load_ext devicekit`` then
@@ -45,9 +45,33 @@ def explanation_text(error: BaseException, lang: str | None = None) -> str | Non
     if explanation.family is None:
         return None
     lang = lang or current_language()
-    both = [explanation.en, explanation.zh]
-    blocks = {"en": [explanation.en], "zh": [explanation.zh]}.get(lang or "", both)
+    en, zh = explanation.en, explanation.zh
+    where = where_text(error)
+    if where:
+        en, zh = f"{en}\n{where[0]}", f"{zh}\n{where[1]}"
+    blocks = {"en": [en], "zh": [zh]}.get(lang or "", [en, zh])
     return "\n\n".join(f"[devicekit] {block}" for block in blocks)
+
+
+def where_text(error: BaseException) -> tuple[str, str] | None:
+    """The learner's own line the error went through last, in both languages (`devicekit.frames`).
+
+    ``%xmode Minimal`` keeps a lab's tracebacks to their last line; this names the one frame worth
+    reading, so the learner neither scrolls through PyTorch's internals nor loses their own line.
+    """
+    from devicekit.frames import last_own_frame
+
+    frame = last_own_frame(error)
+    if frame is None:
+        return None
+    code = f": `{frame.line.strip()}`" if frame.line else ""
+    code_zh = f"：`{frame.line.strip()}`" if frame.line else ""
+    cell = "ipykernel_" in frame.filename or "ipython-input" in frame.filename
+    n = frame.lineno
+    if cell:
+        return f"In your code: line {n} of the cell{code}", f"你的代码：本单元格第 {n} 行{code_zh}"
+    name = frame.filename.replace("\\", "/").rsplit("/", 1)[-1]
+    return f"In your code: {name}, line {n}{code}", f"你的代码：{name} 第 {n} 行{code_zh}"
 
 
 def _show_explanation(result: Any) -> None:

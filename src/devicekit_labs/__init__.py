@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devicekit.frames import is_own_file, last_own_frame
 from devicekit.lang import Lang, current_language, pick
 
 __all__ = [
@@ -98,25 +99,14 @@ STANDIN_LIMIT = (
     "with arguments from the 'Meta' backend",
     "meta tensors do not have data",
 )
-#: Frames of these packages are never "the learner's line".
-_INTERNAL = ("/torch/", "/devicekit/", "/devicekit_labs/", "/devicekit_grade/", "<frozen ", "/site-packages/")
-
-
 def learner_line(exc: BaseException) -> int | None:
     """The line of the learner's own code (a notebook cell) where ``exc`` went through last, if any.
 
-    Frames of PyTorch, devicekit, the standard library's frozen modules and generated code (a dataclass's
-    ``__init__``, whose file name starts with ``<``) are skipped: the learner can't edit those lines.
+    Frames of PyTorch, devicekit, the standard library and generated code (a dataclass's ``__init__``)
+    are skipped (`devicekit.frames`): the learner can't edit those lines.
     """
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        name = frame.filename.replace("\\", "/")
-        if any(part in name for part in _INTERNAL) or (name.startswith("<") and "ipython-input" not in name):
-            continue
-        if "/lib/python3" in name:
-            continue
-        line = frame.lineno
-    return line
+    frame = last_own_frame(exc)
+    return frame.lineno if frame else None
 
 
 def observe_error(exc: BaseException) -> dict:
@@ -128,7 +118,7 @@ def observe_error(exc: BaseException) -> dict:
     message = str(exc)
     if isinstance(exc, NotImplementedError) and not any(s in message for s in STANDIN_LIMIT):
         frames = traceback.extract_tb(exc.__traceback__)
-        raised_by_learner = bool(frames) and not any(p in frames[-1].filename for p in _INTERNAL)
+        raised_by_learner = bool(frames) and is_own_file(frames[-1].filename)
         kind = "stub" if raised_by_learner else "error"
     elif any(s in message for s in STANDIN_LIMIT):
         kind = "standin"
