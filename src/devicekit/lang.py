@@ -25,7 +25,6 @@ from typing import Literal
 
 Lang = Literal["en", "zh"]
 LANG_ENV = "DEVICEKIT_LANG"
-LANGUAGES: tuple[Lang, ...] = ("en", "zh")
 
 # ``.zh`` as the last part of the stem, optionally followed by what a copy adds: " (1)", "-Copy1", " copy".
 _ZH_NAME = re.compile(r"\.zh(?![a-z0-9])[^.]*\.(ipynb|py)$")

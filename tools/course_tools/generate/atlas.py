@@ -24,8 +24,7 @@ from devicekit.catalog import fill, load_catalog
 #: Where the widget loads the catalog from, relative to the site root (and to explainer.js's folder).
 WIDGET_JSON_PATH = "assets/devicekit-catalog.json"
 
-#: The id of the widget's section and of the "not a device error" section (both languages).
-EXPLAIN_ANCHOR = "explain"
+#: The id of the "not a device error" section (both languages).
 NOT_DEVICE_ANCHOR = "not-device"
 DEVICE_NOTES_ANCHOR = "device-notes"
 

@@ -1,7 +1,7 @@
 """MkDocs hooks that make mkdocs-jupyter and mkdocs-static-i18n work together.
 
-Each fix below answers a failure that is silent out of the box (measured facts in
-``shared/notes/toolchain.md``); ``tests/test_site.py`` fails if any of them comes back.
+Each fix below answers a failure that is silent out of the box (measured on mkdocs 1.6, Material 9.6,
+mkdocs-static-i18n 1.3 and mkdocs-jupyter 0.26); ``tests/test_site.py`` fails if any of them comes back.
 
 1. Labs live outside ``docs/``. mkdocs-jupyter cannot include files outside ``docs_dir`` and files added
    from a hook break ``--strict`` under i18n, so ``labs/`` and ``solutions/`` are mirrored into the
