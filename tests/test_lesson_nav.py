@@ -127,7 +127,6 @@ def test_no_page_says_coming_soon():
     assert not problems, "a promise the course does not keep:\n" + "\n".join(problems)
 
 
-@pytest.mark.xfail(reason="lab 1 notebook fixed by the notebook pass", strict=False)
 @pytest.mark.parametrize("folder", [LABS, SOLUTIONS], ids=lambda p: p.name)
 def test_no_notebook_says_coming_soon(folder):
     problems = []
