@@ -1,0 +1,92 @@
+"""Mutation tests for the labs' self-checks (issue 21): every wrong answer in ``tests/mutations/lab*.py`` is
+rejected with a hint that names its mistake (in English, and in Chinese), every right answer passes, and the
+check is a probe + judge pair whose observations cross a process boundary as plain data.
+
+Each lab's module is found by its file name, so a lab's cases join these tests by being written.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from pathlib import Path
+
+import pytest
+import torch
+
+from devicekit_labs import exercises_for, run
+from mutations import lab_modules, right_cases, wrong_cases
+
+HIDDEN_DIR = Path(__file__).resolve().parents[1] / "grading" / "hidden"
+
+
+def _has_chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+def hidden_judges(lab: str) -> dict:
+    """The grader's hidden judges of ``lab`` (``grading/hidden/labNN.py``'s ``HIDDEN``), or {}."""
+    path = HIDDEN_DIR / f"lab{lab[:2]}.py"
+    if not path.is_file():
+        return {}
+    spec = importlib.util.spec_from_file_location(f"hidden_lab{lab[:2]}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.HIDDEN
+
+
+def _exercise(lab: str, key: str):
+    return next(e for e in exercises_for(lab) if e.key == key)
+
+
+def _ids(cases) -> list[str]:
+    return [f"{c[0]}:{c[1]}:{c[2]}" for c in cases]
+
+
+@pytest.mark.parametrize(("lab", "key", "name", "answer", "hint"), wrong_cases(), ids=_ids(wrong_cases()))
+def test_a_wrong_answer_is_rejected_with_its_hint(lab, key, name, answer, hint):
+    result = run(lab, key, answer)
+    assert not result.passed, f"{name!r} was accepted"
+    assert hint in result.en, result.en
+    assert _has_chinese(result.zh) and result.zh.startswith("✗"), result.zh
+
+
+@pytest.mark.parametrize(("lab", "key", "name", "answer"), right_cases(), ids=_ids(right_cases()))
+def test_a_right_answer_passes_the_public_and_the_hidden_judges(lab, key, name, answer):
+    result = run(lab, key, answer)
+    assert result.passed, result.en
+    ex = _exercise(lab, key)
+    seen = ex.probe(answer)
+    hidden = hidden_judges(lab).get(key)
+    if hidden is not None:
+        hidden(seen)  # raises Fail when the grader's extra judge rejects a right answer
+
+
+@pytest.mark.parametrize(
+    ("lab", "key", "name", "answer"), right_cases()[::3], ids=_ids(right_cases()[::3])
+)
+def test_observations_are_plain_data(lab, key, name, answer):
+    seen = _exercise(lab, key).probe(answer)
+    buffer = io.BytesIO()
+    torch.save(seen, buffer)
+    loaded = torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)
+    _exercise(lab, key).judge(loaded)  # the judge decides the same on what came through the bytes
+
+
+@pytest.mark.parametrize("module", lab_modules(), ids=lambda m: m.LAB)
+def test_every_exercise_has_enough_cases_and_a_two_part_check(module):
+    keys = [e.key for e in exercises_for(module.LAB)]
+    assert sorted(module.WRONG) == sorted(keys) == sorted(module.RIGHT)
+    for key in keys:
+        assert len(module.WRONG[key]) >= 4, key
+        assert len(module.RIGHT[key]) >= 2, key
+        assert len({name for name, *_ in module.WRONG[key]}) == len(module.WRONG[key]), key
+        ex = _exercise(module.LAB, key)
+        assert ex.probe is not None and ex.judge is not None, f"{key} is a legacy one-piece check"
+
+
+@pytest.mark.parametrize("module", lab_modules(), ids=lambda m: m.LAB)
+def test_hidden_judges_name_real_exercises(module):
+    keys = {e.key for e in exercises_for(module.LAB)}
+    assert set(hidden_judges(module.LAB)) <= keys
