@@ -7,17 +7,13 @@ Each lab's module is found by its file name, so a lab's cases join these tests b
 
 from __future__ import annotations
 
-import importlib.util
 import io
-from pathlib import Path
 
 import pytest
 import torch
+from mutations import hidden_module, lab_modules, right_cases, wrong_cases
 
 from devicekit_labs import exercises_for, run
-from mutations import lab_modules, right_cases, wrong_cases
-
-HIDDEN_DIR = Path(__file__).resolve().parents[1] / "grading" / "hidden"
 
 
 def _has_chinese(text: str) -> bool:
@@ -25,15 +21,9 @@ def _has_chinese(text: str) -> bool:
 
 
 def hidden_judges(lab: str) -> dict:
-    """The grader's hidden judges of ``lab`` (``grading/hidden/labNN.py``'s ``HIDDEN``), or {}."""
-    path = HIDDEN_DIR / f"lab{lab[:2]}.py"
-    if not path.is_file():
-        return {}
-    spec = importlib.util.spec_from_file_location(f"hidden_lab{lab[:2]}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.HIDDEN
+    """The grader's hidden judges of ``lab`` (``HIDDEN`` of ``grading/hidden/labNN.py``), or {}."""
+    module = hidden_module(lab)
+    return {} if module is None else module.HIDDEN
 
 
 def _exercise(lab: str, key: str):
@@ -90,3 +80,22 @@ def test_every_exercise_has_enough_cases_and_a_two_part_check(module):
 def test_hidden_judges_name_real_exercises(module):
     keys = {e.key for e in exercises_for(module.LAB)}
     assert set(hidden_judges(module.LAB)) <= keys
+
+
+@pytest.mark.parametrize(
+    ("lab", "key", "truth_name", "digests_module"),
+    [
+        ("01-devices", "predict-raises", "PREDICT_RAISES", "devicekit_labs.lab01"),
+        ("03-propagation", "predict-mixes", "PREDICT_MIXES", "devicekit_labs.lab03"),
+        ("04-data", "non-blocking", "NON_BLOCKING_TRUTH", "devicekit_labs.lab04"),
+    ],
+)
+def test_a_drills_public_digests_agree_with_the_hidden_answers(lab, key, truth_name, digests_module):
+    import importlib
+
+    from devicekit_labs.drills import answer_digest
+
+    truth = getattr(hidden_module(lab), truth_name)
+    digests = importlib.import_module(digests_module)._DIGESTS
+    assert digests == {k: answer_digest(lab, key, k, v) for k, v in truth.items()}
+    assert run(lab, key, dict(truth)).passed

@@ -21,10 +21,24 @@ written as real code in the module, exactly as a learner would write it in the c
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
+HIDDEN_DIR = HERE.parents[1] / "grading" / "hidden"
+
+
+def hidden_module(lab: str) -> ModuleType | None:
+    """The grader's hidden tier of ``lab`` (``grading/hidden/labNN.py``, loaded by path), or None."""
+    path = HIDDEN_DIR / f"lab{lab[:2]}.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"hidden_lab{lab[:2]}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def lab_modules() -> list[ModuleType]:
