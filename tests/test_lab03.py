@@ -9,13 +9,13 @@ import json
 import numpy as np
 import pytest
 import torch
+from mutations import hidden_module
 from torch.utils.data import DataLoader
 
 from check_outcome import expect
 from course_tools.paths import ROOT
 from devicekit import mismatch_device
 from devicekit_labs import exercises_for, run
-from mutations import hidden_module
 
 LAB = "03-propagation"
 _HIDDEN = hidden_module("03-propagation")

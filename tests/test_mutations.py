@@ -53,9 +53,7 @@ def test_a_right_answer_passes_the_public_and_the_hidden_judges(lab, key, name, 
         hidden(seen)  # raises Fail when the grader's extra judge rejects a right answer
 
 
-@pytest.mark.parametrize(
-    ("lab", "key", "name", "answer"), right_cases()[::3], ids=_ids(right_cases()[::3])
-)
+@pytest.mark.parametrize(("lab", "key", "name", "answer"), right_cases()[::3], ids=_ids(right_cases()[::3]))
 def test_observations_are_plain_data(lab, key, name, answer):
     seen = _exercise(lab, key).probe(answer)
     buffer = io.BytesIO()

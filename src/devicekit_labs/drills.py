@@ -45,7 +45,11 @@ def probe_drill(answer: object) -> dict:
     predictions = {
         str(k): (v if isinstance(v, plain) else f"<{type(v).__name__}>") for k, v in answer.items()
     }
-    return {"type": "dict", "predictions": predictions, "keys_are_str": all(isinstance(k, str) for k in answer)}
+    return {
+        "type": "dict",
+        "predictions": predictions,
+        "keys_are_str": all(isinstance(k, str) for k in answer),
+    }
 
 
 def judge_drill(

@@ -99,6 +99,7 @@ def judge_move_batch(seen: dict) -> None:
 
 # --- exercise 2 ---------------------------------------------------------------------------------------------
 
+
 #: The inputs of exercise 2: (device, (B, T, C)); two devices each way, two sequence lengths on each.
 def _mask_inputs() -> list[tuple[torch.device, tuple[int, int, int]]]:
     other = mismatch_device()
@@ -172,7 +173,12 @@ PREDICTIONS_FORMAT = (
 _PREDICTIONS_FORMAT_ZH = f"{PREDICTIONS_FORMAT}（True 表示会报 RuntimeError，False 表示能正常运行）"
 
 #: One digest per letter (see `devicekit_labs.drills`); the answers themselves live in the grader's tier.
-_DIGESTS = {"a": "7b305def5c9638e1", "b": "f3d81dd6b583d23b", "c": "588ca46e3c1e5fa0", "d": "fcfbf7770cd0d36f"}
+_DIGESTS = {
+    "a": "7b305def5c9638e1",
+    "b": "f3d81dd6b583d23b",
+    "c": "588ca46e3c1e5fa0",
+    "d": "fcfbf7770cd0d36f",
+}
 
 #: The rule that decides each letter, in words that do not name the letter.
 _RULES = {
@@ -200,9 +206,7 @@ _RULES = {
 }
 
 
-@judged(
-    LAB, "predict-raises", 3, "predict which mixes raise", "预测哪些组合会报错", target="my_predictions"
-)
+@judged(LAB, "predict-raises", 3, "predict which mixes raise", "预测哪些组合会报错", target="my_predictions")
 def probe_predictions(predictions) -> dict:
     return probe_drill(predictions)
 

@@ -40,6 +40,7 @@ def _judge_built(seen: dict, what_en: str, what_zh: str) -> None:
 
 def _forward(model: nn.Module, x: torch.Tensor, strict: bool) -> dict:
     """Run ``model(x)`` (under strict_devices when ``strict``): the output described, or the error."""
+
     def call() -> object:
         if strict:
             with strict_devices():
@@ -108,7 +109,9 @@ def probe_mask_buffer(causal_scores) -> dict:
         else:
             case["after_move"] = _forward(model, planted_scores(steps).to(other), strict=True)
             mask_after = getattr(model, "mask", None)
-            case["mask_device_after_move"] = str(mask_after.device) if isinstance(mask_after, torch.Tensor) else None
+            case["mask_device_after_move"] = (
+                str(mask_after.device) if isinstance(mask_after, torch.Tensor) else None
+            )
         runs.append(case)
     return {"build": {}, "runs": runs}
 
@@ -136,7 +139,9 @@ def judge_mask_buffer(seen: dict) -> None:
                 f"CausalScores({steps}) 的掩码是 {tuple(mask['shape'])} 的 {mask['dtype']} 张量：它应当是由 "
                 f"`steps` 决定的 ({steps}, {steps}) bool 掩码，对角线及其下方为 True。",
             )
-        out = _judge_output(case["cpu"], f"CausalScores({steps}) on the CPU", f"CPU 上的 CausalScores({steps})")
+        out = _judge_output(
+            case["cpu"], f"CausalScores({steps}) on the CPU", f"CPU 上的 CausalScores({steps})"
+        )
         scores = planted_scores(steps)
         above = torch.ones(steps, steps, dtype=torch.bool).triu(1)
         expected = scores.masked_fill(above, float("-inf"))
@@ -228,9 +233,7 @@ def judge_module_list(seen: dict) -> None:
         width, depth, other, layers = case["width"], case["depth"], case["other"], case["layers"]
         call = f"Stack({width}, {depth})"
         if not case["has_layers"]:
-            raise Fail(
-                f"{call} has no attribute called 'layers'.", f"{call} 没有名为 'layers' 的属性。"
-            )
+            raise Fail(f"{call} has no attribute called 'layers'.", f"{call} 没有名为 'layers' 的属性。")
         if not layers["is_module"]:
             raise Fail(
                 f"{call} keeps its layers in a plain Python {layers['type']}: parameters(), state_dict() and "
@@ -288,7 +291,8 @@ def judge_module_list(seen: dict) -> None:
         out = _judge_output(after, f"after model.to({other})", f"执行 model.to({other}) 之后")
         if out["device"] != other:
             raise Fail(
-                f"the output is on {out['device']}, not on {other}.", f"输出在 {out['device']} 上，而不是 {other}。"
+                f"the output is on {out['device']}, not on {other}.",
+                f"输出在 {out['device']} 上，而不是 {other}。",
             )
 
 
@@ -315,7 +319,9 @@ def probe_noise_forward(gaussian_noise) -> dict:
             return {"build": built}
         torch.manual_seed(0)
         x = torch.full(shape, 3.0, dtype=getattr(torch, dtype))
-        runs.append({"std": std, "dtype": dtype, "shape": list(shape), "cpu": _forward(built["module"], x, False)})
+        runs.append(
+            {"std": std, "dtype": dtype, "shape": list(shape), "cpu": _forward(built["module"], x, False)}
+        )
     model = _build(gaussian_noise, 0.5)["module"]
     moved = _move(model, other)
     on_other: dict = {"other": str(other)}
@@ -395,7 +401,9 @@ def _stage_configs(other: torch.device) -> list[tuple[torch.device, torch.device
 def _state(module: object) -> dict:
     if not isinstance(module, nn.Module):
         return {}
-    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items() if v.device.type != "meta"}
+    return {
+        k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items() if v.device.type != "meta"
+    }
 
 
 @judged(LAB, "two-stage", 4, "run a model on two devices", "让一个模型跑在两个设备上", target="TwoStage")
@@ -423,9 +431,11 @@ def probe_two_stage(two_stage) -> dict:
             "forward": _forward(model, planted_stage_input().to(start), strict=True),
         }
         if first == second == torch.device("cpu"):
-            case["state"] = {"stage1": _state(getattr(model, "stage1", None)), "stage2": _state(model.stage2)} if (
-                stages["stage1"]["is_module"] and stages["stage2"]["is_module"]
-            ) else {}
+            case["state"] = (
+                {"stage1": _state(getattr(model, "stage1", None)), "stage2": _state(model.stage2)}
+                if (stages["stage1"]["is_module"] and stages["stage2"]["is_module"])
+                else {}
+            )
         runs.append(case)
     return {"build": {}, "runs": runs}
 

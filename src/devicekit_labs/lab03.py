@@ -42,7 +42,9 @@ class CopyRecorder(TorchDispatchMode):
             target = kwargs.get("device")
             if target is not None and torch.device(target) != args[0].device:
                 self.copies.append((str(args[0].device), str(torch.device(target))))
-        elif packet.endswith("copy_") and len(args) > 1 and all(isinstance(a, torch.Tensor) for a in args[:2]):
+        elif (
+            packet.endswith("copy_") and len(args) > 1 and all(isinstance(a, torch.Tensor) for a in args[:2])
+        ):
             if args[0].device != args[1].device:
                 self.copies.append((str(args[1].device), str(args[0].device)))
         elif "_local_scalar_dense" in name and args and isinstance(args[0], torch.Tensor):
@@ -57,7 +59,9 @@ class CopyRecorder(TorchDispatchMode):
 ANSWERS = ("error", "x", "cpu")
 #: The answer format of exercise 1, shown in the stub and in every format error.
 DRILL_FORMAT = '{"a": "x", "b": "error", "c": "cpu", ...}  # "error" = raises, "x" = on x\'s device, "cpu"'
-_DRILL_FORMAT_ZH = f'{DRILL_FORMAT}（"error" 表示报错，"x" 表示结果在 x 所在的设备上，"cpu" 表示结果在 CPU 上）'
+_DRILL_FORMAT_ZH = (
+    f'{DRILL_FORMAT}（"error" 表示报错，"x" 表示结果在 x 所在的设备上，"cpu" 表示结果在 CPU 上）'
+)
 
 #: One digest per letter (see `devicekit_labs.drills`); the answers themselves live in the grader's tier.
 _DIGESTS = {
@@ -185,7 +189,9 @@ def probe_lookup(lookup) -> dict:
                 case["error"] = called["error"]
             else:
                 described = describe_tensor(called["value"])
-                case["result"] = described if described is not None else {"type": type(called["value"]).__name__}
+                case["result"] = (
+                    described if described is not None else {"type": type(called["value"]).__name__}
+                )
             cases.append(case)
     return {"cases": cases}
 
@@ -214,7 +220,9 @@ def judge_lookup(seen: dict) -> None:
             failed_call(case, f"with the ids on {device}", f"ids 在 {device} 上时")
         got = case["result"]
         if "device" not in got:
-            raise Fail(f"expected a tensor back, got {got['type']}.", f"应当返回一个张量，实际是 {got['type']}。")
+            raise Fail(
+                f"expected a tensor back, got {got['type']}.", f"应当返回一个张量，实际是 {got['type']}。"
+            )
         if got["device"] != device:
             raise Fail(
                 f"with the ids on {device} the rows came back on {got['device']}: return them on the ids' "
@@ -223,7 +231,9 @@ def judge_lookup(seen: dict) -> None:
             )
         ids = torch.tensor(case["ids"])
         want_shape = [*ids.shape, 2]
-        if got["shape"] != want_shape or ("values" in got and not torch.equal(got["values"], planted_table()[ids])):
+        if got["shape"] != want_shape or (
+            "values" in got and not torch.equal(got["values"], planted_table()[ids])
+        ):
             raise Fail(
                 "the result is wrong: it should be the rows of table for each id, shape ids.shape + (2,).",
                 "结果不对：应当是每个 id 对应的 table 行，形状为 ids.shape + (2,)。",
@@ -256,8 +266,14 @@ def probe_to_numpy(to_numpy) -> dict:
     cases = []
     for tensor in _planted_arrays():
         called = _call_recorded(to_numpy, tensor)
-        case = {"device": "cpu", "dtype": str(tensor.dtype).removeprefix("torch."), "requires_grad": tensor.requires_grad}
-        case.update({"error": called["error"]} if "error" in called else {"result": _array_seen(called["value"])})
+        case = {
+            "device": "cpu",
+            "dtype": str(tensor.dtype).removeprefix("torch."),
+            "requires_grad": tensor.requires_grad,
+        }
+        case.update(
+            {"error": called["error"]} if "error" in called else {"result": _array_seen(called["value"])}
+        )
         cases.append(case)
     source = torch.tensor([1.0, 2.0, 3.0], device=other, requires_grad=True)
     called = _call_recorded(to_numpy, source)
@@ -272,8 +288,12 @@ def judge_to_numpy(seen: dict) -> None:
     planted = _planted_arrays() + [torch.tensor([1.0, 2.0, 3.0])]
     for case, tensor in zip(seen["cases"], planted, strict=True):
         device, dtype = case["device"], case["dtype"]
-        what_en = f"for a {dtype} tensor on {device}" + (" with requires_grad" if case["requires_grad"] else "")
-        what_zh = f"对于 {device} 上的 {dtype} 张量" + ("（requires_grad=True）" if case["requires_grad"] else "")
+        what_en = f"for a {dtype} tensor on {device}" + (
+            " with requires_grad" if case["requires_grad"] else ""
+        )
+        what_zh = f"对于 {device} 上的 {dtype} 张量" + (
+            "（requires_grad=True）" if case["requires_grad"] else ""
+        )
         if "error" in case:
             err = case["error"]
             copied = any(src == device and dst == "cpu" for src, dst in case.get("copies", []))
@@ -342,8 +362,13 @@ def _build_seen(build: object, device: torch.device, default: torch.device | Non
         seen["type"] = type(result).__name__
         return seen
     model, loader = result
-    seen["model_is_linear"] = isinstance(model, nn.Linear) and (model.in_features, model.out_features) == (4, 2)
-    seen["parameter_devices"] = sorted({str(p.device) for p in model.parameters()}) if isinstance(model, nn.Module) else []
+    seen["model_is_linear"] = isinstance(model, nn.Linear) and (model.in_features, model.out_features) == (
+        4,
+        2,
+    )
+    seen["parameter_devices"] = (
+        sorted({str(p.device) for p in model.parameters()}) if isinstance(model, nn.Module) else []
+    )
     iterated = observe(lambda: [int(v) for batch in loader for v in batch])
     if "error" in iterated:
         seen["loader_error"] = iterated["error"]

@@ -63,17 +63,23 @@ def probe_ragged_batch(collate_and_move) -> dict:
             batch = called["value"]
             run["is_dict"] = isinstance(batch, dict)
             run["keys"] = sorted(map(str, batch)) if isinstance(batch, dict) else []
-            run["fields"] = {
-                key: describe_tensor(batch[key]) if isinstance(batch.get(key), torch.Tensor) else None
-                for key in _BATCH_KEYS
-            } if isinstance(batch, dict) else {}
+            run["fields"] = (
+                {
+                    key: describe_tensor(batch[key]) if isinstance(batch.get(key), torch.Tensor) else None
+                    for key in _BATCH_KEYS
+                }
+                if isinstance(batch, dict)
+                else {}
+            )
             if all(run["fields"].get(key) is not None for key in _BATCH_KEYS):
                 # the real consumer: an embedding on the target device, then pack_padded_sequence
                 embed = nn.Embedding(10, 4).to(device)
 
                 def consume() -> object:
                     tokens, lengths = batch["tokens"], batch["lengths"]
-                    return pack_padded_sequence(embed(tokens), lengths, batch_first=True, enforce_sorted=False)
+                    return pack_padded_sequence(
+                        embed(tokens), lengths, batch_first=True, enforce_sorted=False
+                    )
 
                 packed = observe(consume)
                 if "error" in packed:
@@ -211,7 +217,8 @@ def probe_dataclass_batch(move_image_batch) -> dict:
             run["moved"] = _image_batch_seen(called["value"])
             run["same_object"] = called["value"] is original
         run["input_fields_same_objects"] = all(
-            a is b for a, b in zip(fields_before, (original.images, original.labels, original.names), strict=True)
+            a is b
+            for a, b in zip(fields_before, (original.images, original.labels, original.names), strict=True)
         )
         run["input"] = _image_batch_seen(original)
         runs.append(run)

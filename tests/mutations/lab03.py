@@ -158,13 +158,17 @@ WRONG = {
     "predict-mixes": [
         # the taught bug first: an ordinary (1-dim) CPU tensor believed to follow x
         ("1-dim CPU operand predicted to follow x", predicted(c="x"), "only a 0-dim CPU tensor is exempt"),
-        ("torch.where with a CPU condition predicted to work", predicted(g="x"), "whose condition is an operand"),
+        (
+            "torch.where with a CPU condition predicted to work",
+            predicted(g="x"),
+            "whose condition is an operand",
+        ),
         ("torch.stack of a 0-dim CPU tensor predicted to work", predicted(e="x"), "not element-wise"),
         ("factory without device predicted on x's device", predicted(j="x"), "a factory function"),
         ("CPU index predicted to raise", predicted(h="error"), "indices (integer or boolean)"),
         ("0-dim CPU tensor predicted to raise", predicted(b="error"), "treated like a Python number"),
         ("zeros_like predicted on the CPU", predicted(k="cpu"), "`*_like` factory"),
-        ("an unknown answer", predicted(a="gpu"), 'must be \'error\' or \'x\' or \'cpu\''),
+        ("an unknown answer", predicted(a="gpu"), "must be 'error' or 'x' or 'cpu'"),
         ("keys missing", lambda: {"a": "x"}, "exactly the keys 'a' to 'l'"),
     ],
     "lookup": [
