@@ -7,7 +7,7 @@ from devicekit_labs import Fail
 #: Exercise 3: whether each snippet has a bug (True) or is correct (False). The reasons are in the lesson
 #: (PyTorch's tutorial on non_blocking and pin_memory): a device->host copy with non_blocking=True may not
 #: have arrived when the host reads it, and a pinned source must not be changed until the asynchronous copy
-#: that reads it has finished. The snippets need a GPU; tests/gpu/test_mutations_on_cuda.py runs b and d.
+#: that reads it has finished. The snippets need a GPU and their failures are races: no test runs them.
 NON_BLOCKING_TRUTH = {"a": False, "b": True, "c": False, "d": True, "e": False}
 
 

@@ -1,4 +1,4 @@
-"""Drills: exercises whose answer is a dict of predictions (one value per letter), judged without an answer key.
+"""Drills: exercises answered by a dict of predictions (one value per letter), judged without an answer key.
 
 The wheel that students install must not hold the drills' answers in a form one can read or import. A drill's
 public judge therefore holds, per letter, only a salted digest of the right value (`answer_digest`): it can
@@ -79,7 +79,8 @@ def judge_drill(
         raise Fail(
             f"expected a dict with exactly the keys {_letters(letters)}, got {shown}. Return it in this "
             f"format: {format_en}",
-            f"应当返回一个字典，键恰好是 {_letters(letters, zh=True)}，实际得到的是 {shown}。请按这个格式返回："
+            f"应当返回一个字典，键恰好是 {_letters(letters, zh=True)}，实际得到的是 {shown}。请按这个格式返回"
+            "："
             f"{format_zh}",
         )
     bad = [k for k in letters if not any(type(got[k]) is type(a) and got[k] == a for a in allowed)]
@@ -88,7 +89,8 @@ def judge_drill(
         choices = " or ".join(repr(a) for a in allowed)
         raise Fail(
             f"each value must be {choices}, not {shown}. Return it in this format: {format_en}",
-            f"每个值都必须是 {' 或 '.join(repr(a) for a in allowed)}，而不是 {shown}。请按这个格式返回：{format_zh}",
+            f"每个值都必须是 {' 或 '.join(repr(a) for a in allowed)}，而不是 {shown}。请按这个格式返回："
+            f"{format_zh}",
         )
     wrong = [k for k in letters if answer_digest(lab, key, k, got[k]) != digests[k]]
     if wrong:

@@ -135,7 +135,8 @@ def judge_mask_buffer(seen: dict) -> None:
         if mask["shape"] != [steps, steps] or mask["dtype"] != "bool":
             raise Fail(
                 f"for CausalScores({steps}) the mask is a {tuple(mask['shape'])} {mask['dtype']} tensor: it "
-                f"should be a ({steps}, {steps}) bool mask built from `steps`, True on and below the diagonal.",
+                f"should be a ({steps}, {steps}) bool mask built from `steps`, True on and below the "
+                "diagonal.",
                 f"CausalScores({steps}) 的掩码是 {tuple(mask['shape'])} 的 {mask['dtype']} 张量：它应当是由 "
                 f"`steps` 决定的 ({steps}, {steps}) bool 掩码，对角线及其下方为 True。",
             )
@@ -147,8 +148,10 @@ def judge_mask_buffer(seen: dict) -> None:
         expected = scores.masked_fill(above, float("-inf"))
         if out["shape"] != list(scores.shape) or not torch.equal(out["values"], expected):
             raise Fail(
-                f"for CausalScores({steps}) on the CPU the output is wrong: positions above the diagonal must "
-                f"become -inf, the others keep their score (a ({steps}, {steps}) bool mask, True on and below "
+                f"for CausalScores({steps}) on the CPU the output is wrong: positions above the diagonal "
+                "must "
+                f"become -inf, the others keep their score (a ({steps}, {steps}) bool mask, True on and "
+                "below "
                 "the diagonal, built from `steps`).",
                 f"CausalScores({steps}) 在 CPU 上的输出不对：对角线以上的位置应变成 -inf，其余位置保持原分数"
                 f"（一个由 `steps` 决定的 ({steps}, {steps}) bool 掩码，对角线及其下方为 True）。",
@@ -238,7 +241,8 @@ def judge_module_list(seen: dict) -> None:
             raise Fail(
                 f"{call} keeps its layers in a plain Python {layers['type']}: parameters(), state_dict() and "
                 "Module.to do not see inside it. Use the container module the lesson names.",
-                f"{call} 把各层放在普通的 Python {layers['type']} 里：parameters()、state_dict() 和 Module.to "
+                f"{call} 把各层放在普通的 Python {layers['type']} 里：parameters()、state_dict() 和 "
+                "Module.to "
                 "都看不到里面的层。请使用课程里讲的那种容器模块。",
             )
         if layers.get("length") != depth:
@@ -464,7 +468,8 @@ def judge_two_stage(seen: dict) -> None:
             err = forward["error"]
             if err["kind"] == "error" and "device" in err["message"]:
                 raise Fail(
-                    f"{call} with an input on {start}: the forward pass failed: {err['message'][:160]} ... Each "
+                    f"{call} with an input on {start}: the forward pass failed: {err['message'][:160]} ... "
+                    "Each "
                     "stage must receive its input on its own device: move x to the first stage's device and "
                     "the activations to the second's, taking the devices from the model, never a fixed name.",
                     f"{call} 的输入在 {start} 上时前向计算失败：{err['message'][:160]} ……每一段都要在自己的"
@@ -474,7 +479,8 @@ def judge_two_stage(seen: dict) -> None:
             if err["kind"] == "standin" and "copy out of meta" in err["message"] and start != second:
                 # no right answer copies a tensor off the second stage's device in this configuration
                 raise Fail(
-                    f"{call}: your forward pass copies a tensor from {second} back to the CPU. The output should "
+                    f"{call}: your forward pass copies a tensor from {second} back to the CPU. The output "
+                    "should "
                     "stay on the second stage's device; the caller moves it on if it needs to.",
                     f"{call}：你的前向计算把张量从 {second} 复制回了 CPU。输出应当留在第二段所在的设备上，"
                     "调用方需要时自己再移动。",
@@ -495,13 +501,15 @@ def judge_two_stage(seen: dict) -> None:
             if not keys:
                 raise Fail(
                     "stage1 should be nn.Sequential(nn.Linear(4, 8), nn.ReLU()) and stage2 nn.Linear(8, 2).",
-                    "stage1 应当是 nn.Sequential(nn.Linear(4, 8), nn.ReLU())，stage2 应当是 nn.Linear(8, 2)。",
+                    "stage1 应当是 nn.Sequential(nn.Linear(4, 8), nn.ReLU())，stage2 应当是 nn.Linear(8, "
+                    "2)。",
                 )
             hidden = torch.relu(planted_stage_input() @ s1["0.weight"].T + s1["0.bias"])
             expected = hidden @ s2["weight"].T + s2["bias"]
             if not torch.allclose(out["values"], expected, atol=1e-6):
                 raise Fail(
-                    "on one device the output should be stage2(stage1(x)); the forward pass computes something "
+                    "on one device the output should be stage2(stage1(x)); the forward pass computes "
+                    "something "
                     "else.",
                     "两段都在同一设备上时，输出应当等于 stage2(stage1(x))；前向计算的结果却不是这样。",
                 )

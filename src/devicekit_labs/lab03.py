@@ -157,7 +157,7 @@ _IDS = ([[3, 1], [9, 3]], [4, 0, 7])
 
 
 def _call_recorded(fn: object, *args: object, strict: bool = False) -> dict:
-    """Call the learner's ``fn`` with every device copy recorded: value described, or error; and the copies."""
+    """Call the learner's ``fn`` with every device copy recorded: its value or its error, and the copies."""
     recorder = CopyRecorder()
 
     def call() -> object:
@@ -212,7 +212,8 @@ def judge_lookup(seen: dict) -> None:
             err = case["error"]
             if err["kind"] == "error" and "device" in err["message"]:
                 raise Fail(
-                    f"with the ids on {device} the lookup failed: {err['message'][:150]} ... The indexed tensor "
+                    f"with the ids on {device} the lookup failed: {err['message'][:150]} ... The indexed "
+                    "tensor "
                     "and the indices must be on one device (CPU indices are the only exception).",
                     f"ids 在 {device} 上时查表失败：{err['message'][:150]} ……被索引的张量和索引必须在同一个"
                     "设备上（只有 CPU 上的索引例外）。",
@@ -306,7 +307,8 @@ def judge_to_numpy(seen: dict) -> None:
                 )
             if "requires grad" in err["message"]:
                 raise Fail(
-                    f"{what_en}: {err['message'][:120]} A tensor that autograd tracks must be detached first.",
+                    f"{what_en}: {err['message'][:120]} A tensor that autograd tracks must be detached "
+                    "first.",
                     f"{what_zh}：{err['message'][:120]} 被 autograd 跟踪的张量要先分离出来（detach）。",
                 )
             failed_call(case, what_en, what_zh)
@@ -323,7 +325,8 @@ def judge_to_numpy(seen: dict) -> None:
                 f"{tuple(want.shape)}: keep the tensor's dtype and shape (going through Python lists turns "
                 "float32 into float64).",
                 f"{what_zh}：数组是 {got['dtype']} {tuple(got['shape'])}，张量却是 {want.dtype} "
-                f"{tuple(want.shape)}：要保留张量的 dtype 和形状（经过 Python 列表会把 float32 变成 float64）。",
+                f"{tuple(want.shape)}：要保留张量的 dtype 和形状（经过 Python 列表会把 float32 变成 float64）"
+                "。",
             )
         if "values" not in got or not torch.equal(got["values"], torch.from_numpy(want)):
             raise Fail(
@@ -394,8 +397,10 @@ def judge_default_device(seen: dict) -> None:
             raise Fail(
                 f"build({device}) was called with this thread's default device {before}, and left it at "
                 f"{after}: the setting leaked out of the function and reaches every later factory call (and "
-                "the DataLoader). Limit it to the model, and give back what was there before, whatever it was.",
-                f"调用 build({device}) 时本线程的默认设备是 {before}，返回后却变成了 {after}：这个设置泄漏到了"
+                "the DataLoader). Limit it to the model, and give back what was there before, whatever it "
+                "was.",
+                f"调用 build({device}) 时本线程的默认设备是 {before}，返回后却变成了 {after}：这个设置泄漏到"
+                "了"
                 "函数外，之后每一次工厂函数调用（以及 DataLoader）都会受影响。请只让它作用于创建模型，"
                 "并恢复原来的默认设备（无论原来是什么）。",
             )
@@ -407,7 +412,8 @@ def judge_default_device(seen: dict) -> None:
             )
         if run["parameter_devices"] != [device]:
             raise Fail(
-                f"for build({device}) the model's parameters are on {run['parameter_devices']}, not on {device}.",
+                f"for build({device}) the model's parameters are on {run['parameter_devices']}, not on "
+                f"{device}.",
                 f"build({device}) 的模型参数在 {run['parameter_devices']} 上，而不是 {device}。",
             )
         moved = [c for c in run["copies"] if c[1] == device]
@@ -421,9 +427,11 @@ def judge_default_device(seen: dict) -> None:
         if "loader_error" in run:
             err = run["loader_error"]
             raise Fail(
-                f"iterating the loader failed: {err['type']}: {err['message'][:150]}. Create and use the loader "
+                f"iterating the loader failed: {err['type']}: {err['message'][:150]}. Create and use the "
+                "loader "
                 "outside the default-device scope.",
-                f"遍历 loader 失败：{err['type']}: {err['message'][:150]}。请在默认设备的作用范围之外创建和使用 "
+                f"遍历 loader 失败：{err['type']}: {err['message'][:150]}。请在默认设备的作用范围之外创建和使"
+                "用 "
                 "loader。",
             )
         if sorted(run["loader_values"]) != list(range(8)):

@@ -37,6 +37,11 @@ def ragged_samples(variant: int = 0) -> list[dict[str, object]]:
 _BATCH_KEYS = ("tokens", "lengths", "labels")
 
 
+def _consume(embed: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor) -> object:
+    """What a model does with the batch: embed the tokens on their device, then pack them by length."""
+    return pack_padded_sequence(embed(tokens), lengths, batch_first=True, enforce_sorted=False)
+
+
 @judged(
     LAB,
     "ragged-batch",
@@ -75,13 +80,7 @@ def probe_ragged_batch(collate_and_move) -> dict:
                 # the real consumer: an embedding on the target device, then pack_padded_sequence
                 embed = nn.Embedding(10, 4).to(device)
 
-                def consume() -> object:
-                    tokens, lengths = batch["tokens"], batch["lengths"]
-                    return pack_padded_sequence(
-                        embed(tokens), lengths, batch_first=True, enforce_sorted=False
-                    )
-
-                packed = observe(consume)
+                packed = observe(_consume, embed, batch["tokens"], batch["lengths"])
                 if "error" in packed:
                     run["pack_error"] = packed["error"]
                 else:
@@ -108,10 +107,12 @@ def judge_ragged_batch(seen: dict) -> None:
         if lengths["device"] != "cpu" or lengths["dtype"] != "int64" or len(lengths["shape"]) != 1:
             raise Fail(
                 f"for device={device} 'lengths' is a {len(lengths['shape'])}-D {lengths['dtype']} tensor on "
-                f"{lengths['device']}; pack_padded_sequence wants a 1-D int64 tensor on the CPU, whatever the "
+                f"{lengths['device']}; pack_padded_sequence wants a 1-D int64 tensor on the CPU, whatever "
+                "the "
                 "device of the data. Move everything else, and leave 'lengths' where it was built.",
                 f"device={device} 时，'lengths' 是位于 {lengths['device']} 的 {len(lengths['shape'])} 维 "
-                f"{lengths['dtype']} 张量；无论数据在哪个设备上，pack_padded_sequence 都要求它是 CPU 上的 1 维 "
+                f"{lengths['dtype']} 张量；无论数据在哪个设备上，pack_padded_sequence 都要求它是 CPU 上的 1 "
+                "维 "
                 "int64 张量。其他的都移过去，'lengths' 留在创建它的地方。",
             )
         if tokens["device"] != device or labels["device"] != device:
@@ -131,8 +132,10 @@ def judge_ragged_batch(seen: dict) -> None:
         rows, longest = len(samples), max(want_lengths)
         if tokens["shape"] != [rows, longest] or tokens["dtype"] != "int64" or labels["shape"] != [rows]:
             raise Fail(
-                f"for {rows} samples, the longest {longest} tokens long, 'tokens' should be a ({rows}, {longest}) "
-                f"int64 tensor and 'labels' a ({rows},) one; got {tuple(tokens['shape'])} {tokens['dtype']} and "
+                f"for {rows} samples, the longest {longest} tokens long, 'tokens' should be a ({rows}, "
+                f"{longest}) "
+                f"int64 tensor and 'labels' a ({rows},) one; got {tuple(tokens['shape'])} {tokens['dtype']} "
+                "and "
                 f"{tuple(labels['shape'])}.",
                 f"{rows} 个样本、最长 {longest} 个词元时，'tokens' 应当是 ({rows}, {longest}) 的 int64 张量，"
                 f"'labels' 应当是 ({rows},) 的张量；实际是 {tuple(tokens['shape'])} {tokens['dtype']} 和 "
@@ -265,7 +268,8 @@ def judge_dataclass_batch(seen: dict) -> None:
             want = getattr(planted, name)
             if field["dtype"] != str(want.dtype).removeprefix("torch.") or field["shape"] != list(want.shape):
                 raise Fail(
-                    f"the {name} changed dtype or shape on the way ({field['dtype']} {tuple(field['shape'])}): "
+                    f"the {name} changed dtype or shape on the way ({field['dtype']} "
+                    f"{tuple(field['shape'])}): "
                     "moving must not convert them.",
                     f"{name} 在移动过程中改变了 dtype 或形状（{field['dtype']} {tuple(field['shape'])}）："
                     "移动不应转换它们。",

@@ -1,4 +1,4 @@
-"""Mutation cases for lab 02 (models: parameters, buffers, submodules); format in ``tests/mutations/__init__.py``."""
+"""Mutation cases for lab 02 (models, parameters, buffers); format in ``tests/mutations/__init__.py``."""
 
 from __future__ import annotations
 
