@@ -80,8 +80,7 @@ def judge_drill(
             f"expected a dict with exactly the keys {_letters(letters)}, got {shown}. Return it in this "
             f"format: {format_en}",
             f"应当返回一个字典，键恰好是 {_letters(letters, zh=True)}，实际得到的是 {shown}。请按这个格式返回"
-            "："
-            f"{format_zh}",
+            f"：{format_zh}",
         )
     bad = [k for k in letters if not any(type(got[k]) is type(a) and got[k] == a for a in allowed)]
     if bad:

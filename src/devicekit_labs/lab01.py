@@ -68,18 +68,16 @@ def judge_move_batch(seen: dict) -> None:
         if moved["device"] != target:
             raise Fail(
                 f"the returned tensor is on {moved['device']}, not on {target}. If you wrote `x.to(device)` "
-                "as "
-                "a statement, its result was thrown away: keep the value `.to()` returns.",
+                "as a statement, its result was thrown away: keep the value `.to()` returns.",
                 f"返回的张量在 {moved['device']} 上，而不是 {target}。如果你把 `x.to(device)` 单独写成一行，"
                 "它的结果就被丢掉了：要用 `.to()` 的返回值。",
             )
         if moved["dtype"] != dtype:
             raise Fail(
                 f"for a {dtype} input the returned tensor is {moved['dtype']}: moving a tensor must not "
-                "change "
-                "its dtype. Pass only the device to `.to()`.",
+                "change its dtype. Move the tensor you were given, and give `.to()` the device only.",
                 f"输入是 {dtype}，返回的张量却是 {moved['dtype']}：移动张量不应改变它的 dtype。"
-                "调用 `.to()` 时只传设备。",
+                "要移动传进来的那个张量，调用 `.to()` 时只传设备。",
             )
         seen_input = case["input"]
         if seen_input["device"] != "cpu" or moved["shape"] != [2, 3]:

@@ -149,10 +149,8 @@ def judge_mask_buffer(seen: dict) -> None:
         if out["shape"] != list(scores.shape) or not torch.equal(out["values"], expected):
             raise Fail(
                 f"for CausalScores({steps}) on the CPU the output is wrong: positions above the diagonal "
-                "must "
-                f"become -inf, the others keep their score (a ({steps}, {steps}) bool mask, True on and "
-                "below "
-                "the diagonal, built from `steps`).",
+                f"must become -inf, the others keep their score (a ({steps}, {steps}) bool mask, True on and "
+                "below the diagonal, built from `steps`).",
                 f"CausalScores({steps}) 在 CPU 上的输出不对：对角线以上的位置应变成 -inf，其余位置保持原分数"
                 f"（一个由 `steps` 决定的 ({steps}, {steps}) bool 掩码，对角线及其下方为 True）。",
             )
@@ -242,8 +240,7 @@ def judge_module_list(seen: dict) -> None:
                 f"{call} keeps its layers in a plain Python {layers['type']}: parameters(), state_dict() and "
                 "Module.to do not see inside it. Use the container module the lesson names.",
                 f"{call} 把各层放在普通的 Python {layers['type']} 里：parameters()、state_dict() 和 "
-                "Module.to "
-                "都看不到里面的层。请使用课程里讲的那种容器模块。",
+                "Module.to 都看不到里面的层。请使用课程里讲的那种容器模块。",
             )
         if layers.get("length") != depth:
             raise Fail(
@@ -480,8 +477,7 @@ def judge_two_stage(seen: dict) -> None:
                 # no right answer copies a tensor off the second stage's device in this configuration
                 raise Fail(
                     f"{call}: your forward pass copies a tensor from {second} back to the CPU. The output "
-                    "should "
-                    "stay on the second stage's device; the caller moves it on if it needs to.",
+                    "should stay on the second stage's device; the caller moves it on if it needs to.",
                     f"{call}：你的前向计算把张量从 {second} 复制回了 CPU。输出应当留在第二段所在的设备上，"
                     "调用方需要时自己再移动。",
                 )
@@ -509,7 +505,6 @@ def judge_two_stage(seen: dict) -> None:
             if not torch.allclose(out["values"], expected, atol=1e-6):
                 raise Fail(
                     "on one device the output should be stage2(stage1(x)); the forward pass computes "
-                    "something "
-                    "else.",
+                    "something else.",
                     "两段都在同一设备上时，输出应当等于 stage2(stage1(x))；前向计算的结果却不是这样。",
                 )

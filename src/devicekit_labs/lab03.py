@@ -213,8 +213,7 @@ def judge_lookup(seen: dict) -> None:
             if err["kind"] == "error" and "device" in err["message"]:
                 raise Fail(
                     f"with the ids on {device} the lookup failed: {err['message'][:150]} ... The indexed "
-                    "tensor "
-                    "and the indices must be on one device (CPU indices are the only exception).",
+                    "tensor and the indices must be on one device (CPU indices are the only exception).",
                     f"ids 在 {device} 上时查表失败：{err['message'][:150]} ……被索引的张量和索引必须在同一个"
                     "设备上（只有 CPU 上的索引例外）。",
                 )
@@ -400,8 +399,7 @@ def judge_default_device(seen: dict) -> None:
                 "the DataLoader). Limit it to the model, and give back what was there before, whatever it "
                 "was.",
                 f"调用 build({device}) 时本线程的默认设备是 {before}，返回后却变成了 {after}：这个设置泄漏到"
-                "了"
-                "函数外，之后每一次工厂函数调用（以及 DataLoader）都会受影响。请只让它作用于创建模型，"
+                "了函数外，之后每一次工厂函数调用（以及 DataLoader）都会受影响。请只让它作用于创建模型，"
                 "并恢复原来的默认设备（无论原来是什么）。",
             )
         failed_call(run, f"build({device})", f"build({device})")
@@ -428,11 +426,9 @@ def judge_default_device(seen: dict) -> None:
             err = run["loader_error"]
             raise Fail(
                 f"iterating the loader failed: {err['type']}: {err['message'][:150]}. Create and use the "
-                "loader "
-                "outside the default-device scope.",
+                "loader outside the default-device scope.",
                 f"遍历 loader 失败：{err['type']}: {err['message'][:150]}。请在默认设备的作用范围之外创建和使"
-                "用 "
-                "loader。",
+                "用 loader。",
             )
         if sorted(run["loader_values"]) != list(range(8)):
             raise Fail(

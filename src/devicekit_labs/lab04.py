@@ -108,12 +108,10 @@ def judge_ragged_batch(seen: dict) -> None:
             raise Fail(
                 f"for device={device} 'lengths' is a {len(lengths['shape'])}-D {lengths['dtype']} tensor on "
                 f"{lengths['device']}; pack_padded_sequence wants a 1-D int64 tensor on the CPU, whatever "
-                "the "
-                "device of the data. Move everything else, and leave 'lengths' where it was built.",
+                "the device of the data. Move everything else, and leave 'lengths' where it was built.",
                 f"device={device} 时，'lengths' 是位于 {lengths['device']} 的 {len(lengths['shape'])} 维 "
                 f"{lengths['dtype']} 张量；无论数据在哪个设备上，pack_padded_sequence 都要求它是 CPU 上的 1 "
-                "维 "
-                "int64 张量。其他的都移过去，'lengths' 留在创建它的地方。",
+                "维 int64 张量。其他的都移过去，'lengths' 留在创建它的地方。",
             )
         if tokens["device"] != device or labels["device"] != device:
             raise Fail(
@@ -135,8 +133,7 @@ def judge_ragged_batch(seen: dict) -> None:
                 f"for {rows} samples, the longest {longest} tokens long, 'tokens' should be a ({rows}, "
                 f"{longest}) "
                 f"int64 tensor and 'labels' a ({rows},) one; got {tuple(tokens['shape'])} {tokens['dtype']} "
-                "and "
-                f"{tuple(labels['shape'])}.",
+                f"and {tuple(labels['shape'])}.",
                 f"{rows} 个样本、最长 {longest} 个词元时，'tokens' 应当是 ({rows}, {longest}) 的 int64 张量，"
                 f"'labels' 应当是 ({rows},) 的张量；实际是 {tuple(tokens['shape'])} {tokens['dtype']} 和 "
                 f"{tuple(labels['shape'])}。",
@@ -269,8 +266,7 @@ def judge_dataclass_batch(seen: dict) -> None:
             if field["dtype"] != str(want.dtype).removeprefix("torch.") or field["shape"] != list(want.shape):
                 raise Fail(
                     f"the {name} changed dtype or shape on the way ({field['dtype']} "
-                    f"{tuple(field['shape'])}): "
-                    "moving must not convert them.",
+                    f"{tuple(field['shape'])}): moving must not convert them.",
                     f"{name} 在移动过程中改变了 dtype 或形状（{field['dtype']} {tuple(field['shape'])}）："
                     "移动不应转换它们。",
                 )
