@@ -13,7 +13,7 @@ import pytest
 import torch
 from mutations import hidden_module, lab_modules, right_cases, wrong_cases
 
-from devicekit_labs import exercises_for, run
+from devicekit_labs import Fail, exercises_for, run
 
 
 def _has_chinese(text: str) -> bool:
@@ -53,13 +53,24 @@ def test_a_right_answer_passes_the_public_and_the_hidden_judges(lab, key, name, 
         hidden(seen)  # raises Fail when the grader's extra judge rejects a right answer
 
 
-@pytest.mark.parametrize(("lab", "key", "name", "answer"), right_cases()[::3], ids=_ids(right_cases()[::3]))
-def test_observations_are_plain_data(lab, key, name, answer):
-    seen = _exercise(lab, key).probe(answer)
+_EVERY = [c[:4] for c in wrong_cases()] + right_cases()
+
+
+@pytest.mark.parametrize(("lab", "key", "name", "answer"), _EVERY, ids=_ids(_EVERY))
+def test_observations_are_plain_data_and_judged_the_same_after_the_trip(lab, key, name, answer):
+    ex = _exercise(lab, key)
+    seen = ex.probe(answer)
     buffer = io.BytesIO()
     torch.save(seen, buffer)
-    loaded = torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)
-    _exercise(lab, key).judge(loaded)  # the judge decides the same on what came through the bytes
+    loaded = torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)  # refuses anything not plain
+    verdicts = []
+    for observations in (seen, loaded):
+        try:
+            ex.judge(observations)
+            verdicts.append("passed")
+        except Fail as fail:
+            verdicts.append(fail.en)
+    assert verdicts[0] == verdicts[1]
 
 
 @pytest.mark.parametrize("module", lab_modules(), ids=lambda m: m.LAB)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from devicekit_labs import Fail
+from devicekit_labs import Fail, failed_call, observe
 
 __all__ = ["answer_digest", "judge_drill", "probe_drill"]
 
@@ -32,8 +32,6 @@ def probe_drill(answer: object) -> dict:
     Values that are not plain (str, bool, int, float, None) are recorded by their type name, so that the
     judge can say what it got without the observations ever holding a learner object.
     """
-    from devicekit_labs import observe
-
     if callable(answer):
         called = observe(answer)
         if "error" in called:
@@ -69,8 +67,6 @@ def judge_drill(
     ``allowed`` are the values a prediction may take (compared by type too: ``True`` is not ``1``);
     ``rules[letter]`` is the (en, zh) rule that decides that letter.
     """
-    from devicekit_labs import failed_call
-
     failed_call(seen, "your predictions", "你的预测")
     keys = set(letters)
     got = seen.get("predictions")
