@@ -58,7 +58,7 @@ class CopyRecorder(TorchDispatchMode):
 #: The three possible answers of the drill.
 ANSWERS = ("error", "x", "cpu")
 #: The answer format of exercise 1, shown in the stub and in every format error.
-DRILL_FORMAT = '{"a": "x", "b": "error", "c": "cpu", ...}  # "error" = raises, "x" = on x\'s device, "cpu"'
+DRILL_FORMAT = '{"a": "error" or "x" or "cpu", "b": ..., ..., "l": ...}  # "x" = on x\'s device'
 _DRILL_FORMAT_ZH = (
     f'{DRILL_FORMAT}（"error" 表示报错，"x" 表示结果在 x 所在的设备上，"cpu" 表示结果在 CPU 上）'
 )
