@@ -194,3 +194,28 @@ def test_a_stub_hint_reaches_the_check_line():
 
     result = run("01-devices", "move-batch", lambda x, device: stub())
     assert not result.passed and "Exercise 1: return x.to(device)" in result.en
+
+
+@pytest.mark.parametrize("lab", ["01-devices", "02-models", "03-propagation", "04-data"])
+@pytest.mark.parametrize("suffix", ["", ".zh"])
+def test_stub_hints_name_the_concept_not_the_solution_code(lab, suffix):
+    # issue 20: a hint that spells out the solution line turns the exercise into copying
+    import re
+
+    import nbformat
+
+    from course_tools.paths import ROOT
+
+    nb = nbformat.read(ROOT / "solutions" / f"{lab}{suffix}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "### HINT:" not in cell.source:
+            continue
+        region = cell.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+        hint = next(line for line in region.splitlines() if "### HINT:" in line)
+        code = [line.strip() for line in region.splitlines() if line.strip() and "###" not in line]
+        for line in code:
+            expression = re.sub(r"^(return|[\w.]+\s*=)\s*", "", line)
+            assert len(expression) < 12 or expression not in hint, f"{lab}{suffix}: {hint!r} spells {line!r}"
+        calls = set(re.findall(r"([A-Za-z_][\w.]*)\(", "\n".join(code)))
+        named = sorted(c for c in calls if f"{c}(" in hint)
+        assert not named, f"{lab}{suffix}: {hint!r} names the solution's calls {named}"
