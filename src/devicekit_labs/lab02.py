@@ -444,7 +444,9 @@ def probe_two_stage(two_stage) -> dict:
 @probe_two_stage.judge
 def judge_two_stage(seen: dict) -> None:
     _judge_built(seen["build"], "building TwoStage", "创建 TwoStage 时")
-    for case in seen["runs"]:
+    # the all-CPU configuration first: where it passes, what only the stand-in cannot run (`.item()` of an
+    # activation, say) is not held against the answer
+    for case in sorted(seen["runs"], key=lambda c: (c["first"], c["second"]) != ("cpu", "cpu")):
         first, second, start = case["first"], case["second"], case["start"]
         call = f"TwoStage({first}, {second})"
         for name in ("stage1", "stage2"):
@@ -481,6 +483,8 @@ def judge_two_stage(seen: dict) -> None:
                     f"{call}：你的前向计算把张量从 {second} 复制回了 CPU。输出应当留在第二段所在的设备上，"
                     "调用方需要时自己再移动。",
                 )
+            if err["kind"] == "standin":
+                continue  # right on a GPU, maybe: the all-CPU configuration above has passed
             failed_call(forward, f"{call} forward", f"{call} 的前向计算")
         out = _judge_output(forward, f"{call} forward", f"{call} 的前向计算")
         if out["device"] != second or out["shape"] != [3, 2]:

@@ -91,8 +91,10 @@ def probe_ragged_batch(collate_and_move) -> dict:
 
 @probe_ragged_batch.judge
 def judge_ragged_batch(seen: dict) -> None:
-    for run in seen["runs"]:
+    for run in seen["runs"]:  # each set of samples on the CPU first, then on the other device
         device = run["device"]
+        if device != "cpu" and run.get("error", {}).get("kind") == "standin":
+            continue  # what only the stand-in cannot run (a copy back to the host): the CPU run has passed
         failed_call(run, f"collate_and_move(samples, {device})", f"collate_and_move(samples, {device})")
         fields = run["fields"]
         missing = [key for key in _BATCH_KEYS if fields.get(key) is None]

@@ -275,6 +275,14 @@ class TwoStageNonBlocking(TwoStageOk):
         return self.stage2(hidden.to(self.second, non_blocking=True))
 
 
+class TwoStageLogs(TwoStageOk):  # right on a GPU, awkward on meta: .item() of an activation
+    def forward(self, x):
+        hidden = self.stage1(x.to(self.first))
+        out = self.stage2(hidden.to(self.second))
+        self.last_mean = out.mean().item()
+        return out
+
+
 WRONG = {
     "mask-buffer": [
         ("plain tensor attribute", ScoresPlain, "plain tensor attribute"),
@@ -331,5 +339,6 @@ RIGHT = {
         ("Module.to in __init__", TwoStageOk),
         ("device= factory kwargs, devices read from the parameters", TwoStageFactoryKwargs),
         ("non_blocking hops", TwoStageNonBlocking),
+        ("logs out.mean().item()", TwoStageLogs),
     ],
 }
