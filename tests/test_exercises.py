@@ -21,19 +21,16 @@ def correct_mask(x):
 CASES = [
     ("move-batch", lambda x, d: x.to(d), None),
     ("move-batch", lambda x, d: (x.to(d), x)[1], "is on cpu, not on"),
+    ("move-batch", lambda x, d: x.to(d, dtype=torch.float16), "must not change its dtype"),
     ("move-batch", lambda x, d: None, "returns None"),
     ("move-batch", _stub, "not done yet"),
     ("causal-mask", correct_mask, None),
-    ("causal-mask", lambda x: torch.ones(5, 5, dtype=torch.bool).tril(), "device=..."),
+    ("causal-mask", lambda x: torch.ones(5, 5, dtype=torch.bool).tril(), "take the device from the input"),
     ("causal-mask", lambda x: torch.ones(5, 5, dtype=torch.bool, device=x.device).triu(), "wrong values"),
     ("causal-mask", lambda x: torch.ones(5, 5, device=x.device).tril(), "bool"),
     ("causal-mask", lambda x: 1 / 0, "ZeroDivisionError"),
     ("predict-raises", lambda: {"a": False, "b": True, "c": False, "d": True}, None),
-    (
-        "predict-raises",
-        lambda: {"a": True, "b": True, "c": False, "d": True},
-        "1 of the 4 predictions is wrong",
-    ),
+    ("predict-raises", lambda: {"a": True, "b": True, "c": False, "d": True}, "not every prediction holds"),
     ("predict-raises", lambda: {"a": 1}, "keys"),
     ("predict-raises", _stub, "not done yet"),
 ]
@@ -50,18 +47,32 @@ def test_checks(key, answer, hint):
         assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), "the Chinese hint is written in Chinese"
 
 
-def test_hints_never_reveal_the_prediction_answers():
-    result = run("01-devices", "predict-raises", lambda: {"a": True, "b": False, "c": True, "d": False})
-    for key in "abcd":
-        assert f"({key})" not in result.en
+def test_hints_never_reveal_the_prediction_answers_nor_how_many_are_wrong():
+    one = run("01-devices", "predict-raises", lambda: {"a": True, "b": True, "c": False, "d": True})
+    every = run("01-devices", "predict-raises", lambda: {"a": True, "b": False, "c": True, "d": False})
+    for result in (one, every):
+        assert not result.passed
+        for key in "abcd":
+            assert f"({key})" not in result.en and f"'{key}'" not in result.en
+        assert not any(n in result.en for n in ("1 of", "4 of", "one of the", "all four"))
+    assert one.en.split(":", 1)[1].startswith(every.en.split(":", 1)[1][:40])  # the same opening, any count
 
 
-def test_the_predictions_check_is_grounded_in_real_pytorch():
-    # The truth the check compares against is computed by running the operations, not typed in.
-    from devicekit_labs.lab01 import _raises, mix_cases
+def _raises(fn) -> bool:
+    try:
+        fn()
+    except RuntimeError:
+        return True
+    return False
 
-    truth = {k: _raises(f) for k, f in mix_cases(mismatch_device()).items()}
-    assert truth == {"a": False, "b": True, "c": False, "d": True}
+
+def test_the_predictions_answer_key_is_grounded_in_real_pytorch():
+    # The grader's answer key (grading/hidden/lab01.py) is what running the four mixes gives on this runner.
+    from mutations import hidden_module
+
+    hidden = hidden_module("01-devices")
+    truth = {k: _raises(f) for k, f in hidden.mix_cases(mismatch_device()).items()}
+    assert truth == hidden.PREDICT_RAISES == {"a": False, "b": True, "c": False, "d": True}
 
 
 @pytest.mark.parametrize(("lang", "word"), [("en", "Exercise"), ("zh", "练习")])
@@ -164,6 +175,7 @@ def test_describe_speaks_the_notebook_language(monkeypatch):
     [
         ({"a": "works", "b": "raises", "c": "works", "d": "raises"}, "must be True or False"),
         ({"a": 0, "b": 1, "c": 0, "d": 1}, "must be True or False"),
+        ({"a": 1.0, "b": True, "c": False, "d": True}, "must be True or False"),
         ({"a": False, "b": True}, "exactly the keys"),
         (["a", "b"], "exactly the keys"),
     ],
@@ -182,3 +194,28 @@ def test_a_stub_hint_reaches_the_check_line():
 
     result = run("01-devices", "move-batch", lambda x, device: stub())
     assert not result.passed and "Exercise 1: return x.to(device)" in result.en
+
+
+@pytest.mark.parametrize("lab", ["01-devices", "02-models", "03-propagation", "04-data"])
+@pytest.mark.parametrize("suffix", ["", ".zh"])
+def test_stub_hints_name_the_concept_not_the_solution_code(lab, suffix):
+    # issue 20: a hint that spells out the solution line turns the exercise into copying
+    import re
+
+    import nbformat
+
+    from course_tools.paths import ROOT
+
+    nb = nbformat.read(ROOT / "solutions" / f"{lab}{suffix}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "### HINT:" not in cell.source:
+            continue
+        region = cell.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+        hint = next(line for line in region.splitlines() if "### HINT:" in line)
+        code = [line.strip() for line in region.splitlines() if line.strip() and "###" not in line]
+        for line in code:
+            expression = re.sub(r"^(return|[\w.]+\s*=)\s*", "", line)
+            assert len(expression) < 12 or expression not in hint, f"{lab}{suffix}: {hint!r} spells {line!r}"
+        calls = set(re.findall(r"([A-Za-z_][\w.]*)\(", "\n".join(code)))
+        named = sorted(c for c in calls if f"{c}(" in hint)
+        assert not named, f"{lab}{suffix}: {hint!r} names the solution's calls {named}"

@@ -1,0 +1,66 @@
+"""Mutation cases for the labs' self-checks: answers a learner could write, and what the check must say.
+
+One module per lab, ``labNN.py``, owned by whoever owns the lab. Each defines:
+
+- ``LAB``: the lab id, e.g. ``"01-devices"``;
+- ``WRONG[key] = [(name, answer, hint_substring_en), ...]``: at least four wrong answers per exercise, the
+  bug the lesson teaches FIRST, then the reviewers' cases (issue 21), then others. Each must be rejected, and
+  ``hint_substring_en`` must be in the English feedback (the hint names the actual mistake);
+- ``RIGHT[key] = [(name, answer), ...]``: at least two genuinely different right answers per exercise
+  (one of them right on a GPU but awkward on the CPU stand-in, where the exercise has such an idiom). Each
+  must pass.
+
+An ``answer`` is the object the notebook hands to ``check``: a function, an ``nn.Module`` subclass or a dict,
+written as real code in the module, exactly as a learner would write it in the cell.
+
+``tests/test_mutations.py`` runs every case of every ``tests/mutations/lab*.py`` through
+``devicekit_labs.run`` (the public judge, what the learner sees) and the grader's hidden judges;
+``tests/gpu/test_mutations_on_cuda.py`` runs the same cases on a real accelerator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+HIDDEN_DIR = HERE.parents[1] / "grading" / "hidden"
+
+
+def hidden_module(lab: str) -> ModuleType | None:
+    """The grader's hidden tier of ``lab`` (``grading/hidden/labNN.py``, loaded by path), or None."""
+    path = HIDDEN_DIR / f"lab{lab[:2]}.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"hidden_lab{lab[:2]}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lab_modules() -> list[ModuleType]:
+    """Every ``tests/mutations/labNN.py`` module, in lab order."""
+    return [importlib.import_module(f"mutations.{p.stem}") for p in sorted(HERE.glob("lab[0-9][0-9].py"))]
+
+
+def wrong_cases() -> list[tuple[str, str, str, object, str]]:
+    """(lab, key, name, answer, hint) for every wrong answer of every lab."""
+    return [
+        (m.LAB, key, name, answer, hint)
+        for m in lab_modules()
+        for key, cases in m.WRONG.items()
+        for name, answer, hint in cases
+    ]
+
+
+def right_cases() -> list[tuple[str, str, str, object]]:
+    """(lab, key, name, answer) for every right answer of every lab."""
+    return [
+        (m.LAB, key, name, answer)
+        for m in lab_modules()
+        for key, cases in m.RIGHT.items()
+        for name, answer in cases
+    ]

@@ -1,0 +1,344 @@
+"""Mutation cases for lab 02 (models, parameters, buffers); format in ``tests/mutations/__init__.py``."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+LAB = "02-models"
+
+
+# --- exercise 1: mask-buffer --------------------------------------------------------------------------------
+
+
+class ScoresOk(nn.Module):
+    def __init__(self, steps):
+        super().__init__()
+        self.register_buffer("mask", torch.ones(steps, steps, dtype=torch.bool).tril(), persistent=False)
+
+    def forward(self, scores):
+        return torch.where(self.mask, scores, float("-inf"))
+
+
+class ScoresPlain(ScoresOk):  # the taught bug: a plain attribute, which Module.to skips
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.mask = torch.ones(steps, steps, dtype=torch.bool).tril()
+
+
+class ScoresFixedSize(ScoresOk):  # reviewers: a buffer hard-coded to (5, 5)
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.register_buffer("mask", torch.ones(5, 5, dtype=torch.bool).tril())
+
+
+class ScoresUpper(ScoresOk):
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.register_buffer("mask", torch.ones(steps, steps, dtype=torch.bool).triu())
+
+
+class ScoresInForward(nn.Module):  # a new mask in every forward, created on the CPU
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+        self.register_buffer("mask", torch.ones(steps, steps, dtype=torch.bool).tril())
+
+    def forward(self, scores):
+        mask = torch.ones(self.steps, self.steps, dtype=torch.bool).tril()
+        return torch.where(mask, scores, float("-inf"))
+
+
+class ScoresFloatMask(ScoresOk):
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.register_buffer("mask", torch.ones(steps, steps).tril())
+
+
+class ScoresPersistent(ScoresOk):
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.register_buffer("mask", torch.tril(torch.ones(steps, steps, dtype=torch.bool)))
+
+
+class ScoresMaskedFill(nn.Module):
+    def __init__(self, steps):
+        super().__init__()
+        causal = torch.arange(steps)[:, None] >= torch.arange(steps)[None, :]
+        self.register_buffer("mask", causal, persistent=False)
+
+    def forward(self, scores):
+        return scores.masked_fill(~self.mask, float("-inf"))
+
+
+class ScoresStub(nn.Module):
+    def __init__(self, steps):
+        super().__init__()
+        raise NotImplementedError("Exercise 1: register the buffer")
+
+
+# --- exercise 2: module-list --------------------------------------------------------------------------------
+
+
+class StackOk(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+
+class StackList(StackOk):  # the taught bug: a plain Python list
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.layers = [nn.Linear(width, width) for _ in range(depth)]
+
+
+class StackHardCoded(StackOk):  # reviewers: three Linear(4, 4) whatever the arguments
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)])
+
+
+class StackRepeated(StackOk):  # reviewers: [layer] * depth, one layer shared by every position
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.layers = nn.ModuleList([nn.Linear(width, width)] * depth)
+
+
+class StackNoRelu(StackOk):
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class StackTuple(StackOk):
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.layers = tuple(nn.Linear(width, width) for _ in range(depth))
+
+
+class StackOtherName(StackOk):
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.blocks = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, x):
+        for layer in self.blocks:
+            x = torch.relu(layer(x))
+        return x
+
+
+class StackAppend(StackOk):
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.layers = nn.ModuleList()
+        for _ in range(depth):
+            self.layers.append(nn.Linear(width, width))
+
+
+class StackIndexed(StackOk):
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.layers = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+
+    def forward(self, x):
+        for i in range(len(self.layers)):
+            x = self.layers[i](x).relu()
+        return x
+
+
+# --- exercise 3: noise-forward ------------------------------------------------------------------------------
+
+
+class NoiseOk(nn.Module):
+    def __init__(self, std):
+        super().__init__()
+        self.std = std
+
+    def forward(self, x):
+        return x + torch.randn_like(x) * self.std
+
+
+class NoiseOnCpu(NoiseOk):  # the taught bug: a factory without device=
+    def forward(self, x):
+        return x + torch.randn(x.shape, dtype=x.dtype) * self.std
+
+
+class NoiseDefaultDtype(NoiseOk):  # reviewers: the input's device but not its dtype
+    def forward(self, x):
+        return x + torch.randn(x.shape, device=x.device) * self.std
+
+
+class NoiseFixedStd(NoiseOk):
+    def forward(self, x):
+        return x + torch.randn_like(x) * 0.5
+
+
+class NoiseUniform(NoiseOk):
+    def forward(self, x):
+        return x + torch.rand_like(x) * self.std
+
+
+class NoiseUnscaled(NoiseOk):
+    def forward(self, x):
+        return x + torch.randn_like(x)
+
+
+class NoiseLong(NoiseOk):
+    def forward(self, x):
+        return x + torch.randn(x.shape, dtype=x.dtype, device=x.device) * self.std
+
+
+class NoiseNormal(NoiseOk):
+    def forward(self, x):
+        return x + torch.empty_like(x).normal_(0.0, self.std)
+
+
+class NoiseNew(NoiseOk):
+    def forward(self, x):
+        return torch.normal(0.0, self.std, size=x.shape, dtype=x.dtype, device=x.device) + x
+
+
+# --- exercise 4: two-stage ----------------------------------------------------------------------------------
+
+
+class TwoStageOk(nn.Module):
+    def __init__(self, first, second):
+        super().__init__()
+        self.first, self.second = torch.device(first), torch.device(second)
+        self.stage1 = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).to(self.first)
+        self.stage2 = nn.Linear(8, 2).to(self.second)
+
+    def forward(self, x):
+        hidden = self.stage1(x.to(self.first))
+        return self.stage2(hidden.to(self.second))
+
+
+class TwoStageNoHop(TwoStageOk):  # the taught bug: the activations never cross to the second device
+    def forward(self, x):
+        return self.stage2(self.stage1(x.to(self.first)))
+
+
+class TwoStageInputNotMoved(TwoStageOk):  # reviewers: x is never moved to the first stage
+    def forward(self, x):
+        return self.stage2(self.stage1(x).to(self.second))
+
+
+class TwoStageCpuInput(TwoStageOk):  # reviewers: x.to("cpu") hard-coded
+    def forward(self, x):
+        return self.stage2(self.stage1(x.to("cpu")).to(self.second))
+
+
+class TwoStageSwapped(TwoStageOk):
+    def __init__(self, first, second):
+        nn.Module.__init__(self)
+        self.first, self.second = torch.device(first), torch.device(second)
+        self.stage1 = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).to(self.second)
+        self.stage2 = nn.Linear(8, 2).to(self.first)
+
+    def forward(self, x):
+        return self.stage2(self.stage1(x.to(self.second)).to(self.first))
+
+
+class TwoStageBack(TwoStageOk):  # the output moved back to the first device
+    def forward(self, x):
+        return super().forward(x).to(self.first)
+
+
+class TwoStageNoRelu(TwoStageOk):
+    def __init__(self, first, second):
+        nn.Module.__init__(self)
+        self.first, self.second = torch.device(first), torch.device(second)
+        self.stage1 = nn.Sequential(nn.Linear(4, 8)).to(self.first)
+        self.stage2 = nn.Linear(8, 2).to(self.second)
+
+
+class TwoStageFactoryKwargs(nn.Module):
+    def __init__(self, first, second):
+        super().__init__()
+        self.stage1 = nn.Sequential(nn.Linear(4, 8, device=first), nn.ReLU())
+        self.stage2 = nn.Linear(8, 2, device=second)
+
+    def forward(self, x):
+        x = x.to(next(self.stage1.parameters()).device)
+        return self.stage2(self.stage1(x).to(self.stage2.weight.device))
+
+
+class TwoStageNonBlocking(TwoStageOk):
+    def forward(self, x):
+        hidden = self.stage1(x.to(self.first, non_blocking=True))
+        return self.stage2(hidden.to(self.second, non_blocking=True))
+
+
+class TwoStageLogs(TwoStageOk):  # right on a GPU, awkward on meta: .item() of an activation
+    def forward(self, x):
+        hidden = self.stage1(x.to(self.first))
+        out = self.stage2(hidden.to(self.second))
+        self.last_mean = out.mean().item()
+        return out
+
+
+WRONG = {
+    "mask-buffer": [
+        ("plain tensor attribute", ScoresPlain, "plain tensor attribute"),
+        ("buffer hard-coded to (5, 5)", ScoresFixedSize, "built from `steps`"),
+        ("upper triangle", ScoresUpper, "above the diagonal must become -inf"),
+        ("new CPU mask in forward", ScoresInForward, "do not make a new one in forward"),
+        ("float mask", ScoresFloatMask, "bool mask built from `steps`"),
+        ("stub", ScoresStub, "not done yet"),
+        ("an instance instead of the class", ScoresOk(5), "the class itself"),
+    ],
+    "module-list": [
+        ("plain Python list", StackList, "plain Python list"),
+        ("three Linear(4, 4) hard-coded", StackHardCoded, "should hold 2 layers"),
+        ("[nn.Linear(w, w)] * depth", StackRepeated, "repeats ONE layer"),
+        ("no relu", StackNoRelu, "each followed by torch.relu"),
+        ("a tuple", StackTuple, "plain Python tuple"),
+        ("attribute not called layers", StackOtherName, "no attribute called 'layers'"),
+    ],
+    "noise-forward": [
+        ("factory without device", NoiseOnCpu, "take it from x"),
+        ("noise without the input's dtype", NoiseDefaultDtype, "input's shape and dtype"),
+        ("std hard-coded to 0.5", NoiseFixedStd, "std 2.0"),
+        ("uniform noise", NoiseUniform, "Gaussian noise with mean 0"),
+        ("std ignored", NoiseUnscaled, "Scale standard normal noise"),
+    ],
+    "two-stage": [
+        ("activations never cross", TwoStageNoHop, "the activations to the second's"),
+        ("x never moved to the first stage", TwoStageInputNotMoved, "move x to the first stage's device"),
+        ('x.to("cpu") hard-coded', TwoStageCpuInput, "never a fixed name"),
+        ("stages swapped", TwoStageSwapped, "Place each stage on the device"),
+        ("output moved back", TwoStageBack, "the second stage's device"),
+        ("stage1 without ReLU", TwoStageNoRelu, "stage2(stage1(x))"),
+    ],
+}
+
+RIGHT = {
+    "mask-buffer": [
+        ("persistent=False buffer with torch.where", ScoresOk),
+        ("persistent buffer", ScoresPersistent),
+        ("comparison mask with masked_fill", ScoresMaskedFill),
+    ],
+    "module-list": [
+        ("ModuleList comprehension", StackOk),
+        ("ModuleList.append", StackAppend),
+        ("indexed loop with .relu()", StackIndexed),
+    ],
+    "noise-forward": [
+        ("randn_like", NoiseOk),
+        ("randn with shape, dtype and device", NoiseLong),
+        ("empty_like().normal_()", NoiseNormal),
+        ("torch.normal with dtype and device", NoiseNew),
+    ],
+    "two-stage": [
+        ("Module.to in __init__", TwoStageOk),
+        ("device= factory kwargs, devices read from the parameters", TwoStageFactoryKwargs),
+        ("non_blocking hops", TwoStageNonBlocking),
+        ("logs out.mean().item()", TwoStageLogs),
+    ],
+}
