@@ -17,6 +17,8 @@ import course
 import dist
 from _paths import LABS, ROOT
 
+pytestmark = pytest.mark.integration  # builds wheels and zips, installs into a fresh environment
+
 
 @pytest.fixture(scope="module")
 def zips(tmp_path_factory):

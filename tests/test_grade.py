@@ -25,6 +25,8 @@ from _paths import ROOT, SOLUTIONS
 from devicekit_grade import sandbox
 from grade_helpers import as_student_work, graded_labs, lab_notebook, solution_notebook, solved_lab, write
 
+pytestmark = pytest.mark.integration  # the grader runs every notebook in kernels of its own
+
 LAB = "01-devices"
 LABS = graded_labs()
 

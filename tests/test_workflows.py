@@ -87,12 +87,14 @@ def test_the_workflows_exist():
     assert EXPECTED <= {p.name for p in _files()}
 
 
+@pytest.mark.integration
 def test_workflows_match_githubs_schema():
     done = _run([_tool("check-jsonschema"), *SCHEMA, *map(str, _files())])
     print(done.stdout, done.stderr)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.integration
 def test_the_schema_check_rejects_a_broken_workflow(tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text("name: broken\non: push\njobs:\n  build:\n    steps: 5\n", encoding="utf-8")
@@ -100,12 +102,14 @@ def test_the_schema_check_rejects_a_broken_workflow(tmp_path):
     assert done.returncode != 0, done.stdout
 
 
+@pytest.mark.integration
 def test_zizmor_offline_finds_nothing():
     done = _run([_tool("zizmor"), *ZIZMOR, str(WORKFLOWS)])
     print(done.stdout, done.stderr)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.integration
 def test_zizmor_catches_a_bad_workflow(tmp_path):
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
