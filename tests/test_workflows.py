@@ -169,6 +169,15 @@ def test_cpu_tests_cover_linux_and_macos_on_python_310_to_313():
     assert "pull_request" in workflow["on"]
 
 
+def test_every_ci_run_of_make_test_runs_the_chinese_notebooks_too():
+    """Locally nbval skips a Chinese twin whose code is the English one's (tests/nbval_checks.py); CI not."""
+    jobs = [*_load("tests.yml")["jobs"].values(), _load("pages.yml")["jobs"]["build"]]
+    for job in jobs:
+        if "make test" in _runs({"jobs": {"job": job}}):
+            assert job.get("env", {}).get("DEVICEKIT_NBVAL_ALL") == "1", job.get("name")
+    assert "export DEVICEKIT_NBVAL_ALL=1" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
 def test_a_job_tests_the_makefiles_torch_floor():
     """The Makefile's TORCH_SPEC floor is what the course claims to support: CI runs the tests on it."""
     floor = re.search(r"^TORCH_SPEC \?= torch>=(\d+\.\d+),", (ROOT / "Makefile").read_text(), re.MULTILINE)
