@@ -60,15 +60,14 @@ def pytest_collection_modifyitems(items):
 # --- once per run, shared by xdist workers ---------------------------------------------------------------
 
 
-def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The test run's temporary folder: the same for every xdist worker of one run."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+def run_folder(request: pytest.FixtureRequest) -> Path:
+    """The test run's temporary folder: the same for every xdist worker of one run (a worker's own folder
+    is inside it)."""
+    base = request.getfixturevalue("tmp_path_factory").getbasetemp()
+    return base.parent if hasattr(request.config, "workerinput") else base
 
 
-def once_per_run(
-    tmp_path_factory: pytest.TempPathFactory, name: str, key: str, make: Callable[[Path], None]
-) -> Path:
+def once_per_run(request: pytest.FixtureRequest, name: str, key: str, make: Callable[[Path], None]) -> Path:
     """``make(folder)`` once per test run, even under pytest-xdist; returns ``folder``.
 
     The first caller takes a file lock and makes the folder; the others wait on the lock and reuse it. A
@@ -77,7 +76,7 @@ def once_per_run(
     """
     from filelock import FileLock  # a dependency of torch
 
-    base = run_folder(tmp_path_factory)
+    base = run_folder(request)
     folder = base / f"{name}-{key}"
     done = base / f"{name}-{key}.done"
     with FileLock(str(base / f"{name}-{key}.lock"), timeout=WAIT_FOR_SHARED_S):
@@ -154,7 +153,9 @@ class SiteBuild:
     env: dict[str, str]
 
 
-def build_site(tmp_path_factory, flavour: str, env: dict[str, str], builds: int = 1) -> SiteBuild:
+def build_site(
+    request: pytest.FixtureRequest, flavour: str, env: dict[str, str], builds: int = 1
+) -> SiteBuild:
     """``mkdocs build --strict`` of a snapshot, ``builds`` times into the same folder, once per run."""
     files = source_files()
     build_env = {k: v for k, v in os.environ.items() if k not in _SITE_ENV}
@@ -181,31 +182,31 @@ def build_site(tmp_path_factory, flavour: str, env: dict[str, str], builds: int 
                 raise RuntimeError(f"mkdocs build ({flavour}, build {number}) failed:\n{log[-6000:]}")
             print(f"{flavour} site, build {number}: {time.monotonic() - started:.0f} s", file=sys.stderr)
 
-    folder = once_per_run(tmp_path_factory, f"site-{flavour}", _inputs_key(files, env), make)
+    folder = once_per_run(request, f"site-{flavour}", _inputs_key(files, env), make)
     logs = tuple((folder / f"build-{n}.log").read_text(encoding="utf-8") for n in range(1, builds + 1))
     return SiteBuild(source=folder / "source", site=folder / "site", logs=logs, env=env)
 
 
 @pytest.fixture(scope="session")
-def site_full(tmp_path_factory) -> SiteBuild:
+def site_full(request) -> SiteBuild:
     """The whole course, built twice in one snapshot (the second build reads the render cache)."""
-    return build_site(tmp_path_factory, "full", {}, builds=2)
+    return build_site(request, "full", {}, builds=2)
 
 
 @pytest.fixture(scope="session")
-def site_students(tmp_path_factory) -> SiteBuild:
+def site_students(request) -> SiteBuild:
     """The students-only site, as ``make students`` builds it (no ``COURSE_STUDENTS_REPO_URL``)."""
-    return build_site(tmp_path_factory, "students", {"COURSE_STUDENTS_ONLY": "1"})
+    return build_site(request, "students", {"COURSE_STUDENTS_ONLY": "1"})
 
 
 @pytest.fixture(scope="session")
-def site_students_repo(tmp_path_factory) -> SiteBuild:
+def site_students_repo(request) -> SiteBuild:
     """The students-only site that links to a solution-free repository (``COURSE_STUDENTS_REPO_URL``)."""
     env = {
         "COURSE_STUDENTS_ONLY": "1",
         "COURSE_STUDENTS_REPO_URL": "https://github.com/example/device-course-labs",
     }
-    return build_site(tmp_path_factory, "students-repo", env)
+    return build_site(request, "students-repo", env)
 
 
 @pytest.fixture(scope="session")
@@ -218,7 +219,7 @@ def site(site_full: SiteBuild) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ddp_run(tmp_path_factory) -> dict:
+def ddp_run(request) -> dict:
     """``ddp_train_step`` on two processes (``spawn``, gloo), and what became of the processes.
 
     Returns ``{"results": [rank 0's dict, rank 1's dict], "exitcodes", "alive", "reaped",
@@ -260,5 +261,5 @@ def ddp_run(tmp_path_factory) -> dict:
         }
         (folder / "run.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
 
-    folder = once_per_run(tmp_path_factory, "ddp", "ddp_train_step-2x2", make)
+    folder = once_per_run(request, "ddp", "ddp_train_step-2x2", make)
     return json.loads((folder / "run.json").read_text(encoding="utf-8"))
