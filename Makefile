@@ -12,6 +12,9 @@ TORCH_SPEC ?= torch>=2.7,<2.14
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # Extra pytest arguments, e.g. PYTEST_ARGS=--nbval-lax for a torch whose messages differ from the stored ones.
 PYTEST_ARGS ?=
+# `make test` runs the suite in two processes; loadfile keeps a notebook's cells (one kernel) together.
+# PYTEST_XDIST= runs it in one process. Plain `pytest` never uses xdist (pyproject.toml).
+PYTEST_XDIST ?= -n 2 --dist loadfile
 STAMP := $(VENV)/.installed
 export NO_MKDOCS_2_WARNING := 1
 
@@ -43,7 +46,7 @@ serve: setup
 	$(BIN)/mkdocs serve --dirty --no-strict -a $(ADDR):$(PORT)
 
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # Extra arguments for JupyterLab: make lab ARGS=--allow-root (containers, root shells)
 lab: setup

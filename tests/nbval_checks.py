@@ -1,9 +1,15 @@
 """pytest plugin (loaded with `-p nbval_checks`): nbval runs each lab in its language, and a cell tagged
-to raise must really raise. A plugin, not a conftest, because it must also apply to labs/ and solutions/."""
+to raise must really raise. A plugin, not a conftest, because it must also apply to labs/ and solutions/.
+
+A Chinese notebook of `labs/` or `solutions/` whose code cells are its English twin's (compared as
+`tests/test_parity.py` compares them) is skipped, as it runs the same code: unless `DEVICEKIT_NBVAL_ALL=1`
+(CI sets it, so CI runs both) or the notebook is named on the command line.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +34,44 @@ def _kinds(outputs) -> list[str]:
 
 def _is_cell(item) -> bool:
     return IPyNbCell is not None and isinstance(item, IPyNbCell)
+
+
+#: Set to 1 to run every Chinese twin under nbval too (CI: `.ci/run`, `.github/workflows/tests.yml`).
+RUN_ALL = "DEVICEKIT_NBVAL_ALL"
+TWIN_FOLDERS = ("labs", "solutions")
+
+
+def twin_skip_reason(path: Path) -> str | None:
+    """Why nbval may skip this notebook, or None: a Chinese twin in `labs/` or `solutions/` whose code cells
+    are the English notebook's (same code, same tags, strings translated and comments aside)."""
+    from twins import notebook_code_differences
+
+    english = path.with_name(path.name.replace(".zh.ipynb", ".ipynb"))
+    if not path.name.endswith(".zh.ipynb") or path.parent.name not in TWIN_FOLDERS or not english.exists():
+        return None
+    if notebook_code_differences(english, path):
+        return None  # different code: it runs (and tests/test_parity.py fails)
+    return (
+        f"{path.parent.name}/{path.name} runs the same code cells as {english.name} (tests/test_parity.py); "
+        f"{RUN_ALL}=1 runs it too, as CI does"
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get(RUN_ALL) == "1":
+        return
+    named = {(config.invocation_params.dir / arg.split("::")[0]).resolve() for arg in config.args}
+    reasons: dict[Path, str | None] = {}
+    for item in items:
+        if not _is_cell(item):
+            continue
+        path = Path(item.path).resolve()
+        if path in named:  # asked for by name: it runs
+            continue
+        if path not in reasons:
+            reasons[path] = twin_skip_reason(path)
+        if reasons[path]:
+            item.add_marker(pytest.mark.skip(reason=reasons[path]))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -5,9 +5,9 @@ The browser: Debian's ``/usr/bin/chromium`` where present, else a Chromium that 
 chromium`` put on this machine; without either the browser tests skip, saying how to get one. With
 ``DEVICEKIT_REQUIRE_BROWSER=1`` (CI) a missing browser or Playwright is a failure instead.
 
-The site is built once per session (``test_links.built_site``) and served on 127.0.0.1. Requests to any
-other host are aborted, as they would fail on an offline machine or behind a firewall. Screenshots go
-to ``build/screenshots/``.
+The site is built once per run (the ``site`` fixture of ``conftest.py``) and served on 127.0.0.1.
+Requests to any other host are aborted, as they would fail on an offline machine or behind a firewall.
+Screenshots go to ``build/screenshots/``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_links import built_site
 
 from course_tools.paths import DOCS, LABS, ROOT, SOLUTIONS, english, notebooks
 from devicekit.explain import explain, load_catalog
@@ -86,11 +85,6 @@ def browser():
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):
         pass
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return built_site(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -281,6 +275,7 @@ def _python(text: str) -> dict:
     }
 
 
+@pytest.mark.integration
 def test_widget_agrees_with_devicekit_explain_on_every_catalog_example_and_more():
     texts = EXAMPLE_TEXTS + HANDWRITTEN + _fuzz(400)
     js = _explain_in_node(texts)

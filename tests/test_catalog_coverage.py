@@ -141,6 +141,7 @@ def test_every_claimed_mined_message_gets_its_family_from_explain():
     assert not wrong, wrong
 
 
+@pytest.mark.integration
 def test_every_claimed_mined_message_gets_its_family_in_the_widget():
     """The same list through docs/assets/explainer.js under node, in one process."""
     from course_tools.generate import atlas
@@ -283,6 +284,7 @@ def _in_installed_torch(message: str) -> bool:
     return fixed > 0 and covered >= 0.6 * fixed
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "family_id,example", _examples_from_a_torch_install(), ids=lambda v: v if isinstance(v, str) else ""
 )
@@ -301,6 +303,7 @@ def test_catalogued_example_still_exists_in_the_installed_torch(family_id, examp
     )
 
 
+@pytest.mark.integration
 def test_mined_texts_still_exist_where_the_list_says():
     """Every text mined from the installed torch (or, for a newer torch, from the newest mined release) is
     still in the file or library the list names; re-run course_tools.miners.mine_messages when this fails."""
@@ -329,6 +332,7 @@ def test_mined_texts_still_exist_where_the_list_says():
     assert not gone, gone
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "message",
     [
@@ -342,6 +346,7 @@ def test_the_existence_check_rejects_a_reworded_message(message):
     assert not _in_installed_torch(message)
 
 
+@pytest.mark.integration
 def test_the_grown_widget_stays_fast_on_long_tracebacks():
     """26 families and their patterns against a 1 MB traceback: the widget answers well within a second on a
     laptop (measured ~50 ms); the bound is generous for a busy machine."""

@@ -17,6 +17,8 @@ from course_tools import course
 from course_tools.generate import dist
 from course_tools.paths import LABS, ROOT
 
+pytestmark = pytest.mark.integration  # builds wheels and zips, installs into a fresh environment
+
 
 @pytest.fixture(scope="module")
 def zips(tmp_path_factory):

@@ -202,9 +202,9 @@ def test_spawn_rejects_lambdas_and_nested_functions():
 # --- real processes -------------------------------------------------------------------------------
 
 
-def test_two_process_ddp_keeps_parameters_identical(tmp_path):
-    spawn(dist_workers.ddp_train_step, nprocs=2, args=(2, tmp_path))
-    results = dist_workers.collect_results(tmp_path)
+def test_two_process_ddp_keeps_parameters_identical(ddp_run):
+    """The run of conftest.py's ``ddp_run`` (spawn, two processes, gloo), shared with test_lab08.py."""
+    results = ddp_run["results"]
     assert [r["rank"] for r in results] == [0, 1]
     for r in results:
         assert (r["backend"], r["device"], r["world_size"], r["identical"]) == ("gloo", "cpu", 2, True)
@@ -213,9 +213,10 @@ def test_two_process_ddp_keeps_parameters_identical(tmp_path):
     assert first["losses"] != second["losses"]  # ... and different data per rank ...
     assert first["checksum"] == second["checksum"]  # ... yet identical parameters after the all-reduce
     assert first["digest"] == second["digest"]
-    assert not dist.is_initialized()  # the parent never joined a group
+    assert ddp_run["parent_in_group"] is False  # the parent never joined a group
 
 
+@pytest.mark.integration
 def test_two_process_all_reduce_through_a_queue():
     queue = torch.multiprocessing.get_context("spawn").SimpleQueue()
     spawn(dist_workers.all_reduce_demo, nprocs=2, args=(2, queue))
@@ -224,6 +225,7 @@ def test_two_process_all_reduce_through_a_queue():
     assert all(r["expected"] == 3.0 and r["backend"] == "gloo" for r in results)
 
 
+@pytest.mark.integration
 def test_spawn_tries_another_port_when_its_port_was_taken(monkeypatch: pytest.MonkeyPatch, tmp_path):
     """Labs run side by side (CI, the GPU check): the port spawn() picked can be taken before rank 0 binds."""
     import socket
@@ -238,6 +240,7 @@ def test_spawn_tries_another_port_when_its_port_was_taken(monkeypatch: pytest.Mo
     assert [r["after"] for r in dist_workers.collect_results(tmp_path)] == [3.0, 3.0]
 
 
+@pytest.mark.integration
 def test_spawn_does_not_retry_a_port_the_caller_chose(tmp_path):
     import socket
 
@@ -257,6 +260,7 @@ def test_worker_called_directly_in_one_process():
     assert not dist.is_initialized()
 
 
+@pytest.mark.integration
 def test_spawn_from_a_real_notebook_kernel(tmp_path):
     """The case spawn() is for: a Jupyter kernel, whose ``__main__`` the children cannot import."""
     nbformat = pytest.importorskip("nbformat")
@@ -290,6 +294,7 @@ def test_single_process_nccl_on_gpu():
     assert t.device == info.device
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
 def test_two_process_nccl_all_reduce(tmp_path):
     spawn(dist_workers.all_reduce_demo, nprocs=2, args=(2, tmp_path, "nccl"))

@@ -221,6 +221,7 @@ def test_limits_apply_to_a_submissions_processes():
     assert json.loads(done.stdout) == [3000 * 2**20, 77, 5 * 2**20]
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc: Linux")
 def test_kill_tree_kills_detached_descendants(tmp_path):
     # A child that starts a grandchild in a session of its own, then exits: the grandchild is adopted by the
@@ -282,6 +283,7 @@ def test_lab_csv_headers_are_stable():
     assert header[-3:] == ["feedback", "reason", "sha256"]
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc: Linux")
 def test_the_command_line_of_the_running_grader_names_no_folder(tmp_path):
     subs = tmp_path / "class-of-2026"

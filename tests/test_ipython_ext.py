@@ -171,6 +171,7 @@ def _kinds(cell) -> list[str]:
     return [o.output_type if o.output_type != "stream" else f"stream:{o.name}" for o in cell.outputs]
 
 
+@pytest.mark.integration
 def test_real_kernel_prints_under_the_error_output(lang):
     """nbclient runs a notebook in a real ipykernel, the way Jupyter, VS Code and Colab do."""
     pytest.importorskip("devicekit.explain")

@@ -4,7 +4,6 @@ languages; the workers really run DDP on two CPU processes; nothing is left runn
 
 from __future__ import annotations
 
-import os
 import time
 
 import nbformat
@@ -15,7 +14,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from check_outcome import expect
 from course_tools.paths import SOLUTIONS
-from devicekit.distributed import spawn, teardown
+from devicekit.distributed import teardown
 from devicekit_labs import exercises_for, run
 from devicekit_labs import workers as dist_workers
 
@@ -117,6 +116,7 @@ def test_fail_fast_rejects_bad_settings_without_starting_processes(answer, hint)
     expect(run(LAB, "fail-fast", answer), hint)
 
 
+@pytest.mark.integration
 def test_fail_fast_runs_two_real_processes():
     """The probe that names the missing rank passes; a plain all_reduce times out without naming it."""
     start = time.monotonic()
@@ -135,19 +135,18 @@ def test_straggler_worker_validates_its_arguments():
     assert not dist.is_initialized()
 
 
-def test_nothing_left_running_after_the_lab_workers(tmp_path):
-    """Every process this test starts has exited and been reaped; no process group survives anywhere."""
-    context = spawn(dist_workers.ddp_train_step, nprocs=2, args=(2, tmp_path, 3), join=False)
-    pids = [p.pid for p in context.processes]
-    deadline = time.monotonic() + 300
-    while not context.join(timeout=5):
-        assert time.monotonic() < deadline, "the workers did not finish"
-    assert all(not p.is_alive() and p.exitcode == 0 for p in context.processes)
-    for pid in pids:  # reaped: the kernel no longer knows them as our children
-        with pytest.raises(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-    results = dist_workers.collect_results(tmp_path)
+def test_nothing_left_running_after_the_lab_workers(ddp_run):
+    """Every process the run starts has exited and been reaped; no process group survives anywhere.
+
+    The run is conftest.py's ``ddp_run`` (shared with test_distributed.py): it spawns the workers without
+    joining, joins them with a deadline and records what became of each process.
+    """
+    assert ddp_run["alive"] == [False, False] and ddp_run["exitcodes"] == [0, 0]
+    # reaped: right after the join, the kernel no longer knew them as children of their parent
+    assert ddp_run["reaped"] == [True, True]
+    results = ddp_run["results"]
     assert [r["rank"] for r in results] == [0, 1] and results[0]["digest"] == results[1]["digest"]
+    assert ddp_run["parent_in_group"] is False
     assert not dist.is_initialized()
 
 

@@ -2,114 +2,19 @@
 page leads to a file of the site, and every ``#anchor`` to an id on the target page. External links are
 not fetched (the test machines are offline); they are listed in ``build/link-check.txt``.
 
-Also home of :func:`built_site`, the one site build that this module and ``test_browser.py`` share.
+The site is the full snapshot build that this module shares with ``test_site.py`` and ``test_browser.py``
+(the ``site`` fixture of ``conftest.py``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import time
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
-import pytest
-
 from course_tools.paths import ROOT
-
-#: Never copied into the build's snapshot: git, environments, build outputs, caches, the notebook mirrors.
-_NOT_SOURCE = {
-    ".git", ".venv", "venv", "site", "site-students", "build", "dist", "wheels", ".cache", ".pytest_cache",
-    ".ruff_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints", "node_modules",
-}  # fmt: skip
-_MIRRORS = {"docs/labs", "docs/solutions"}
-
-
-def _source_files() -> list[str]:
-    """The checkout's files, as git sees them (tracked or new, not ignored); a plain walk without git."""
-    try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        ).stdout.decode("utf-8")
-        files = [name for name in listed.split("\0") if name]
-    except (OSError, subprocess.CalledProcessError):
-        files = []
-        for folder, dirs, names in os.walk(ROOT):
-            here = Path(folder).relative_to(ROOT)
-            dirs[:] = [d for d in dirs if _is_source((here / d / "-").as_posix())]
-            files += [(here / name).as_posix() for name in names]
-    return [f for f in files if _is_source(f) and (ROOT / f).is_file()]
-
-
-def _is_source(name: str) -> bool:
-    parts = name.split("/")
-    if any(p in _NOT_SOURCE or p.endswith(".egg-info") for p in parts[:-1]):
-        return False
-    return not any(name.startswith(mirror + "/") for mirror in _MIRRORS)
-
-
-def _snapshot(dest: Path) -> None:
-    """Copy the checkout's source files into ``dest``: the site is built from the copy.
-
-    The site build mutates the checkout (it mirrors ``labs/`` and ``solutions/`` into ``docs/``, and the
-    students-only build in ``test_site.py`` deletes the solutions mirror), so two builds in the same
-    checkout at once, as under ``pytest -n 2``, would race.
-    """
-    for name in _source_files():
-        target = dest / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, target)
-
-
-def built_site(tmp_path_factory) -> Path:
-    """Build the site once per test session (``mkdocs build --strict``) and return its folder.
-
-    Under pytest-xdist the workers share one build: the first one builds, the others wait for it.
-    """
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the session's folder, shared by its workers
-    site, done, lock = base / "dk-site", base / "dk-site.done", base / "dk-site.lock"
-    deadline = time.monotonic() + 600
-    while not done.exists():
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no site after 10 minutes of waiting for {lock}") from None
-            time.sleep(0.2)
-            continue
-        os.close(fd)
-        try:
-            if not done.exists():
-                source = base / "dk-site-src"
-                shutil.rmtree(source, ignore_errors=True)
-                _snapshot(source)
-                env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-                cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)]
-                run = subprocess.run(cmd, cwd=source, env=env, capture_output=True, text=True)
-                status = "ok" if run.returncode == 0 else f"mkdocs build failed:\n{run.stdout}{run.stderr}"
-                done.write_text(status, encoding="utf-8")
-        finally:
-            lock.unlink()
-    status = done.read_text(encoding="utf-8")
-    if status != "ok":
-        pytest.fail(status)
-    return site
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return built_site(tmp_path_factory)
-
 
 # --- parsing ------------------------------------------------------------------------------------
 

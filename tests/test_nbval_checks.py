@@ -1,5 +1,6 @@
 """The nbval plugin really fails a cell that is tagged to raise but no longer raises (or raises another
-exception than the one its stored output shows)."""
+exception than the one its stored output shows), and skips a Chinese twin only where its code is the
+English notebook's."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 
 from course_tools.paths import ROOT
 
@@ -33,17 +35,21 @@ def _cell(source: str, tags: list[str], stored_error: str | None = None):
     return cell
 
 
+@pytest.mark.integration
 def test_tagged_cell_that_does_not_raise_fails(tmp_path):
     run = _run_nbval(tmp_path, _cell("x = 1 + 1", ["raises-exception"]))
     assert run.returncode == 1, run.stdout
     assert "tagged raises-exception but did not raise" in run.stdout
 
 
+@pytest.mark.integration
 def test_tagged_cell_that_raises_passes(tmp_path):
     run = _run_nbval(tmp_path, _cell("raise RuntimeError('boom')", ["raises-exception"]))
     assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout, run.stdout  # the cell ran (not skipped, not uncollected)
 
 
+@pytest.mark.integration
 def test_tagged_cell_raising_another_exception_type_fails(tmp_path):
     cell = _cell("raise ValueError('no')", ["raises-exception", "nbval-ignore-output"], "RuntimeError")
     run = _run_nbval(tmp_path, cell, mode="--nbval")
@@ -51,6 +57,7 @@ def test_tagged_cell_raising_another_exception_type_fails(tmp_path):
     assert "raised ['ValueError'], the stored output shows ['RuntimeError']" in run.stdout
 
 
+@pytest.mark.integration
 def test_pytorchs_own_error_matches_the_stored_stand_in_error(tmp_path):
     """Stored on the CPU runner from `strict_devices` (DeviceMismatchError); on a GPU PyTorch raises."""
     cell = _cell(
@@ -58,3 +65,74 @@ def test_pytorchs_own_error_matches_the_stored_stand_in_error(tmp_path):
     )
     run = _run_nbval(tmp_path, cell, mode="--nbval")
     assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout, run.stdout
+
+
+# --- Chinese twins: skipped where their code cells are the English twin's ---------------------------------
+
+
+def _probe(path, source: str) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def test_a_course_twin_with_the_same_code_is_skipped_and_says_why():
+    from nbval_checks import RUN_ALL, twin_skip_reason
+
+    reason = twin_skip_reason(ROOT / "labs" / "01-devices.zh.ipynb")
+    assert reason and "01-devices.ipynb" in reason and "tests/test_parity.py" in reason and RUN_ALL in reason
+    assert twin_skip_reason(ROOT / "solutions" / "01-devices.zh.ipynb")
+    assert twin_skip_reason(ROOT / "labs" / "01-devices.ipynb") is None  # English notebooks always run
+
+
+def test_a_twin_with_other_code_or_outside_the_course_folders_runs(tmp_path):
+    from nbval_checks import twin_skip_reason
+
+    _probe(tmp_path / "labs" / "a.ipynb", 'x = 1\nprint("done")')
+    _probe(tmp_path / "labs" / "a.zh.ipynb", 'x = 1  # 注释\nprint("完成")')
+    assert twin_skip_reason(tmp_path / "labs" / "a.zh.ipynb")  # comments and translated strings aside
+    _probe(tmp_path / "labs" / "a.zh.ipynb", 'x = 2\nprint("完成")')
+    assert twin_skip_reason(tmp_path / "labs" / "a.zh.ipynb") is None
+    _probe(tmp_path / "notes" / "a.ipynb", "x = 1")
+    _probe(tmp_path / "notes" / "a.zh.ipynb", "x = 1")
+    assert twin_skip_reason(tmp_path / "notes" / "a.zh.ipynb") is None
+    assert twin_skip_reason(tmp_path / "labs" / "missing.zh.ipynb") is None  # no English twin
+
+
+@pytest.mark.integration
+def test_nbval_skips_a_same_code_twin_unless_asked_for(tmp_path):
+    """Three real runs: over the folder (the twin with the same code skipped, the other runs), with
+    DEVICEKIT_NBVAL_ALL=1 (it runs), and with the twin named on the command line (it runs)."""
+    labs = tmp_path / "labs"
+    _probe(labs / "same.ipynb", 'print("done")')
+    _probe(labs / "same.zh.ipynb", 'print("完成")')
+    _probe(labs / "other.ipynb", "x = 1")
+    _probe(labs / "other.zh.ipynb", "x = 2")
+
+    def nbval(*args: str, **env: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "pytest", "-p", "nbval_checks", "--nbval-lax", "--nbval-current-env"]
+        cmd += [
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "-rs",
+            "--rootdir",
+            str(tmp_path),
+        ]
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), **env}
+        full_env.pop("DEVICEKIT_NBVAL_ALL", None) if not env else None
+        return subprocess.run([*cmd, *args], cwd=tmp_path, env=full_env, capture_output=True, text=True)
+
+    folder = nbval("labs", "-k", "zh")
+    assert folder.returncode == 0, folder.stdout + folder.stderr
+    assert "1 passed, 1 skipped" in folder.stdout, folder.stdout
+    assert "labs/same.zh.ipynb runs the same code cells as same.ipynb" in folder.stdout, folder.stdout
+    every = nbval("labs", "-k", "same and zh", DEVICEKIT_NBVAL_ALL="1")
+    assert "1 passed" in every.stdout and "skipped" not in every.stdout, every.stdout
+    named = nbval("labs/same.zh.ipynb")
+    assert "1 passed" in named.stdout and "skipped" not in named.stdout, named.stdout

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 
 import nbformat
 import pytest
+from twins import code_differences, notebook_code_differences
 
 from course_tools.paths import DOCS, LABS, SOLUTIONS, english, notebooks, zh_twin
 
@@ -17,10 +16,6 @@ PAGES = english(
 NOTEBOOKS = english(notebooks(SOLUTIONS) + notebooks(LABS))
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 CJK = re.compile(r"[\u4e00-\u9fff]")
-#: A Chinese string literal: Han characters or full-width punctuation ("设备：", "is t：").
-TRANSLATED = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
-#: The one string that differs by design: the notebook's own language in its setup cell.
-LANGUAGE_TAGS = {(f"{q}en{q}", f"{q}zh{q}") for q in ('"', "'")}
 
 
 def python_blocks(text: str) -> list[str]:
@@ -46,66 +41,12 @@ def test_pages_have_twins_with_identical_code(page):
     assert en.count("\n#") == zh.count("\n#"), "same section structure"
 
 
-def code_tokens(source: str) -> list[tuple[str, str]]:
-    """The tokens of a code cell or snippet without comments and line breaks; strings stay whole.
-
-    IPython syntax (``%pip``, ``!ls``) is first turned into the Python IPython runs. On Python 3.12+ an
-    f-string arrives as several tokens; they are joined back into one string token.
-    """
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    python = TransformerManager().transform_cell(source)
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENCODING, tokenize.ENDMARKER}
-    fstring_start = getattr(tokenize, "FSTRING_START", None)
-    fstring_end = getattr(tokenize, "FSTRING_END", None)
-    tokens: list[tuple[str, str]] = []
-    depth, pending = 0, ""
-    for tok in tokenize.generate_tokens(io.StringIO(python).readline):
-        if fstring_start is not None and (depth or tok.type == fstring_start):
-            depth += (tok.type == fstring_start) - (tok.type == fstring_end)
-            pending += tok.string
-            if not depth:
-                tokens.append(("STRING", pending))
-                pending = ""
-        elif tok.type not in skip:
-            tokens.append((tokenize.tok_name[tok.type], tok.string))
-    return tokens
-
-
-def code_differences(en: str, zh: str, where: str) -> list[str]:
-    """Where the code of two twins differs, ignoring comments and translated string literals.
-
-    Comments may differ freely. A string literal may differ only where the Chinese one holds Chinese (a
-    translated docstring, label or message); ``"cuda"`` against ``"cpu"`` is a difference.
-    """
-    a, b = code_tokens(en), code_tokens(zh)
-    if [t for t, _ in a] != [t for t, _ in b]:
-        return [f"{where}: the code differs beyond comments and strings:\n  en: {en!r}\n  zh: {zh!r}"]
-    return [
-        f"{where}: {x!r} (en) vs {y!r} (zh)"
-        for (kind, x), (_, y) in zip(a, b, strict=True)
-        if x != y and not (kind == "STRING" and (TRANSLATED.search(y) or (x, y) in LANGUAGE_TAGS))
-    ]
-
-
-def _code_cells(nb):
-    return [c for c in nb.cells if c.cell_type == "code"]
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_notebooks_have_twins_with_identical_code_cells(path):
     twin = zh_twin(path)
     assert twin.exists(), f"{twin.name} is missing"
     en, zh = nbformat.read(path, as_version=4), nbformat.read(twin, as_version=4)
-    cells_en, cells_zh = _code_cells(en), _code_cells(zh)
-    assert len(cells_en) == len(cells_zh), "same number of code cells"
-    problems = []
-    for number, (a, b) in enumerate(zip(cells_en, cells_zh, strict=True), 1):
-        problems += code_differences(a.source, b.source, f"{twin.name}, code cell {number}")
-        if a.metadata.get("tags", []) != b.metadata.get("tags", []):
-            problems.append(
-                f"{twin.name}, code cell {number}: tags {a.metadata.get('tags')} vs {b.metadata.get('tags')}"
-            )
+    problems = notebook_code_differences(path, twin)  # the number of code cells, their code and tags
     assert not problems, "\n".join(problems)
     assert [c.cell_type for c in en.cells] == [c.cell_type for c in zh.cells], "same cell structure"
     for cell_en, cell_zh in zip(en.cells, zh.cells, strict=True):

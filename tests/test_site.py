@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,26 +14,16 @@ import pytest
 from course_tools.generate import labs as labtool
 from course_tools.paths import DOCS, LABS, ROOT, english, notebooks
 
-MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]
 LAB_PAGES = [
     f"{folder}/{p.stem}" for folder in ("labs", "solutions") for p in english(notebooks(ROOT / folder))
 ]
 
 
-def _build(site: Path) -> str:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    run = subprocess.run([*MKDOCS, "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True)
-    log = run.stdout + run.stderr
-    assert run.returncode == 0, log
-    return log
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    site = tmp_path_factory.mktemp("site")
-    first = _build(site)
-    second = _build(site)
-    return site, first, second
+def built(site_full):
+    """The full site (conftest.py: one snapshot, built twice) and the logs of its two builds."""
+    first, second = site_full.logs
+    return site_full.site, first, second
 
 
 def _page(site: Path, url: str, lang: str) -> str:
@@ -149,11 +136,12 @@ def test_render_cache_hits_on_the_second_build(built):
     assert first.count("Cache hit") + first.count("Cache miss") == pages
 
 
-def test_mirror_is_ignored_and_complete(built):
+def test_mirror_is_ignored_and_complete(site_full):
     ignored = (ROOT / ".gitignore").read_text()
     assert "docs/labs/" in ignored and "docs/solutions/" in ignored
+    # the build mirrors into the docs/ of the snapshot it was built from (conftest.py), never the checkout's
     for nb in notebooks(LABS):
-        assert (DOCS / "labs" / nb.name).read_bytes() == nb.read_bytes()
+        assert (site_full.source / "docs" / "labs" / nb.name).read_bytes() == nb.read_bytes()
 
 
 def test_no_outside_fonts_or_scripts(built):
@@ -177,11 +165,8 @@ def test_course_map_and_badges_come_from_lab_metadata(built):
                 assert f'lab-badge">{html.escape(badge, quote=False)}' in page
 
 
-def test_students_only_build_has_no_solutions(tmp_path):
-    site = tmp_path / "students"
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "COURSE_STUDENTS_ONLY": "1"}
-    run = subprocess.run([*MKDOCS, "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
+def test_students_only_build_has_no_solutions(site_students):
+    site = site_students.site
     assert (site / "labs" / "01-devices" / "index.html").exists()
     assert not (site / "solutions").exists() and not (site / "zh" / "solutions").exists()
     solution_lines = {

@@ -87,12 +87,14 @@ def test_the_workflows_exist():
     assert EXPECTED <= {p.name for p in _files()}
 
 
+@pytest.mark.integration
 def test_workflows_match_githubs_schema():
     done = _run([_tool("check-jsonschema"), *SCHEMA, *map(str, _files())])
     print(done.stdout, done.stderr)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.integration
 def test_the_schema_check_rejects_a_broken_workflow(tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text("name: broken\non: push\njobs:\n  build:\n    steps: 5\n", encoding="utf-8")
@@ -100,12 +102,14 @@ def test_the_schema_check_rejects_a_broken_workflow(tmp_path):
     assert done.returncode != 0, done.stdout
 
 
+@pytest.mark.integration
 def test_zizmor_offline_finds_nothing():
     done = _run([_tool("zizmor"), *ZIZMOR, str(WORKFLOWS)])
     print(done.stdout, done.stderr)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.integration
 def test_zizmor_catches_a_bad_workflow(tmp_path):
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
@@ -163,6 +167,15 @@ def test_cpu_tests_cover_linux_and_macos_on_python_310_to_313():
     setup = next(s for s in macos["steps"] if s.get("uses", "").startswith("actions/setup-python@"))
     assert setup["with"]["cache"] == "pip" and setup["with"]["cache-dependency-path"] == "pyproject.toml"
     assert "pull_request" in workflow["on"]
+
+
+def test_every_ci_run_of_make_test_runs_the_chinese_notebooks_too():
+    """Locally nbval skips a Chinese twin whose code is the English one's (tests/nbval_checks.py); CI not."""
+    jobs = [*_load("tests.yml")["jobs"].values(), _load("pages.yml")["jobs"]["build"]]
+    for job in jobs:
+        if "make test" in _runs({"jobs": {"job": job}}):
+            assert job.get("env", {}).get("DEVICEKIT_NBVAL_ALL") == "1", job.get("name")
+    assert "export DEVICEKIT_NBVAL_ALL=1" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 def test_a_job_tests_the_makefiles_torch_floor():

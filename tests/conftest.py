@@ -1,0 +1,265 @@
+"""What several test modules share, made once per test run: the two snapshot site builds and one real
+two-process DDP run.
+
+- ``site_full``: ``mkdocs build --strict`` of the whole course, built twice in the same snapshot (the second
+  build shows whether the render cache hits). Used by ``test_site.py``, ``test_links.py`` and
+  ``test_browser.py`` (through the ``site`` fixture).
+- ``site_students``: the students-only build (``COURSE_STUDENTS_ONLY=1``), used by ``test_site.py`` and
+  ``test_grade_site.py``; ``site_students_repo`` the same with a solution-free repository to link to
+  (``COURSE_STUDENTS_REPO_URL``), used by ``test_grade_site.py``.
+- ``ddp_run``: ``devicekit_labs.workers.ddp_train_step`` on two CPU processes (gloo), used by
+  ``test_distributed.py`` and ``test_lab08.py``, which only inspect what the run produced.
+
+Each site is built from a copy of the checkout's source files (git's list: tracked and new, not ignored) in
+the test run's temporary folder, never in the checkout: a build writes the notebook mirrors into
+``docs/``, and the students-only build deletes ``docs/solutions``. Under pytest-xdist every worker asks
+for the same folder (the run's temporary folder, named after a hash of the inputs); a file lock lets the
+first one make it while the others wait, so each thing is made once per run, however many workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from course_tools.paths import ROOT
+
+#: The longest a worker waits for another one to finish making a shared thing (a cold double site build
+#: on a busy 2-core machine takes minutes).
+WAIT_FOR_SHARED_S = 1800
+#: The longest the two DDP workers may take on a busy machine.
+DDP_DEADLINE_S = 300
+
+
+# --- the layers (pyproject.toml's markers) -------------------------------------------------------------
+
+#: Fixtures that make a test part of a layer: whoever uses one is marked so, without a decorator.
+LAYER_FIXTURES = {
+    "site": {"site", "site_full", "site_students", "site_students_repo"},
+    "integration": {"ddp_run"},
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for marker, fixtures in LAYER_FIXTURES.items():
+            if fixtures & set(getattr(item, "fixturenames", ())):
+                item.add_marker(marker)
+
+
+# --- once per run, shared by xdist workers ---------------------------------------------------------------
+
+
+def run_folder(request: pytest.FixtureRequest) -> Path:
+    """The test run's temporary folder: the same for every xdist worker of one run (a worker's own folder
+    is inside it)."""
+    base = request.getfixturevalue("tmp_path_factory").getbasetemp()
+    return base.parent if hasattr(request.config, "workerinput") else base
+
+
+def once_per_run(request: pytest.FixtureRequest, name: str, key: str, make: Callable[[Path], None]) -> Path:
+    """``make(folder)`` once per test run, even under pytest-xdist; returns ``folder``.
+
+    The first caller takes a file lock and makes the folder; the others wait on the lock and reuse it. A
+    failure is recorded next to the folder, so every test that needs it fails with the same message instead
+    of making it again.
+    """
+    from filelock import FileLock  # a dependency of torch
+
+    base = run_folder(request)
+    folder = base / f"{name}-{key}"
+    done = base / f"{name}-{key}.done"
+    with FileLock(str(base / f"{name}-{key}.lock"), timeout=WAIT_FOR_SHARED_S):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a half-made folder of a worker that died
+            folder.mkdir(parents=True)
+            try:
+                make(folder)
+            except BaseException as exc:  # recorded for the other tests, then raised here
+                done.write_text(f"{name} failed: {type(exc).__name__}: {exc}", encoding="utf-8")
+                raise
+            done.write_text("ok", encoding="utf-8")
+    status = done.read_text(encoding="utf-8")
+    if status != "ok":
+        pytest.fail(status, pytrace=False)
+    return folder
+
+
+# --- the snapshot site builds --------------------------------------------------------------------------
+
+#: Never copied into the build's snapshot: git, environments, build outputs, caches, the notebook mirrors.
+_NOT_SOURCE = {
+    ".git", ".venv", "venv", "site", "site-students", "build", "dist", "wheels", ".cache", ".pytest_cache",
+    ".ruff_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints", "node_modules",
+}  # fmt: skip
+_MIRRORS = {"docs/labs", "docs/solutions"}
+#: Variables that choose what the site holds or where it caches: each flavour sets its own.
+_SITE_ENV = ("COURSE_STUDENTS_ONLY", "COURSE_STUDENTS_REPO_URL", "COURSE_SITE_CACHE")
+MKDOCS_BUILD = [sys.executable, "-m", "mkdocs", "build", "--strict"]
+
+
+def _is_source(name: str) -> bool:
+    parts = name.split("/")
+    if any(p in _NOT_SOURCE or p.endswith(".egg-info") for p in parts[:-1]):
+        return False
+    return not any(name.startswith(mirror + "/") for mirror in _MIRRORS)
+
+
+def source_files() -> list[str]:
+    """The checkout's files, as git sees them (tracked or new, not ignored); a plain walk without git."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout.decode("utf-8")
+        files = [name for name in listed.split("\0") if name]
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for folder, dirs, names in os.walk(ROOT):
+            here = Path(folder).relative_to(ROOT)
+            dirs[:] = [d for d in dirs if _is_source((here / d / "-").as_posix())]
+            files += [(here / name).as_posix() for name in names]
+    return sorted(f for f in files if _is_source(f) and (ROOT / f).is_file())
+
+
+def _inputs_key(files: list[str], env: dict[str, str]) -> str:
+    digest = hashlib.sha256(json.dumps(env, sort_keys=True).encode())
+    for name in files:
+        digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SiteBuild:
+    """A site built from a snapshot of the checkout: ``source`` (the copy it was built from, with its
+    notebook mirrors), ``site`` (the output), the log of each build in order, and the variables that chose
+    the flavour (``env``)."""
+
+    source: Path
+    site: Path
+    logs: tuple[str, ...]
+    env: dict[str, str]
+
+
+def build_site(
+    request: pytest.FixtureRequest, flavour: str, env: dict[str, str], builds: int = 1
+) -> SiteBuild:
+    """``mkdocs build --strict`` of a snapshot, ``builds`` times into the same folder, once per run."""
+    files = source_files()
+    build_env = {k: v for k, v in os.environ.items() if k not in _SITE_ENV}
+    build_env.update({"NO_MKDOCS_2_WARNING": "1", **env})
+
+    def make(folder: Path) -> None:
+        source = folder / "source"
+        for name in files:
+            target = source / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target)
+        for number in range(1, builds + 1):
+            started = time.monotonic()
+            run = subprocess.run(
+                [*MKDOCS_BUILD, "-d", str(folder / "site")],
+                cwd=source,
+                env=build_env,
+                capture_output=True,
+                text=True,
+            )
+            log = run.stdout + run.stderr
+            (folder / f"build-{number}.log").write_text(log, encoding="utf-8")
+            if run.returncode != 0:
+                raise RuntimeError(f"mkdocs build ({flavour}, build {number}) failed:\n{log[-6000:]}")
+            print(f"{flavour} site, build {number}: {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+    folder = once_per_run(request, f"site-{flavour}", _inputs_key(files, env), make)
+    logs = tuple((folder / f"build-{n}.log").read_text(encoding="utf-8") for n in range(1, builds + 1))
+    return SiteBuild(source=folder / "source", site=folder / "site", logs=logs, env=env)
+
+
+@pytest.fixture(scope="session")
+def site_full(request) -> SiteBuild:
+    """The whole course, built twice in one snapshot (the second build reads the render cache)."""
+    return build_site(request, "full", {}, builds=2)
+
+
+@pytest.fixture(scope="session")
+def site_students(request) -> SiteBuild:
+    """The students-only site, as ``make students`` builds it (no ``COURSE_STUDENTS_REPO_URL``)."""
+    return build_site(request, "students", {"COURSE_STUDENTS_ONLY": "1"})
+
+
+@pytest.fixture(scope="session")
+def site_students_repo(request) -> SiteBuild:
+    """The students-only site that links to a solution-free repository (``COURSE_STUDENTS_REPO_URL``)."""
+    env = {
+        "COURSE_STUDENTS_ONLY": "1",
+        "COURSE_STUDENTS_REPO_URL": "https://github.com/example/device-course-labs",
+    }
+    return build_site(request, "students-repo", env)
+
+
+@pytest.fixture(scope="session")
+def site(site_full: SiteBuild) -> Path:
+    """The output folder of the full site."""
+    return site_full.site
+
+
+# --- one real two-process DDP run ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def ddp_run(request) -> dict:
+    """``ddp_train_step`` on two processes (``spawn``, gloo), and what became of the processes.
+
+    Returns ``{"results": [rank 0's dict, rank 1's dict], "exitcodes", "alive", "reaped",
+    "parent_in_group"}``: ``reaped`` holds, per worker, whether the kernel no longer knows it as a child of
+    the process that started it (checked there, right after the join); ``parent_in_group`` whether that
+    process joined a process group.
+    """
+    pytest.importorskip("torch.distributed")
+
+    def make(folder: Path) -> None:
+        import torch.distributed as dist
+
+        from devicekit.distributed import spawn
+        from devicekit_labs import workers as dist_workers
+
+        if not dist.is_available():
+            raise RuntimeError("this PyTorch build has no torch.distributed")
+        context = spawn(dist_workers.ddp_train_step, nprocs=2, args=(2, folder / "ranks"), join=False)
+        pids = [p.pid for p in context.processes]
+        deadline = time.monotonic() + DDP_DEADLINE_S
+        while not context.join(timeout=5):
+            if time.monotonic() > deadline:
+                for process in context.processes:
+                    process.kill()
+                raise TimeoutError(f"the DDP workers did not finish in {DDP_DEADLINE_S} s")
+        reaped = []
+        for pid in pids:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+                reaped.append(False)
+            except ChildProcessError:
+                reaped.append(True)
+        record = {
+            "results": dist_workers.collect_results(folder / "ranks"),
+            "exitcodes": [p.exitcode for p in context.processes],
+            "alive": [p.is_alive() for p in context.processes],
+            "reaped": reaped,
+            "parent_in_group": dist.is_initialized(),
+        }
+        (folder / "run.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+
+    folder = once_per_run(request, "ddp", "ddp_train_step-2x2", make)
+    return json.loads((folder / "run.json").read_text(encoding="utf-8"))
