@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from devicekit.messages import Message, localised
+
 __all__ = ["Capabilities", "capabilities", "native_bf16"]
 
 
@@ -50,7 +52,13 @@ class Capabilities:
         have = {"cpu": self.cpu, "cuda": self.cuda, "bf16": self.bf16, "2-processes": self.two_processes}
         unknown = set(needs) - set(have)
         if unknown:
-            raise ValueError(f"unknown needs {sorted(unknown)}; known: {sorted(have)}")
+            raise localised(
+                ValueError,
+                Message(
+                    f"unknown needs {sorted(unknown)}; known: {sorted(have)}",
+                    f"未知的运行条件 {sorted(unknown)}；已知的有：{'、'.join(sorted(have))}",
+                ),
+            )
         return all(have[need] for need in needs)
 
     def as_dict(self) -> dict[str, bool]:

@@ -13,12 +13,21 @@ import sysconfig
 import traceback
 from pathlib import Path
 
-__all__ = ["is_own_file", "last_own_frame", "own_frames"]
+__all__ = ["is_own_file", "last_own_frame", "not_learner_code", "own_frames"]
 
-#: Path fragments of code that is never the learner's.
-_NOT_OWN = (
-    "/torch/", "/devicekit/", "/devicekit_labs/", "/devicekit_grade/", "/site-packages/", "/dist-packages/",
-)  # fmt: skip
+#: Path fragments of code that is never the learner's: installed packages, PyTorch, devicekit itself.
+_NOT_OWN: list[str] = ["/site-packages/", "/dist-packages/", "/torch/", "/devicekit/"]
+
+
+def not_learner_code(folder: str | Path) -> None:
+    """Declare ``folder`` library code: its frames are never "the learner's line".
+
+    For packages that run learner code in a checkout rather than from ``site-packages`` (a course's own
+    check package, say); devicekit itself and PyTorch are known already.
+    """
+    fragment = "/" + str(Path(folder).resolve()).replace("\\", "/").strip("/") + "/"
+    if fragment not in _NOT_OWN:
+        _NOT_OWN.append(fragment)
 
 
 def _library_roots() -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devicekit.frames import is_own_file, last_own_frame
+from devicekit.frames import is_own_file, last_own_frame, not_learner_code
 from devicekit.lang import Lang, current_language, pick
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+not_learner_code(_PACKAGE_DIR)  # a check's own frames are never "your line"
 _LAB_ID = re.compile(r"^(\d\d)-[a-z0-9-]+$")
 
 
