@@ -1,0 +1,65 @@
+"""Rules that one call shows on its own: DK008 (`torch.load` without `map_location`), DK012 (a global
+default device with a shuffling DataLoader), DK214 (`mp.spawn` of a notebook function) and the opt-in
+style rules DK901 (a hard-coded `"cuda"`) and DK902 (`.cuda()`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from devicekit.lint.core import Context
+from devicekit.lint.names import has_star_kwargs, keyword
+
+_CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
+_SPAWNERS = {
+    "torch.multiprocessing.spawn",
+    "torch.multiprocessing.start_processes",
+    "torch.multiprocessing.Process",
+    "multiprocessing.Process",
+    "torch.distributed.elastic.multiprocessing.start_processes",
+}
+
+
+def check_calls(ctx: Context) -> None:
+    """Run DK008, DK012, DK214, DK901 and DK902 over every call of the file."""
+    names = ctx.names
+    default_device_calls: list[ast.Call] = []
+    shuffling_loaders: list[ast.Call] = []
+    compared: set[int] = set()
+    if ctx.wants("DK901"):
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Compare):
+                compared.update(id(n) for n in [node.left, *node.comparators])
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Constant) and ctx.wants("DK901"):
+            if isinstance(node.value, str) and _CUDA_STRING.match(node.value) and id(node) not in compared:
+                ctx.report(node, "DK901")
+            continue
+        if not isinstance(node, ast.Call):
+            continue
+        full = names.resolve(node.func) or ""
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+            ctx.report(node.func, "DK902")
+        if full == "torch.load":
+            if len(node.args) < 2 and keyword(node, "map_location") is None and not has_star_kwargs(node):
+                ctx.report(node, "DK008")
+        elif full == "torch.set_default_device" and node.args:
+            arg = node.args[0]
+            if not (isinstance(arg, ast.Constant) and str(arg.value).startswith("cpu")):
+                default_device_calls.append(node)
+        elif full.endswith("DataLoader") and full.startswith("torch.") or full == "DataLoader":
+            shuffle = keyword(node, "shuffle")
+            if (
+                isinstance(shuffle, ast.Constant)
+                and shuffle.value is True
+                and keyword(node, "generator") is None
+                and not has_star_kwargs(node)
+            ):
+                shuffling_loaders.append(node)
+        elif ctx.notebook and full in _SPAWNERS:
+            target = node.args[0] if node.args and not full.endswith("Process") else keyword(node, "target")
+            if isinstance(target, ast.Name) and target.id in names.functions:
+                ctx.report(node, "DK214")
+    if default_device_calls:
+        for loader in shuffling_loaders:
+            ctx.report(loader, "DK012")
