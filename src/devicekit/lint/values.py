@@ -225,7 +225,7 @@ def _infer_call(call: ast.Call, env: dict[str, Value], names: Names) -> Value | 
     if full.startswith("torch.optim.") and full.rsplit(".", 1)[-1][:1].isupper():
         return Value("optimizer")
     if full in {"torch.utils.data.DataLoader", "DataLoader"}:
-        return None if keyword(call, "collate_fn") is not None else Value("loader")
+        return Value("custom-loader") if keyword(call, "collate_fn") is not None else Value("loader")
     if full in {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"} and call.args:
         return infer(call.args[0], env, names)
     if full == "next" and call.args:
