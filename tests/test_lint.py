@@ -303,10 +303,19 @@ def test_syntax_error_raises():
         lint_source("def broken(:\n")
 
 
+def _code_fields(kind):
+    return {"outputs": [], "execution_count": None} if kind == "code" else {}
+
+
 def _notebook(tmp_path, cells):
     nb = {
         "cells": [
-            {"cell_type": kind, "metadata": {}, "source": source, **({"outputs": []} if kind == "code" else {})}
+            {
+                "cell_type": kind,
+                "metadata": {},
+                "source": source,
+                **({"outputs": []} if kind == "code" else {}),
+            }
             for kind, source in cells
         ],
         "metadata": {},

@@ -62,7 +62,10 @@ def test_json(files, capsys):
     code, out, _ = run(capsys, "--format", "json", "--lang", "en", str(files / "pkg"))
     assert code == 1
     items = json.loads(out)
-    assert [(i["line"], i["col"], i["code"], i["scenario"]) for i in items] == [(3, 1, "DK002", 2), (4, 9, "DK008", 8)]
+    assert [(i["line"], i["col"], i["code"], i["scenario"]) for i in items] == [
+        (3, 1, "DK002", 2),
+        (4, 9, "DK008", 8),
+    ]
     assert set(items[0]) >= {"path", "line", "col", "code", "message", "scenario"}
 
 
@@ -105,10 +108,17 @@ def test_notebook_location(tmp_path, capsys):
     nb = {
         "cells": [
             {"cell_type": "markdown", "metadata": {}, "source": "# lab"},
-            {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-             "source": "import torch\nx = torch.ones(2)\nx.cuda()\n"},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+                "source": "import torch\nx = torch.ones(2)\nx.cuda()\n",
+            },
         ],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
     }
     path = tmp_path / "lab.ipynb"
     path.write_text(json.dumps(nb), encoding="utf-8")
@@ -123,8 +133,12 @@ def test_list_rules(capsys):
 
 def test_python_m_and_console_script(files):
     buggy = str(files / "pkg" / "buggy.py")
-    done = subprocess.run([sys.executable, "-m", "devicekit.lint", "--format", "json", buggy],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "devicekit.lint", "--format", "json", buggy],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 1, done.stderr
     assert [i["code"] for i in json.loads(done.stdout)] == ["DK002", "DK008"]
     script = Path(sys.executable).with_name("devicekit-lint")
