@@ -293,7 +293,7 @@ def test_select_and_ignore():
     assert select_codes(["DK008"]) == {"DK008"}
     assert select_codes(["DK9"]) == {"DK901", "DK902"}
     assert select_codes(["DK"]) == DEFAULT_CODES
-    assert select_codes(None, ["DK008", "DK2"]) == DEFAULT_CODES - {"DK008", "DK214"}
+    assert select_codes(None, ["DK008", "DK2"]) == DEFAULT_CODES - {"DK008", "DK201", "DK214"}
     with pytest.raises(ValueError, match="matches no devicelint rule"):
         select_codes(["DK777"])
 

@@ -25,18 +25,12 @@ def check_calls(ctx: Context) -> None:
     names = ctx.names
     default_device_calls: list[ast.Call] = []
     shuffling_loaders: list[ast.Call] = []
-    compared: set[int] = set()
     if ctx.wants("DK901"):
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Compare):
-                compared.update(id(n) for n in [node.left, *node.comparators])
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Constant) and ctx.wants("DK901"):
-            if isinstance(node.value, str) and _CUDA_STRING.match(node.value) and id(node) not in compared:
-                ctx.report(node, "DK901")
-            continue
-        if not isinstance(node, ast.Call):
-            continue
+        for node in ctx.constants:
+            if isinstance(node.value, str) and _CUDA_STRING.match(node.value):
+                if not isinstance(ctx.parents.get(node), ast.Compare):  # `device.type == "cuda"` is a test
+                    ctx.report(node, "DK901")
+    for node in ctx.calls:
         full = names.resolve(node.func) or ""
         if isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
             ctx.report(node.func, "DK902")
@@ -46,6 +40,11 @@ def check_calls(ctx: Context) -> None:
         elif full == "torch.set_default_device" and node.args:
             arg = node.args[0]
             if not (isinstance(arg, ast.Constant) and str(arg.value).startswith("cpu")):
+                default_device_calls.append(node)
+        elif full == "torch.set_default_tensor_type" and node.args:
+            arg = node.args[0]
+            text = arg.value if isinstance(arg, ast.Constant) else names.resolve(arg)
+            if isinstance(text, str) and "cuda" in text:
                 default_device_calls.append(node)
         elif full.endswith("DataLoader") and full.startswith("torch.") or full == "DataLoader":
             shuffle = keyword(node, "shuffle")

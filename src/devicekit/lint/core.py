@@ -6,6 +6,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from devicekit.lint.index import TreeIndex
 from devicekit.lint.names import Names
 from devicekit.lint.rules import RULES
 
@@ -53,9 +54,18 @@ class Context:
     notebook: bool = False
     names: Names = field(init=False)
     found: dict[tuple[int, int, str], None] = field(default_factory=dict)
+    index: TreeIndex = field(init=False)
 
     def __post_init__(self) -> None:
-        self.names = Names(self.tree)
+        self.index = TreeIndex(self.tree)
+        self.parents = self.index.parents
+        self.calls = self.index.calls
+        self.owned = self.index.owned
+        self.function_calls = self.index.function_calls
+        self.class_nodes = self.index.class_nodes
+        self.constants = self.index.constants
+        self.definitions = self.index.definitions
+        self.names = Names(self.tree, [*self.index.imports, *self.index.definitions])
 
     def wants(self, *codes: str) -> bool:
         """Whether any of these rules is selected (a check skips its work otherwise)."""

@@ -23,7 +23,9 @@ _SET_DEVICE = {
     "torch.cuda.device",
     "torch.npu.set_device",
 }
-_FLOW_CODES = ("DK001", "DK002", "DK007", "DK009", "DK010", "DK013", "DK014")
+# Calls that surely do not move a module handed to them.
+_HARMLESS_CALLS = frozenset({"print", "len", "isinstance", "repr", "str", "type", "id", "hasattr", "getattr"})
+_FLOW_CODES = ("DK001", "DK201", "DK002", "DK007", "DK009", "DK010", "DK013", "DK014")
 
 
 def check_flow(ctx: Context) -> None:
@@ -44,39 +46,48 @@ def check_flow(ctx: Context) -> None:
         scope = _Scope(ctx, env, file_facts)
         scope.run(function.body)
         scope.finish()
-    if file_facts.ddp_calls and file_facts.indexless and not file_facts.set_device:
+    if file_facts.sets_up_process_group and not file_facts.set_device:
         for call in file_facts.ddp_calls:
-            ctx.report(call, "DK014")
+            on_gpus = keyword(call, "device_ids") is not None or len(call.args) > 1
+            if on_gpus or file_facts.indexless:
+                ctx.report(call, "DK014")
 
 
 class _FileFacts:
     def __init__(self, ctx: Context) -> None:
         self.set_device = False
+        self.sets_up_process_group = False
         self.any_module_moved = False
         self.ddp_calls: list[ast.Call] = []
         self.indexless = False
+        self.uses_accelerator = False
         names = ctx.names
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Call):
-                full = names.resolve(node.func) or ""
-                if full in _SET_DEVICE:
-                    self.set_device = True
-                elif full.endswith("DistributedDataParallel"):
-                    self.ddp_calls.append(node)
-                elif isinstance(node.func, ast.Attribute) and node.func.attr == "cuda" and not node.args:
-                    if not node.keywords:
-                        self.indexless = True
-                for arg in [*node.args, *(kw.value for kw in node.keywords)]:
-                    if isinstance(arg, ast.Constant) and arg.value == "cuda":
-                        self.indexless = True
-            elif isinstance(node, ast.Constant) and node.value == "CUDA_VISIBLE_DEVICES":
+        for node in ctx.calls:
+            full = names.resolve(node.func) or ""
+            if full in _SET_DEVICE:
                 self.set_device = True
+            elif full.endswith("DistributedDataParallel"):
+                self.ddp_calls.append(node)
+            elif full.endswith("init_process_group"):
+                self.sets_up_process_group = True
+            elif isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+                self.uses_accelerator = True
+                if not node.args and not node.keywords:
+                    self.indexless = True
+            elif isinstance(node.func, ast.Attribute) and node.func.attr == "to":
+                placement = move_of(node, {}, names)
+                self.uses_accelerator |= placement is not None and placement.device == "accel"
+            for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+                if isinstance(arg, ast.Constant) and arg.value == "cuda":
+                    self.indexless = True
+        if any(node.value == "CUDA_VISIBLE_DEVICES" for node in ctx.constants):
+            self.set_device = True
 
 
 def _functions(tree: ast.Module, ctx: Context):
     """Every function of the file, with what `self.x` holds for methods of `nn.Module` subclasses."""
-    methods_of_classes = {id(n) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for n in cls.body}
-    for node in ast.walk(tree):
+    methods_of_classes = {id(n) for cls in ctx.definitions if isinstance(cls, ast.ClassDef) for n in cls.body}
+    for node in ctx.definitions:
         if isinstance(node, ast.ClassDef):
             methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
             seed: dict[str, Value] = {}
@@ -86,7 +97,13 @@ def _functions(tree: ast.Module, ctx: Context):
             if init is not None:
                 scope = _Scope(ctx, {}, None)
                 scope.run(init.body)
-                seed.update({k: v for k, v in scope.env.items() if k.startswith("self.")})
+                for key, value in scope.env.items():
+                    if key.startswith("self."):
+                        # `model.to(device)` moves submodules after __init__: only a placement made in
+                        # __init__ itself (`self.model = net.cuda()`) is known in the other methods.
+                        if value.kind == "module" and value.device == "cpu":
+                            value = Value("module", "unknown", loss=value.loss)
+                        seed[key] = value
             for method in methods:
                 yield method, seed
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in methods_of_classes:
@@ -105,6 +122,8 @@ class _Scope:
         self.optimizer_loads: list[ast.Call] = []
         self.losses: dict[str, ast.AST] = {}
         self.parallel: list[tuple[ast.Call, str | None, str | None]] = []
+        self.parallel_first: dict[str, int] = {}
+        self.has_batch = any(v.batch for v in env.values())
 
     # --- statements -----------------------------------------------------------------------------
 
@@ -115,39 +134,33 @@ class _Scope:
     def statement(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
-        if isinstance(stmt, ast.Assign):
-            self.scan(stmt.value)
-            for target in stmt.targets:
-                self.bind(target, stmt.value)
-        elif isinstance(stmt, ast.AnnAssign):
-            if stmt.value is not None:
-                self.scan(stmt.value)
-                self.bind(stmt.target, stmt.value)
-        elif isinstance(stmt, ast.AugAssign):
-            self.scan(stmt.value)
-        elif isinstance(stmt, ast.Expr):
+        bare_move = None
+        if isinstance(stmt, ast.Expr):
             call = stmt.value
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
                 and call.func.attr in _MOVES
             ):
-                self.scan_args(call)
-                self.bare_move(call)
-            else:
-                self.scan(stmt.value)
+                bare_move = call
+        self.scan_owned(stmt, bare_move)
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                self.bind(target, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.bind(stmt.target, stmt.value)
+        elif bare_move is not None:
+            self.bare_move(bare_move)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self.scan(stmt.iter)
             self.bind_loop(stmt.target, stmt.iter)
             self.run(stmt.body)
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.While, ast.If)):
-            self.scan(stmt.test)
             self.run(stmt.body)
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
-                self.scan(item.context_expr)
                 if item.optional_vars is not None:
                     self.forget(item.optional_vars)
             self.run(stmt.body)
@@ -157,10 +170,6 @@ class _Scope:
                 self.run(handler.body)
             self.run(stmt.orelse)  # type: ignore[attr-defined]
             self.run(stmt.finalbody)  # type: ignore[attr-defined]
-        else:
-            for child in ast.iter_child_nodes(stmt):
-                if isinstance(child, ast.expr):
-                    self.scan(child)
 
     def forget(self, target: ast.AST) -> None:
         for node in ast.walk(target):
@@ -175,7 +184,12 @@ class _Scope:
                 for t, v, e in zip(target.elts, values, value_expr.elts, strict=True):
                     self._set(t, v, e)
             else:
+                value = infer(value_expr, self.env, self.names)
                 self.forget(target)
+                if value is not None and value.kind == "tensor":  # `_, predicted = torch.max(out, 1)`
+                    for element in target.elts:
+                        if isinstance(element, ast.Name):
+                            self.env[element.id] = Value("tensor", value.device)
             return
         self._set(target, infer(value_expr, self.env, self.names), value_expr)
 
@@ -185,7 +199,13 @@ class _Scope:
             if isinstance(target, ast.Starred):
                 self.forget(target)
             return
-        if isinstance(value_expr, ast.Call) and _is_data_parallel(self.names.resolve(value_expr.func)):
+        full = self.names.resolve(value_expr.func) if isinstance(value_expr, ast.Call) else None
+        if full == "torch.optim.Adagrad":  # its state (`sum`) is created in __init__, on the params' device
+            self.optimizer_loads.append(value_expr)  # type: ignore[arg-type]
+        if isinstance(value_expr, ast.Call) and _is_data_parallel(full):
+            first = _first_device_id(value_expr, self.env, self.names)
+            if first is not None:
+                self.parallel_first[key] = first
             arg = dotted(value_expr.args[0]) if value_expr.args else None
             arg_value = (
                 self.env.get(arg)
@@ -194,6 +214,8 @@ class _Scope:
             )
             if arg_value is not None and arg_value.kind == "module" and arg_value.device == "cpu":
                 self.parallel.append((value_expr, arg, key))
+        if key in self.parallel_first and isinstance(value_expr, ast.Call) and value_expr.func is not None:
+            self._moved_parallel(key, value_expr)
         old = self.env.get(key)
         if _MODEL_NAME.search(key.rsplit(".", 1)[-1]):
             value = _probably_module(value, value_expr)
@@ -201,6 +223,7 @@ class _Scope:
             self.env.pop(key, None)
         else:
             self.env[key] = value
+            self.has_batch = self.has_batch or value.batch
             if value.kind == "module" and value.device != "cpu" and old is not None and old.kind == "module":
                 self.module_moves.append((target.lineno, key))
             elif value.kind == "module" and value.device != "cpu" and _is_move_chain(value_expr):
@@ -232,6 +255,7 @@ class _Scope:
         for node in ast.walk(target):
             if isinstance(node, ast.Name):
                 self.env[node.id] = Value("tensor", "cpu", batch=True)
+                self.has_batch = True
 
     def _is_loader(self, source: ast.AST) -> bool:
         value = infer(source, self.env, self.names)
@@ -256,6 +280,8 @@ class _Scope:
         if receiver is None and key is not None and placement is not None:
             if _MODEL_NAME.search(key.rsplit(".", 1)[-1]):
                 receiver = Value("module", "cpu")
+        if key in self.parallel_first:
+            self._moved_parallel(key, call)
         if receiver is not None and receiver.kind == "module" and key is not None and placement is not None:
             self.env[key] = Value(
                 "module", placement.device, placement.index, placement.indexless, loss=receiver.loss
@@ -263,14 +289,44 @@ class _Scope:
             self.module_moves.append((call.lineno, key))
             self.losses.pop(key, None)
 
-    def scan_args(self, call: ast.Call) -> None:
-        for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-            self.scan(arg)
+    def _moved_parallel(self, key: str, expr: ast.Call) -> None:
+        """`model = nn.DataParallel(model)` then `model.to("cuda:1")`: not `device_ids[0]`."""
+        if not (isinstance(expr.func, ast.Attribute) and expr.func.attr in {"to", "cuda"}):
+            return
+        if dotted(expr.func.value) != key:
+            return
+        placement = move_of(expr, self.env, self.names)
+        if (
+            placement is not None
+            and placement.index is not None
+            and placement.index != self.parallel_first[key]
+        ):
+            self.ctx.report(expr, "DK013")
 
-    def scan(self, expr: ast.AST) -> None:
-        for node in ast.walk(expr):
+    def scan_owned(self, stmt: ast.stmt, skip: ast.AST | None = None) -> None:
+        """Check the calls and operations in the statement's own expressions, outermost first."""
+        for node in self.ctx.owned.get(stmt, ()):
+            if node is skip:
+                continue
             if isinstance(node, ast.Call):
                 self.call(node)
+            elif isinstance(node, (ast.Compare, ast.BinOp)) and self.has_batch and self.ctx.wants("DK001"):
+                self._batch_operands(node)
+
+    def _batch_operands(self, node: ast.Compare | ast.BinOp) -> None:
+        """`(pred == labels)` with `pred` on the accelerator and `labels` straight from the loader."""
+        operands = (
+            [node.left, *node.comparators] if isinstance(node, ast.Compare) else [node.left, node.right]
+        )
+        values = [infer(o, self.env, self.names) for o in operands]
+        if not any(v is not None and v.kind == "tensor" and v.device == "accel" for v in values):
+            return
+        for operand in operands:
+            if self._is_unmoved_batch(operand):
+                self.ctx.report(operand, "DK001")
+                name = dotted(operand.value if isinstance(operand, ast.Subscript) else operand)
+                if name:
+                    self.env[name] = Value("tensor", "unknown")
 
     def call(self, call: ast.Call) -> None:
         func = call.func
@@ -325,43 +381,58 @@ class _Scope:
         ids = keyword(call, "device_ids")
         if ids is None and len(call.args) > 1:
             ids = call.args[1]
-        first = None
-        if isinstance(ids, (ast.List, ast.Tuple)) and ids.elts:
-            placement = placement_of(ids.elts[0], self.env, self.names)
-            first = placement.index if placement is not None else None
+        first = _first_device_id(call, self.env, self.names)
         if model is None or model.kind != "module" or model.device != "accel" or first is None:
             return
         if model.index is not None and model.index != first:
             self.ctx.report(call, "DK013")
 
     def _batch_arguments(self, call: ast.Call) -> None:
-        if not self.ctx.wants("DK001"):
-            return
-        callee = infer(call.func, self.env, self.names)
+        """DK201 (a CPU model called with a moved batch) and DK001 (an unmoved batch passed on)."""
         args = [*call.args, *(kw.value for kw in call.keywords)]
-        unmoved = [a for a in args if self._is_unmoved_batch(a)]
-        if not unmoved:
+        if not args:
             return
-        values = [infer(a, self.env, self.names) for a in args]
+        env = self.env
+        keys = [dotted(a) for a in args]
+        full_name = self.names.resolve(call.func) or ""
+        if not (full_name.endswith("DataParallel") or full_name in _HARMLESS_CALLS):
+            for key in keys:
+                value = env.get(key) if key is not None else None
+                if value is not None and value.kind == "module" and value.device == "cpu":
+                    # handed to code we cannot see, which may move it
+                    env[key] = Value("module", "unknown", loss=value.loss)  # type: ignore[index]
+        callee = infer(call.func, env, self.names)
+        cpu_model = (
+            callee is not None and callee.kind == "module" and callee.device == "cpu" and not callee.loss
+        )
+        unmoved = [a for a in args if self._is_unmoved_batch(a)] if self.has_batch else []
+        if not (cpu_model or unmoved):
+            return
+        values = [infer(a, env, self.names) for a in args]
         moved_arg = any(
             v is not None and v.kind in {"tensor", "moved"} and v.device == "accel" for v in values
         )
+        if cpu_model:
+            if moved_arg:
+                self.ctx.report(call, "DK201")
+                key = dotted(call.func)
+                if key is not None:
+                    env[key] = Value("module", "unknown")
+            return
         key = dotted(call.func) or ""
-        full = self.names.resolve(call.func) or ""
-        if callee is not None and callee.kind == "module" and not callee.loss:
-            fire = callee.device == "accel"
-        elif callee is not None and callee.kind == "module" and callee.loss:
-            fire = moved_arg
-        elif full.startswith("torch.nn.functional.") or _LOSS_NAME.search(key.rsplit(".", 1)[-1]):
+        last = key.rsplit(".", 1)[-1]
+        if callee is not None and callee.kind == "module":
+            fire = moved_arg if callee.loss else callee.device == "accel"
+        elif full_name.startswith("torch.nn.functional.") or _LOSS_NAME.search(last):
             fire = moved_arg
         else:
-            fire = callee is None and moved_arg and bool(_MODEL_NAME.search(key.rsplit(".", 1)[-1]))
+            fire = callee is None and moved_arg and bool(_MODEL_NAME.search(last))
         if fire:
             for arg in unmoved:
                 self.ctx.report(arg, "DK001")
                 name = dotted(arg.value if isinstance(arg, ast.Subscript) else arg)
                 if name:
-                    self.env[name] = Value("tensor", "unknown")
+                    env[name] = Value("tensor", "unknown")
 
     def _is_unmoved_batch(self, arg: ast.AST) -> bool:
         if isinstance(arg, ast.Subscript):
@@ -377,7 +448,9 @@ class _Scope:
         for load in self.optimizer_loads:
             if any(line > load.lineno for line in module_moves):
                 self.ctx.report(load, "DK009")
-        any_moved = bool(self.module_moves) or (self.facts is not None and self.facts.any_module_moved)
+        any_moved = bool(self.module_moves) or (
+            self.facts is not None and (self.facts.any_module_moved or self.facts.uses_accelerator)
+        )
         if self.facts is not None and self.module_moves:
             self.facts.any_module_moved = True
         if any_moved:
@@ -387,6 +460,19 @@ class _Scope:
             later = [key for line, key in self.module_moves if line >= call.lineno]
             if arg not in later and result not in later:
                 self.ctx.report(call, "DK013")
+
+
+def _first_device_id(call: ast.Call, env: dict[str, Value], names) -> int | None:
+    """`device_ids[0]` of a `DataParallel(...)` call: the first listed id, 0 when none are given."""
+    ids = keyword(call, "device_ids")
+    if ids is None and len(call.args) > 1:
+        ids = call.args[1]
+    if ids is None:
+        return 0  # every visible GPU, starting at cuda:0
+    if isinstance(ids, (ast.List, ast.Tuple)) and ids.elts:
+        placement = placement_of(ids.elts[0], env, names)
+        return placement.index if placement is not None else None
+    return None
 
 
 def _probably_module(value: Value | None, expr: ast.AST) -> Value | None:

@@ -21,7 +21,9 @@ from devicekit.lint.names import (
 )
 
 _HIDDEN_METHOD = re.compile(r"hidden|init_state|begin_state|initial_state|zero_state", re.I)
-_HIDDEN_NAME = re.compile(r"^(h|c|hx|cx|hn|cn|h0|c0|h_0|c_0|h_t|c_t|hid|hidden\w*|state\w*|init_h\w*)$", re.I)
+_HIDDEN_NAME = re.compile(r"^((h|c)(_?(t|n|x|0))?\d*|hid|cell|hidden\w*|state\w*|init_h\w*)$", re.I)
+# Methods that run on the module's device besides `forward`: Lightning's steps.
+_STEP_METHOD = re.compile(r"^(training|validation|test|predict|shared)_step$")
 # Methods that put a freshly made tensor where it belongs: `torch.zeros(n).to(x.device)`.
 _PLACING = frozenset({"to", "cuda", "type_as", "to_device", "xpu", "mps"})
 _NOT_TENSOR_METHODS = frozenset({"numpy", "tolist", "item", "size", "dim", "numel", "stride", "data_ptr"})
@@ -38,13 +40,12 @@ def check_modules(ctx: Context) -> None:
 
 
 def _sets_default_device(ctx: Context) -> bool:
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Call):
-            name = ctx.names.torch_function(node)
-            if name in {"set_default_device", "set_default_tensor_type"}:
-                arg = node.args[0] if node.args else None
-                if not (isinstance(arg, ast.Constant) and str(arg.value).startswith(("cpu", "torch.Float"))):
-                    return True
+    for node in ctx.calls:
+        name = ctx.names.torch_function(node)
+        if name in {"set_default_device", "set_default_tensor_type"}:
+            arg = node.args[0] if node.args else None
+            if not (isinstance(arg, ast.Constant) and str(arg.value).startswith(("cpu", "torch.Float"))):
+                return True
     return False
 
 
@@ -59,14 +60,6 @@ def _self_attr(node: ast.AST) -> str | None:
     return None
 
 
-def _parents(root: ast.AST) -> dict[ast.AST, ast.AST]:
-    parents: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(root):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-    return parents
-
-
 class _ModuleClass:
     def __init__(self, ctx: Context, cls: ast.ClassDef, default_device: bool) -> None:
         self.ctx = ctx
@@ -75,7 +68,8 @@ class _ModuleClass:
         self.methods = _methods(cls)
         self.registered: set[str] = set()
         self.rnn_attrs: set[str] = set()
-        for node in ast.walk(cls):
+        self.tensor_methods: set[str] = set()
+        for node in ctx.class_nodes.get(cls, ()):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if (
                     node.func.attr in {"register_buffer", "register_parameter", "register_module"}
@@ -89,6 +83,11 @@ class _ModuleClass:
                     self.rnn_attrs.update(a for a in map(_self_attr, node.targets) if a)
 
     def check(self) -> None:
+        self.tensor_methods = {
+            name
+            for name, method in self.methods.items()
+            if name != "__init__" and self._returns_tensor(method)
+        }
         init = self.methods.get("__init__")
         if init is not None and self.ctx.wants("DK004"):
             self._plain_tensor_attributes(init)
@@ -115,9 +114,25 @@ class _ModuleClass:
             return not _scalar_tensor(node, function)
         if function in TENSOR_OPS:
             return any(self._is_tensor_expr(arg, local) for arg in node.args)
+        if _self_attr(node.func) in self.tensor_methods:
+            return True
         if isinstance(node.func, ast.Attribute) and node.func.attr not in _NOT_TENSOR_METHODS:
             return self._is_tensor_expr(node.func.value, local)
         return False
+
+    def _returns_tensor(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A helper such as `def one_hot(self, n): ... return y` whose every `return` gives a new tensor."""
+        local: set[str] = set()
+        returns = []
+        for stmt in _statements(method.body):
+            if isinstance(stmt, ast.Assign):
+                tensor = self._is_tensor_expr(stmt.value, local)
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        (local.add if tensor else local.discard)(target.id)
+            elif isinstance(stmt, ast.Return):
+                returns.append(stmt.value is not None and self._is_tensor_expr(stmt.value, local))
+        return bool(returns) and all(returns)
 
     def _plain_tensor_attributes(self, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         local: set[str] = set()
@@ -197,7 +212,11 @@ class _ModuleClass:
     def _runtime_methods(self) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
         """`forward`, the methods it calls (`self.helper(...)`), and methods that build a hidden state."""
         seen: set[str] = set()
-        todo = [name for name in self.methods if name == "forward" or _HIDDEN_METHOD.search(name)]
+        todo = [
+            name
+            for name in self.methods
+            if name == "forward" or _HIDDEN_METHOD.search(name) or _STEP_METHOD.match(name)
+        ]
         while todo:
             name = todo.pop()
             if name in seen or name not in self.methods or name == "__init__":
@@ -205,26 +224,33 @@ class _ModuleClass:
             seen.add(name)
             method = self.methods[name]
             yield method
-            for node in ast.walk(method):
-                if isinstance(node, ast.Call) and _self_attr(node.func) in self.methods:
-                    todo.append(node.func.attr)  # type: ignore[union-attr]
+            parents = self.ctx.parents
+            for node in self.ctx.function_calls.get(method, ()):
+                if _self_attr(node.func) in self.methods:
+                    if not _placed(node, parents):  # `self.mask(n).to(x.device)`: the caller places it
+                        todo.append(node.func.attr)  # type: ignore[union-attr]
 
     def _factories(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        parents = _parents(method)
-        moved_later = _names_moved(method)
-        hidden_method = bool(_HIDDEN_METHOD.search(method.name))
-        for node in ast.walk(method):
-            if not isinstance(node, ast.Call):
-                continue
-            function = self.ctx.names.torch_function(node)
+        names = self.ctx.names
+        candidates = []
+        for node in self.ctx.function_calls.get(method, ()):
+            function = names.torch_function(node)
             if function not in FACTORIES or _has_device(node, function) or _scalar_tensor(node, function):
                 continue
             if function in {"tensor", "as_tensor"} and not _literal_data(node):
                 continue
+            candidates.append(node)
+        if not candidates:
+            return
+        parents = self.ctx.parents
+        moved_later = _names_moved(method)
+        index_only = _index_only_names(method, parents)
+        hidden_method = bool(_HIDDEN_METHOD.search(method.name))
+        for node in candidates:
             if _placed(node, parents) or _inside_device_block(node, parents):
                 continue
             assigned = _assigned_name(node, parents)
-            if assigned is not None and assigned in moved_later:
+            if assigned is not None and (assigned in moved_later or assigned in index_only):
                 continue
             hidden = hidden_method or (
                 bool(self.rnn_attrs)
@@ -320,7 +346,7 @@ def _assigned_name(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None
     """`name` when the call (or a method chain on it) is assigned to a name: `name = torch.zeros(...)`."""
     while node in parents:
         parent = parents[node]
-        if isinstance(parent, (ast.Attribute, ast.Call)):
+        if isinstance(parent, (ast.Attribute, ast.Call, ast.BinOp, ast.UnaryOp)):
             node = parent
             continue
         if isinstance(parent, ast.Assign) and parent.value is node:
@@ -330,8 +356,44 @@ def _assigned_name(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None
     return None
 
 
+def _index_only_names(function: ast.AST, parents: dict[ast.AST, ast.AST]) -> set[str]:
+    """Names used only as an index (`x[:, r]`): a CPU index tensor works on any device."""
+    uses: dict[str, list[bool]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            parent = parents.get(node)
+            if isinstance(parent, ast.Tuple):
+                parent_of_tuple = parents.get(parent)
+                in_index = isinstance(parent_of_tuple, ast.Subscript) and parent_of_tuple.slice is parent
+            else:
+                in_index = isinstance(parent, ast.Subscript) and parent.slice is node
+            uses.setdefault(node.id, []).append(in_index)
+    return {name for name, flags in uses.items() if flags and all(flags)}
+
+
 def _names_moved(function: ast.AST) -> set[str]:
-    """Names that `.to(...)`, `.cuda()` or `.type_as(...)` is called on somewhere in the function."""
+    """Names placed somewhere in the function (`name.to(...)`, `.cuda()`, `.type_as(...)`), directly or
+    through the names computed from them (`ind = torch.arange(n)`, `out[0] = ind`, `out.to(device)`)."""
+    feeds: dict[str, set[str]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            sinks = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            for source in ast.walk(node.value):
+                if isinstance(source, ast.Name):
+                    feeds.setdefault(source.id, set()).update(sinks - {source.id})
+    moved = _names_placed(function)
+    changed = True
+    while changed:
+        changed = False
+        for source, sinks in feeds.items():
+            if source not in moved and sinks & moved:
+                moved.add(source)
+                changed = True
+    return moved
+
+
+def _names_placed(function: ast.AST) -> set[str]:
     moved = set()
     for node in ast.walk(function):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PLACING:

@@ -74,12 +74,13 @@ def looks_like_loader_name(key: str) -> bool:
 class Names:
     """The imports of one file and the `nn.Module` subclasses it defines."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None) -> None:
         self.aliases: dict[str, str] = {}
+        self._resolved: dict[ast.AST, str | None] = {}
         self.bound: set[str] = set()
         self.functions: set[str] = set()
         classes: dict[str, ast.ClassDef] = {}
-        for node in ast.walk(tree):
+        for node in nodes if nodes is not None else ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -104,6 +105,13 @@ class Names:
 
     def resolve(self, node: ast.AST) -> str | None:
         """The dotted name `node` refers to, imports resolved (`nn.Linear` → `torch.nn.Linear`)."""
+        try:
+            return self._resolved[node]
+        except KeyError:
+            found = self._resolved[node] = self._resolve(node)
+            return found
+
+    def _resolve(self, node: ast.AST) -> str | None:
         name = dotted(node)
         if name is None:
             return None

@@ -67,6 +67,29 @@ for x, y in loader:
 """,
     ),
     Rule(
+        code="DK201",
+        scenario=1,
+        name="model-not-moved",
+        title_en="a model built here is called with a batch that was moved to a device, "
+        "but the model itself was never moved",
+        title_zh="这里构建的模型从未移动，却用已移到设备上的批次（batch）调用它",
+        fix_en="move the model once, right after building it: `model = Net().to(device)`",
+        fix_zh="构建模型后立即移动一次：`model = Net().to(device)`",
+        default=True,
+        bad="""\
+model = Net()
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    loss = criterion(model(x), y)
+""",
+        good="""\
+model = Net().to(device)
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    loss = criterion(model(x), y)
+""",
+    ),
+    Rule(
         code="DK002",
         scenario=2,
         name="to-result-discarded",
@@ -236,9 +259,10 @@ state = torch.load("checkpoint.pt", map_location="cpu")
         code="DK009",
         scenario=9,
         name="optimizer-state-before-move",
-        title_en="`optimizer.load_state_dict()` runs before the model is moved: "
-        "the optimizer state stays on the old device",
-        title_zh="`optimizer.load_state_dict()` 在移动模型之前执行：优化器状态会留在原来的设备上",
+        title_en="optimizer state is made before the model is moved (`optimizer.load_state_dict()`, or "
+        "`Adagrad`, which creates its state when it is built): the state stays on the old device",
+        title_zh="优化器状态在移动模型之前就已生成（`optimizer.load_state_dict()`，或构造时就创建状态的 "
+        "`Adagrad`）：状态会留在原来的设备上",
         fix_en="move the model first, then load the optimizer's state "
         "(`load_state_dict` casts the state to each parameter's device)",
         fix_zh="先移动模型，再加载优化器状态（`load_state_dict` 会把状态放到每个参数所在的设备上）",
@@ -280,14 +304,16 @@ arr = pred.detach().cpu().numpy()
         code="DK012",
         scenario=12,
         name="default-device-with-shuffle",
-        title_en="`torch.set_default_device` to an accelerator together with `DataLoader(shuffle=True)`: "
-        "the sampler's CPU generator no longer matches the default device",
-        title_zh="用 `torch.set_default_device` 设为加速器，又用了 `DataLoader(shuffle=True)`："
-        "采样器的 CPU 生成器与默认设备不再一致",
+        title_en="a global default accelerator (`torch.set_default_device`, or "
+        '`set_default_tensor_type("torch.cuda.FloatTensor")`) with `DataLoader(shuffle=True)`: '
+        "the sampler's own CPU generator does not match the default device",
+        title_zh="设了全局默认加速器（`torch.set_default_device`，或 "
+        '`set_default_tensor_type("torch.cuda.FloatTensor")`），又用了 `DataLoader(shuffle=True)`：'
+        "采样器自己创建的 CPU 生成器与默认设备不一致",
         fix_en="put only model construction under `with torch.device(device):`, "
-        'or give the DataLoader `generator=torch.Generator(device="cpu")`',
+        "or give the DataLoader a generator on that device: `generator=torch.Generator(device=device)`",
         fix_zh="只把构建模型的代码放进 `with torch.device(device):`，"
-        '或给 DataLoader 传入 `generator=torch.Generator(device="cpu")`',
+        "或给 DataLoader 一个在该设备上的生成器：`generator=torch.Generator(device=device)`",
         default=True,
         bad="""\
 torch.set_default_device("cuda")
@@ -321,13 +347,14 @@ model = nn.DataParallel(model, device_ids=[1, 2])
         code="DK014",
         scenario=14,
         name="ddp-without-set-device",
-        title_en="DDP set-up places the model with an index-less `cuda` and never calls `set_device`: "
-        "every rank uses GPU 0",
-        title_zh="DDP 初始化时用不带编号的 `cuda` 放置模型，又没有调用 `set_device`：每个 rank 都用 GPU 0",
-        fix_en="call `torch.cuda.set_device(local_rank)` (or `torch.accelerator.set_device_index`) first, "
-        "or move to `cuda:{local_rank}`",
-        fix_zh="先调用 `torch.cuda.set_device(local_rank)`（或 `torch.accelerator.set_device_index`），"
-        "或移到 `cuda:{local_rank}`",
+        title_en="DDP on GPUs without `torch.cuda.set_device(local_rank)`: each rank's current CUDA device "
+        "stays GPU 0 (extra memory there, possible hangs), and an index-less `cuda` puts every model on it",
+        title_zh="在 GPU 上用 DDP 却没有调用 `torch.cuda.set_device(local_rank)`：每个 rank 的当前 CUDA 设备"
+        "仍是 GPU 0（那里多占显存，还可能卡住），不带编号的 `cuda` 更会把所有模型都放到 GPU 0 上",
+        fix_en="call `torch.cuda.set_device(local_rank)` (or `torch.accelerator.set_device_index`) "
+        "at the start of each process, before building the model",
+        fix_zh="在每个进程开头、构建模型之前调用 `torch.cuda.set_device(local_rank)`"
+        "（或 `torch.accelerator.set_device_index`）",
         default=True,
         bad="""\
 def main(local_rank):

@@ -38,6 +38,7 @@ _NOT_TENSOR_METHODS = frozenset(
         "get_device",
     }
 )
+_SAME_DEVICE_ATTRS = frozenset({"data", "T", "mT", "H", "real", "imag", "grad"})
 _BUILTINS = frozenset(
     {
         "len",
@@ -169,6 +170,9 @@ def infer(expr: ast.AST | None, env: dict[str, Value], names: Names) -> Value | 
         return None
     key = dotted(expr)
     if key is not None:
+        if key not in env and isinstance(expr, ast.Attribute) and expr.attr in _SAME_DEVICE_ATTRS:
+            inner = infer(expr.value, env, names)
+            return inner if inner is not None and inner.kind == "tensor" else None
         return env.get(key)
     if isinstance(expr, ast.Subscript):
         inner = infer(expr.value, env, names)
@@ -218,6 +222,11 @@ def _infer_call(call: ast.Call, env: dict[str, Value], names: Names) -> Value | 
         if placement is None:
             return Value("device")
         return Value("device", placement.device, placement.index, placement.indexless)
+    if full.endswith("DataParallel") and call.args:  # the wrapper is where the wrapped module is
+        inner = infer(call.args[0], env, names)
+        if inner is None or inner.kind != "module":
+            return Value("module", "unknown")
+        return replace(inner, loss=False)
     if names.is_loss_constructor(call):
         return Value("module", "cpu", loss=True)
     if names.is_module_constructor(call):
