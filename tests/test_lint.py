@@ -53,6 +53,7 @@ SILENT = {
         model.cuda()
     """,
     "unknown receiver": "thing.to(device)\n",
+    "module out of a dict": 'state["model"].to(device)\nnets["encoder"].cuda()\n',
     "factories placed right in forward": """
         class Net(nn.Module):
             def forward(self, x):
@@ -187,6 +188,12 @@ FIRES = {
             batch["input_ids"].to(device)
         """,
         "t = torch.randn(3)\nt.cuda()\n",
+        """
+        def train(device):
+            batch = make_batch()
+            tokens = batch["tokens"]
+            tokens.to(device)
+        """,
     ],
     "DK003": [
         """
@@ -239,6 +246,15 @@ FIRES = {
         class RNNModel(nn.Module):
             def init_hidden(self, batch_size):
                 return (torch.zeros(2, batch_size, 64), torch.zeros(2, batch_size, 64))
+        """,
+    ],
+    "DK009": [
+        """
+        def resume(path, device):
+            state = build("cpu")
+            checkpoint = torch.load(path, map_location="cpu")
+            state["optimizer"].load_state_dict(checkpoint["optimizer"])
+            state["model"].to(device)
         """,
     ],
     "DK010": [

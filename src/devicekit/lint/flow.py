@@ -14,6 +14,12 @@ from devicekit.lint.values import Value, infer, move_of, placement_of
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
 _MODEL_NAME = re.compile(r"(model|net|encoder|decoder|classifier|backbone|module)\w*$", re.I)
+# `batch["tokens"]`: an item of a batch-like container, or under a key that names tensor data.
+_BATCH_CONTAINER = re.compile(r"(^|_)(batch|sample|example|inputs|feed)\w*$", re.I)
+_TENSOR_KEY = re.compile(
+    r"^(\w*_)?(ids|mask|masks|labels?|targets?|tokens?|images?|pixel_values|inputs?|x|y|features?|audio)$",
+    re.I,
+)
 _LOSS_NAME = re.compile(r"(loss|criterion)", re.I)
 _OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim\w*|optimizer\w*)$", re.I)
 _SET_DEVICE = {
@@ -219,6 +225,8 @@ class _Scope:
         old = self.env.get(key)
         if _MODEL_NAME.search(key.rsplit(".", 1)[-1]):
             value = _probably_module(value, value_expr)
+        elif value is None and _batch_item(value_expr):
+            value = Value("tensor", "unknown")
         if value is None:
             self.env.pop(key, None)
         else:
@@ -272,6 +280,12 @@ class _Scope:
         receiver = infer(receiver_expr, self.env, self.names)
         key = dotted(receiver_expr)
         placement = move_of(call, self.env, self.names)
+        if receiver is None and _batch_item(receiver_expr):
+            receiver = Value("tensor", "unknown")
+        item = _item_name(receiver_expr)
+        if receiver is None and item and _MODEL_NAME.search(item) and placement is not None:
+            self.module_moves.append((call.lineno, f"[{item}]"))  # `state["model"].to(device)`
+            return
         if receiver is not None and receiver.kind == "tensor":
             self.ctx.report(call, "DK002")
             if key is not None:
@@ -334,7 +348,7 @@ class _Scope:
             if func.attr == "numpy":
                 self._numpy(call)
             elif func.attr == "load_state_dict":
-                key = dotted(func.value) or ""
+                key = dotted(func.value) or _item_name(func.value) or ""
                 value = self.env.get(key)
                 if (value is not None and value.kind == "optimizer") or (
                     value is None and _OPTIMIZER_NAME.search(key)
@@ -473,6 +487,27 @@ def _first_device_id(call: ast.Call, env: dict[str, Value], names) -> int | None
         placement = placement_of(ids.elts[0], env, names)
         return placement.index if placement is not None else None
     return None
+
+
+def _item_name(expr: ast.AST) -> str | None:
+    """`"model"` for `state["model"]`."""
+    if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        value = expr.slice.value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _batch_item(expr: ast.AST) -> bool:
+    """`batch["tokens"]`, `inputs["input_ids"]`: a tensor taken out of a batch, judging by the names."""
+    if not isinstance(expr, ast.Subscript):
+        return False
+    index = expr.slice
+    if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
+        return False
+    if _MODEL_NAME.search(index.value) or _LOSS_NAME.search(index.value):
+        return False
+    container = (dotted(expr.value) or "").rsplit(".", 1)[-1]
+    return bool(_BATCH_CONTAINER.search(container) or _TENSOR_KEY.match(index.value))
 
 
 def _probably_module(value: Value | None, expr: ast.AST) -> Value | None:
