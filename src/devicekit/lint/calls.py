@@ -23,7 +23,7 @@ _SPAWNERS = {
 def check_calls(ctx: Context) -> None:
     """Run DK008, DK012, DK214, DK901 and DK902 over every call of the file."""
     names = ctx.names
-    default_device_calls: list[ast.Call] = []
+    default_device_calls: list[tuple[ast.Call, bool]] = []  # (call, sets an accelerator as the default)
     shuffling_loaders: list[ast.Call] = []
     if ctx.wants("DK901"):
         for node in ctx.constants:
@@ -39,13 +39,13 @@ def check_calls(ctx: Context) -> None:
                 ctx.report(node, "DK008")
         elif full == "torch.set_default_device" and node.args:
             arg = node.args[0]
-            if not (isinstance(arg, ast.Constant) and str(arg.value).startswith("cpu")):
-                default_device_calls.append(node)
+            reset = isinstance(arg, ast.Constant) and (arg.value is None or str(arg.value).startswith("cpu"))
+            default_device_calls.append((node, not reset))
         elif full == "torch.set_default_tensor_type" and node.args:
             arg = node.args[0]
             text = arg.value if isinstance(arg, ast.Constant) else names.resolve(arg)
-            if isinstance(text, str) and "cuda" in text:
-                default_device_calls.append(node)
+            if isinstance(text, str):
+                default_device_calls.append((node, "cuda" in text))
         elif full.endswith("DataLoader") and full.startswith("torch.") or full == "DataLoader":
             shuffle = keyword(node, "shuffle")
             if (
@@ -59,6 +59,20 @@ def check_calls(ctx: Context) -> None:
             target = node.args[0] if node.args and not full.endswith("Process") else keyword(node, "target")
             if isinstance(target, ast.Name) and target.id in names.functions:
                 ctx.report(node, "DK214")
-    if default_device_calls:
-        for loader in shuffling_loaders:
-            ctx.report(loader, "DK012")
+    # In source order: a loader made while an accelerator is the default (set, and not reset since).
+    if any(on for _, on in default_device_calls):
+        events = sorted(
+            [(_position(call), on) for call, on in default_device_calls]
+            + [(_position(loader), loader) for loader in shuffling_loaders],
+            key=lambda event: event[0],
+        )
+        active = False
+        for _, what in events:
+            if isinstance(what, bool):
+                active = what
+            elif active:
+                ctx.report(what, "DK012")
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)

@@ -31,6 +31,7 @@ _SET_DEVICE = {
 }
 # Calls that surely do not move a module handed to them.
 _HARMLESS_CALLS = frozenset({"print", "len", "isinstance", "repr", "str", "type", "id", "hasattr", "getattr"})
+_LAUNCHERS = ("devicekit.distributed", "accelerate", "lightning", "pytorch_lightning", "deepspeed")
 _FLOW_CODES = ("DK001", "DK201", "DK002", "DK007", "DK009", "DK010", "DK013", "DK014")
 
 
@@ -75,7 +76,9 @@ class _FileFacts:
             elif full.endswith("DistributedDataParallel"):
                 self.ddp_calls.append(node)
             elif full.endswith("init_process_group"):
-                self.sets_up_process_group = True
+                backend = keyword(node, "backend") or (node.args[0] if node.args else None)
+                if not (isinstance(backend, ast.Constant) and backend.value == "gloo"):  # gloo: CPU ranks
+                    self.sets_up_process_group = True
             elif isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
                 self.uses_accelerator = True
                 if not node.args and not node.keywords:
@@ -87,6 +90,9 @@ class _FileFacts:
                 if isinstance(arg, ast.Constant) and arg.value == "cuda":
                     self.indexless = True
         if any(node.value == "CUDA_VISIBLE_DEVICES" for node in ctx.constants):
+            self.set_device = True
+        # Launch helpers that set the device themselves (devicekit.distributed.setup calls set_device).
+        if any(v.startswith(_LAUNCHERS) for v in names.aliases.values()):
             self.set_device = True
 
 
@@ -129,6 +135,7 @@ class _Scope:
         self.losses: dict[str, ast.AST] = {}
         self.parallel: list[tuple[ast.Call, str | None, str | None]] = []
         self.parallel_first: dict[str, int] = {}
+        self.called: list[tuple[int, str]] = []  # (line, name) of every `name(...)` call
         self.has_batch = any(v.batch for v in env.values())
 
     # --- statements -----------------------------------------------------------------------------
@@ -344,6 +351,10 @@ class _Scope:
 
     def call(self, call: ast.Call) -> None:
         func = call.func
+        if self.parallel:
+            callee = dotted(func)
+            if callee is not None:
+                self.called.append((call.lineno, callee))
         if isinstance(func, ast.Attribute):
             if func.attr == "numpy":
                 self._numpy(call)
@@ -472,7 +483,8 @@ class _Scope:
                 self.ctx.report(node, "DK007")
         for call, arg, result in self.parallel:
             later = [key for line, key in self.module_moves if line >= call.lineno]
-            if arg not in later and result not in later:
+            used = any(key == result and line > call.lineno for line, key in self.called)
+            if used and arg not in later and result not in later:  # run on a CPU module: the error
                 self.ctx.report(call, "DK013")
 
 

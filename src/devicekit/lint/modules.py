@@ -34,8 +34,8 @@ def check_modules(ctx: Context) -> None:
     if not ctx.wants("DK003", "DK004", "DK005", "DK006"):
         return
     default_device = _sets_default_device(ctx)
-    for cls in ctx.names.classes.values():
-        if cls.name in ctx.names.module_classes:
+    for cls in ctx.definitions:  # every definition: a notebook may define a class twice
+        if isinstance(cls, ast.ClassDef) and cls.name in ctx.names.module_classes:
             _ModuleClass(ctx, cls, default_device).check()
 
 
