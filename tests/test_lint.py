@@ -157,6 +157,29 @@ SILENT = {
             pass
         mp.spawn(worker, nprocs=2)
     """,
+    "default device reset before the loader": """
+        torch.set_default_device("cuda")
+        model = Net()
+        torch.set_default_device(None)
+        loader = DataLoader(ds, shuffle=True)
+    """,
+    "DataParallel only inspected": """
+        dp = nn.DataParallel(nn.Linear(4, 2))
+        print(dp.device_ids)
+    """,
+    "gloo DDP on CPU ranks": """
+        def main(rank):
+            dist.init_process_group("gloo", rank=rank, world_size=2)
+            model = DDP(Net(), device_ids=None)
+    """,
+    "a launch helper sets the device": """
+        from devicekit.distributed import setup
+
+        def main():
+            dist.init_process_group("nccl")
+            info = setup()
+            model = DDP(Net().to(info.device), device_ids=[info.local_rank])
+    """,
     "cuda compared, not placed": """
         if device.type == "cuda":
             pass
@@ -271,6 +294,19 @@ FIRES = {
                 data = data.to(device)
                 output = model(data)
                 loss = F.nll_loss(output, target)
+        """,
+    ],
+    "DK012": [
+        """
+        torch.set_default_tensor_type("torch.cuda.FloatTensor")
+        loader = torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True)
+        """,
+    ],
+    "DK201": [
+        """
+        model = Classifier()
+        for x, y in DataLoader(ds):
+            logits = model(x.to(device))
         """,
     ],
     "DK013": [

@@ -1,8 +1,8 @@
 """The registry of devicelint's rules, read by the checks, the CLI, the docs and the tests.
 
-A code is ``DK`` and three digits. The last two digits are the number of the scenario in the course's list
-of the device bugs learners hit most (``DK003`` is scenario 3, a tensor created in ``forward`` without a
-device); a second rule for the same scenario adds 200 (``DK214``), and the opt-in style rules are ``DK9nn``.
+A code is `DK` and three digits. The last two digits are the number of the scenario in the course's list
+of the device bugs learners hit most (`DK003` is scenario 3, a tensor created in `forward` without a
+device); a second rule for the same scenario adds 200 (`DK214`), and the opt-in style rules are `DK9nn`.
 """
 
 from __future__ import annotations
