@@ -86,7 +86,7 @@ def rules_markdown(lang: str) -> str:
             f"{_title(rule, lang)}{'。' if lang == 'zh' else '.'}",
             "",
             f"**{text['fix']}**{'：' if lang == 'zh' else ': '}{_fix(rule, lang)}"
-            + (f"{'。' if lang == 'zh' else '.'} {text['fixable']}" if rule.fixable else ""),
+            + ((f"。{text['fixable']}" if lang == "zh" else f". {text['fixable']}") if rule.fixable else ""),
             "",
             text["bad"],
             "",

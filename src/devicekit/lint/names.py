@@ -108,8 +108,8 @@ class Names:
         try:
             return self._resolved[node]
         except KeyError:
-            found = self._resolved[node] = self._resolve(node)
-            return found
+            resolved = self._resolved[node] = self._resolve(node)
+            return resolved
 
     def _resolve(self, node: ast.AST) -> str | None:
         name = dotted(node)
@@ -125,24 +125,24 @@ class Names:
         return f"{full}.{rest}" if rest else full
 
     def _module_classes(self, classes: dict[str, ast.ClassDef]) -> set[str]:
-        found: set[str] = set()
+        subclasses: set[str] = set()
         changed = True
         while changed:
             changed = False
             for name, cls in classes.items():
-                if name in found:
+                if name in subclasses:
                     continue
                 for base in cls.bases:
                     full = self.resolve(base) or ""
                     if (
-                        base_name(base) in found
+                        base_name(base) in subclasses
                         or _MODULE_BASE.search(full)
                         or (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1][:1].isupper())
                     ):
-                        found.add(name)
+                        subclasses.add(name)
                         changed = True
                         break
-        return found
+        return subclasses
 
     def torch_function(self, call: ast.Call) -> str | None:
         """`zeros` for `torch.zeros(...)` (any alias of torch), else None."""

@@ -459,10 +459,10 @@ def select_codes(select: list[str] | None = None, ignore: list[str] | None = Non
 
     def matching(prefix: str) -> set[str]:
         prefix = prefix.strip().upper()
-        found = {code for code in RULES if code.startswith(prefix)}
-        if not found:
+        codes = {code for code in RULES if code.startswith(prefix)}
+        if not codes:
             raise ValueError(f"{prefix!r} matches no devicelint rule; known: {', '.join(RULES)}")
-        return found
+        return codes
 
     chosen: set[str] = set()
     for item in select or []:
