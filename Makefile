@@ -22,7 +22,7 @@ export NO_MKDOCS_2_WARNING := 1
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml tools/pyproject.toml Makefile
+$(STAMP): pyproject.toml tools/pyproject.toml package-lock.json Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -35,6 +35,9 @@ $(STAMP): pyproject.toml tools/pyproject.toml Makefile
 	  || { echo "$(TORCH_CPU_INDEX) did not answer: using the default index"; $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; }; \
 	else $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; fi
 	$(BIN)/python -m pip install -q -e ".[docs,lab,test]" -e tools
+	@# Pyodide for the site's "paste your code" page (served from the site itself, no CDN); optional
+	@if command -v npm >/dev/null 2>&1 && [ -f package-lock.json ]; then \
+	  npm ci --no-audit --no-fund --silent || echo "npm ci failed: the paste-your-code page will say the linter is not bundled"; fi
 	@touch $(STAMP)
 
 # --dirty rebuilds only the edited pages (about 3 s instead of a full bilingual rebuild); restart it after

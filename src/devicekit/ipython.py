@@ -7,6 +7,10 @@ the lab's setup cell declares its notebook's language with `devicekit.lang.set_l
 nbconvert and renamed copies get one language; otherwise the notebook's metadata or file name decides, and
 only when nothing does (a plain script) are both given.  Errors that are not device errors print nothing.
 
+It also adds the ``%devicelint`` magic (``devicekit.lint.magic``): ``%devicelint`` lints the current cell,
+``%%devicelint`` a cell without running it, ``%devicelint --all`` every cell run so far, and
+``%devicelint --on`` every cell before it runs.
+
 How: a ``post_run_cell`` event callback that looks at ``result.error_in_exec``.  IPython has already
 shown the traceback by then (Jupyter has already received the ``error`` output), so the explanation
 lands *under* it, and the extension never touches the exception: the cell still fails, "Run all" still
@@ -103,9 +107,17 @@ def load_ipython_extension(ipython: Any) -> None:
     """
     if not _registered(ipython):
         ipython.events.register(EVENT, _show_explanation)
+    from devicekit.lint.magic import devicelint
+
+    ipython.register_magic_function(devicelint, magic_kind="line_cell", magic_name="devicelint")
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Called by ``%unload_ext devicekit``: stop explaining errors.  Safe when not loaded."""
     for callback in _registered(ipython):
         ipython.events.unregister(EVENT, callback)
+    from devicekit.lint.magic import stop_linting_cells
+
+    stop_linting_cells(ipython)
+    for kind in ("line", "cell"):
+        ipython.magics_manager.magics.get(kind, {}).pop("devicelint", None)

@@ -1,0 +1,78 @@
+"""Rules that one call shows on its own: DK008 (`torch.load` without `map_location`), DK012 (a global
+default device with a shuffling DataLoader), DK214 (`mp.spawn` of a notebook function) and the opt-in
+style rules DK901 (a hard-coded `"cuda"`) and DK902 (`.cuda()`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from devicekit.lint.core import Context
+from devicekit.lint.names import has_star_kwargs, keyword
+
+_CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
+_SPAWNERS = {
+    "torch.multiprocessing.spawn",
+    "torch.multiprocessing.start_processes",
+    "torch.multiprocessing.Process",
+    "multiprocessing.Process",
+    "torch.distributed.elastic.multiprocessing.start_processes",
+}
+
+
+def check_calls(ctx: Context) -> None:
+    """Run DK008, DK012, DK214, DK901 and DK902 over every call of the file."""
+    names = ctx.names
+    default_device_calls: list[tuple[ast.Call, bool]] = []  # (call, sets an accelerator as the default)
+    shuffling_loaders: list[ast.Call] = []
+    if ctx.wants("DK901"):
+        for node in ctx.constants:
+            if isinstance(node.value, str) and _CUDA_STRING.match(node.value):
+                if not isinstance(ctx.parents.get(node), ast.Compare):  # `device.type == "cuda"` is a test
+                    ctx.report(node, "DK901")
+    for node in ctx.calls:
+        full = names.resolve(node.func) or ""
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+            ctx.report(node.func, "DK902")
+        if full == "torch.load":
+            if len(node.args) < 2 and keyword(node, "map_location") is None and not has_star_kwargs(node):
+                ctx.report(node, "DK008")
+        elif full == "torch.set_default_device" and node.args:
+            arg = node.args[0]
+            reset = isinstance(arg, ast.Constant) and (arg.value is None or str(arg.value).startswith("cpu"))
+            default_device_calls.append((node, not reset))
+        elif full == "torch.set_default_tensor_type" and node.args:
+            arg = node.args[0]
+            text = arg.value if isinstance(arg, ast.Constant) else names.resolve(arg)
+            if isinstance(text, str):
+                default_device_calls.append((node, "cuda" in text))
+        elif full.endswith("DataLoader") and full.startswith("torch.") or full == "DataLoader":
+            shuffle = keyword(node, "shuffle")
+            if (
+                isinstance(shuffle, ast.Constant)
+                and shuffle.value is True
+                and keyword(node, "generator") is None
+                and not has_star_kwargs(node)
+            ):
+                shuffling_loaders.append(node)
+        elif ctx.notebook and full in _SPAWNERS:
+            target = node.args[0] if node.args and not full.endswith("Process") else keyword(node, "target")
+            if isinstance(target, ast.Name) and target.id in names.functions:
+                ctx.report(node, "DK214")
+    # In source order: a loader made while an accelerator is the default (set, and not reset since).
+    if any(on for _, on in default_device_calls):
+        events = sorted(
+            [(_position(call), on) for call, on in default_device_calls]
+            + [(_position(loader), loader) for loader in shuffling_loaders],
+            key=lambda event: event[0],
+        )
+        active = False
+        for _, what in events:
+            if isinstance(what, bool):
+                active = what
+            elif active:
+                ctx.report(what, "DK012")
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)

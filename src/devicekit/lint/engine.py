@@ -1,0 +1,177 @@
+"""Linting a source string, a `.py` file, a notebook, or a list of files and folders."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from devicekit.lint.calls import check_calls
+from devicekit.lint.core import Context, Finding
+from devicekit.lint.flow import check_flow
+from devicekit.lint.modules import check_modules
+from devicekit.lint.rules import DEFAULT_CODES
+
+_CHECKS = (check_modules, check_calls, check_flow)
+# IPython syntax that is not Python: `%magic`, `!shell`, `?help`, `obj?`. Blanked to keep line numbers.
+_IPYTHON_LINE = re.compile(r"^\s*([%!?]|.*\?\s*$)")
+_SKIPPED_DIRS = {
+    ".git",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "node_modules",
+    ".ipynb_checkpoints",
+    "build",
+    "site",
+}
+
+
+@dataclass(frozen=True)
+class LintError:
+    """A file that could not be linted (it does not parse, or cannot be read).
+
+    Attributes:
+        path: the file.
+        line: 1-based line of the syntax error (0 when unknown).
+        col: 1-based column (0 when unknown).
+        message: what went wrong.
+        cell: the notebook cell, or None.
+    """
+
+    path: str
+    line: int
+    col: int
+    message: str
+    cell: int | None = None
+
+
+def lint_source(
+    source: str,
+    path: str = "<string>",
+    codes: Iterable[str] | None = None,
+    notebook: bool = False,
+) -> list[Finding]:
+    """The findings in one piece of Python source, sorted by position.
+
+    Args:
+        source: the code.
+        path: the name findings carry.
+        codes: the rule codes to run (default: the default rules).
+        notebook: the code is a notebook's (`DK214` needs this: functions defined in it live in `__main__`).
+
+    Raises:
+        SyntaxError: the source does not parse.
+    """
+    tree = ast.parse(source, filename=path)
+    return lint_tree(tree, source.splitlines(), path, codes, notebook)
+
+
+def lint_tree(
+    tree: ast.Module,
+    lines: list[str],
+    path: str = "<string>",
+    codes: Iterable[str] | None = None,
+    notebook: bool = False,
+) -> list[Finding]:
+    """The findings in an already parsed module (`lines` are its source lines, for `# noqa`)."""
+    chosen = frozenset(codes) if codes is not None else DEFAULT_CODES
+    ctx = Context(tree=tree, lines=lines, codes=chosen, notebook=notebook)
+    for check in _CHECKS:
+        check(ctx)
+    return sorted(Finding(path, None, line, col, code) for line, col, code in ctx.found)
+
+
+def _cell_source(cell: dict) -> str:
+    source = cell.get("source", "")
+    text = "".join(source) if isinstance(source, list) else str(source)
+    return "\n".join("" if _IPYTHON_LINE.match(line) else line for line in text.splitlines())
+
+
+def lint_notebook(
+    path: str, codes: Iterable[str] | None = None, text: str | None = None
+) -> tuple[list[Finding], list[LintError]]:
+    """Lint the code cells of a notebook as one program, so a model defined in one cell is known in the next.
+
+    A cell that does not parse is reported as a `LintError` and left out; the others are still linted.
+    Findings carry the cell's 1-based index among all cells and the line within that cell.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: the file is not a notebook (not JSON, or no `cells`).
+    """
+    if text is None:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    try:
+        cells = json.loads(text)["cells"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a Jupyter notebook ({exc})") from None
+    errors: list[LintError] = []
+    parts: list[str] = []
+    where: list[tuple[int, int]] = []  # for each line of the joined program: (cell, line in cell)
+    for index, cell in enumerate(cells, start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        source = _cell_source(cell)
+        try:
+            ast.parse(source)
+        except SyntaxError as exc:
+            errors.append(LintError(path, exc.lineno or 0, exc.offset or 0, exc.msg, index))
+            continue
+        lines = source.splitlines() or [""]
+        parts.extend(lines)
+        where.extend((index, n) for n in range(1, len(lines) + 1))
+    findings = []
+    for finding in lint_source("\n".join(parts) + "\n", path, codes, notebook=True):
+        cell, line = where[finding.line - 1] if finding.line <= len(where) else (None, finding.line)
+        findings.append(Finding(path, cell, line, finding.col, finding.code))
+    return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.code)), errors
+
+
+def lint_file(path: str, codes: Iterable[str] | None = None) -> tuple[list[Finding], list[LintError]]:
+    """Lint one `.py` or `.ipynb` file: its findings, and the errors that kept (part of) it from linting."""
+    try:
+        if path.endswith(".ipynb"):
+            return lint_notebook(path, codes)
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return [], [LintError(path, 0, 0, str(exc))]
+    try:
+        return lint_source(source, path, codes), []
+    except SyntaxError as exc:
+        return [], [LintError(path, exc.lineno or 0, exc.offset or 0, exc.msg or "invalid syntax")]
+
+
+def iter_files(paths: Iterable[str]) -> Iterator[str]:
+    """The `.py` and `.ipynb` files named by `paths` (folders searched recursively, sorted)."""
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
+                for name in sorted(files):
+                    if name.endswith((".py", ".ipynb")):
+                        yield os.path.join(root, name)
+        else:
+            yield path
+
+
+def lint_paths(
+    paths: Iterable[str], codes: Iterable[str] | None = None
+) -> tuple[list[Finding], list[LintError]]:
+    """Lint files and folders; a file that cannot be linted is reported and the rest still are."""
+    chosen = frozenset(codes) if codes is not None else DEFAULT_CODES
+    findings: list[Finding] = []
+    errors: list[LintError] = []
+    for path in iter_files(paths):
+        if not os.path.exists(path):
+            errors.append(LintError(path, 0, 0, "no such file or folder"))
+            continue
+        found, failed = lint_file(path, chosen)
+        findings.extend(found)
+        errors.extend(failed)
+    return findings, errors

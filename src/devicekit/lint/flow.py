@@ -1,0 +1,551 @@
+"""Rules that follow values through a function in statement order: DK001 (a batch never moved), DK002
+(`x.to(dev)` thrown away), DK007 (a loss holding a CPU weight), DK009 (optimizer state loaded before the
+move), DK010 (`.numpy()` on a moved tensor), DK013 (DataParallel off `device_ids[0]`) and DK014 (DDP
+without `set_device`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from devicekit.lint.core import Context
+from devicekit.lint.names import dotted, keyword, looks_like_loader_name
+from devicekit.lint.values import Value, infer, move_of, placement_of
+
+_MOVES = frozenset({"to", "cuda", "cpu"})
+_MODEL_NAME = re.compile(r"(model|net|encoder|decoder|classifier|backbone|module)\w*$", re.I)
+# `batch["tokens"]`: an item of a batch-like container, or under a key that names tensor data.
+_BATCH_CONTAINER = re.compile(r"(^|_)(batch|sample|example|inputs|feed)\w*$", re.I)
+_TENSOR_KEY = re.compile(
+    r"^(\w*_)?(ids|mask|masks|labels?|targets?|tokens?|images?|pixel_values|inputs?|x|y|features?|audio)$",
+    re.I,
+)
+_LOSS_NAME = re.compile(r"(loss|criterion)", re.I)
+_OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim\w*|optimizer\w*)$", re.I)
+_SET_DEVICE = {
+    "torch.cuda.set_device",
+    "torch.accelerator.set_device_index",
+    "torch.xpu.set_device",
+    "torch.cuda.device",
+    "torch.npu.set_device",
+}
+# Calls that surely do not move a module handed to them.
+_HARMLESS_CALLS = frozenset({"print", "len", "isinstance", "repr", "str", "type", "id", "hasattr", "getattr"})
+_LAUNCHERS = ("devicekit.distributed", "accelerate", "lightning", "pytorch_lightning", "deepspeed")
+_FLOW_CODES = ("DK001", "DK201", "DK002", "DK007", "DK009", "DK010", "DK013", "DK014")
+
+
+def check_flow(ctx: Context) -> None:
+    """Run the flow rules on the module body, then on every function with the module's names in view."""
+    if not ctx.wants(*_FLOW_CODES):
+        return
+    file_facts = _FileFacts(ctx)
+    top = _Scope(ctx, {}, file_facts)
+    top.run(ctx.tree.body)
+    top.finish()
+    for function, seed in _functions(ctx.tree, ctx):
+        env = dict(top.env)
+        env.update(seed)
+        for arg in function.args.posonlyargs + function.args.args + function.args.kwonlyargs:
+            env.pop(arg.arg, None)
+            if function.name == "forward" and arg.arg != "self" and seed.get("__module_method__"):
+                env[arg.arg] = Value("tensor", "unknown")
+        scope = _Scope(ctx, env, file_facts)
+        scope.run(function.body)
+        scope.finish()
+    if file_facts.sets_up_process_group and not file_facts.set_device:
+        for call in file_facts.ddp_calls:
+            on_gpus = keyword(call, "device_ids") is not None or len(call.args) > 1
+            if on_gpus or file_facts.indexless:
+                ctx.report(call, "DK014")
+
+
+class _FileFacts:
+    def __init__(self, ctx: Context) -> None:
+        self.set_device = False
+        self.sets_up_process_group = False
+        self.any_module_moved = False
+        self.ddp_calls: list[ast.Call] = []
+        self.indexless = False
+        self.uses_accelerator = False
+        names = ctx.names
+        for node in ctx.calls:
+            full = names.resolve(node.func) or ""
+            if full in _SET_DEVICE:
+                self.set_device = True
+            elif full.endswith("DistributedDataParallel"):
+                self.ddp_calls.append(node)
+            elif full.endswith("init_process_group"):
+                backend = keyword(node, "backend") or (node.args[0] if node.args else None)
+                if not (isinstance(backend, ast.Constant) and backend.value == "gloo"):  # gloo: CPU ranks
+                    self.sets_up_process_group = True
+            elif isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+                self.uses_accelerator = True
+                if not node.args and not node.keywords:
+                    self.indexless = True
+            elif isinstance(node.func, ast.Attribute) and node.func.attr == "to":
+                placement = move_of(node, {}, names)
+                self.uses_accelerator |= placement is not None and placement.device == "accel"
+            for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+                if isinstance(arg, ast.Constant) and arg.value == "cuda":
+                    self.indexless = True
+        if any(node.value == "CUDA_VISIBLE_DEVICES" for node in ctx.constants):
+            self.set_device = True
+        # Launch helpers that set the device themselves (devicekit.distributed.setup calls set_device).
+        if any(v.startswith(_LAUNCHERS) for v in names.aliases.values()):
+            self.set_device = True
+
+
+def _functions(tree: ast.Module, ctx: Context):
+    """Every function of the file, with what `self.x` holds for methods of `nn.Module` subclasses."""
+    methods_of_classes = {id(n) for cls in ctx.definitions if isinstance(cls, ast.ClassDef) for n in cls.body}
+    for node in ctx.definitions:
+        if isinstance(node, ast.ClassDef):
+            methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            seed: dict[str, Value] = {}
+            if node.name in ctx.names.module_classes:
+                seed["__module_method__"] = Value("marker")
+            init = next((m for m in methods if m.name == "__init__"), None)
+            if init is not None:
+                scope = _Scope(ctx, {}, None)
+                scope.run(init.body)
+                for key, value in scope.env.items():
+                    if key.startswith("self."):
+                        # `model.to(device)` moves submodules after __init__: only a placement made in
+                        # __init__ itself (`self.model = net.cuda()`) is known in the other methods.
+                        if value.kind == "module" and value.device == "cpu":
+                            value = Value("module", "unknown", loss=value.loss)
+                        seed[key] = value
+            for method in methods:
+                yield method, seed
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in methods_of_classes:
+            yield node, {}
+
+
+class _Scope:
+    """One pass over a body in statement order, keeping what each name holds."""
+
+    def __init__(self, ctx: Context, env: dict[str, Value], facts: _FileFacts | None) -> None:
+        self.ctx = ctx
+        self.names = ctx.names
+        self.env = env
+        self.facts = facts
+        self.module_moves: list[tuple[int, str]] = []
+        self.optimizer_loads: list[ast.Call] = []
+        self.losses: dict[str, ast.AST] = {}
+        self.parallel: list[tuple[ast.Call, str | None, str | None]] = []
+        self.parallel_first: dict[str, int] = {}
+        self.called: list[tuple[int, str]] = []  # (line, name) of every `name(...)` call
+        self.has_batch = any(v.batch for v in env.values())
+
+    # --- statements -----------------------------------------------------------------------------
+
+    def run(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        bare_move = None
+        if isinstance(stmt, ast.Expr):
+            call = stmt.value
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr in _MOVES
+            ):
+                bare_move = call
+        self.scan_owned(stmt, bare_move)
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                self.bind(target, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.bind(stmt.target, stmt.value)
+        elif bare_move is not None:
+            self.bare_move(bare_move)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.bind_loop(stmt.target, stmt.iter)
+            self.run(stmt.body)
+            self.run(stmt.orelse)
+        elif isinstance(stmt, (ast.While, ast.If)):
+            self.run(stmt.body)
+            self.run(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self.forget(item.optional_vars)
+            self.run(stmt.body)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.run(stmt.body)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                self.run(handler.body)
+            self.run(stmt.orelse)  # type: ignore[attr-defined]
+            self.run(stmt.finalbody)  # type: ignore[attr-defined]
+
+    def forget(self, target: ast.AST) -> None:
+        for node in ast.walk(target):
+            key = dotted(node)
+            if key is not None:
+                self.env.pop(key, None)
+
+    def bind(self, target: ast.AST, value_expr: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value_expr, (ast.Tuple, ast.List)) and len(value_expr.elts) == len(target.elts):
+                values = [infer(v, self.env, self.names) for v in value_expr.elts]
+                for t, v, e in zip(target.elts, values, value_expr.elts, strict=True):
+                    self._set(t, v, e)
+            else:
+                value = infer(value_expr, self.env, self.names)
+                self.forget(target)
+                if value is not None and value.kind == "tensor":  # `_, predicted = torch.max(out, 1)`
+                    for element in target.elts:
+                        if isinstance(element, ast.Name):
+                            self.env[element.id] = Value("tensor", value.device)
+            return
+        self._set(target, infer(value_expr, self.env, self.names), value_expr)
+
+    def _set(self, target: ast.AST, value: Value | None, value_expr: ast.AST) -> None:
+        key = dotted(target)
+        if key is None:
+            if isinstance(target, ast.Starred):
+                self.forget(target)
+            return
+        full = self.names.resolve(value_expr.func) if isinstance(value_expr, ast.Call) else None
+        if full == "torch.optim.Adagrad":  # its state (`sum`) is created in __init__, on the params' device
+            self.optimizer_loads.append(value_expr)  # type: ignore[arg-type]
+        if isinstance(value_expr, ast.Call) and _is_data_parallel(full):
+            first = _first_device_id(value_expr, self.env, self.names)
+            if first is not None:
+                self.parallel_first[key] = first
+            arg = dotted(value_expr.args[0]) if value_expr.args else None
+            arg_value = (
+                self.env.get(arg)
+                if arg
+                else infer(value_expr.args[0] if value_expr.args else None, self.env, self.names)
+            )
+            if arg_value is not None and arg_value.kind == "module" and arg_value.device == "cpu":
+                self.parallel.append((value_expr, arg, key))
+        if key in self.parallel_first and isinstance(value_expr, ast.Call) and value_expr.func is not None:
+            self._moved_parallel(key, value_expr)
+        old = self.env.get(key)
+        if _MODEL_NAME.search(key.rsplit(".", 1)[-1]):
+            value = _probably_module(value, value_expr)
+        elif value is None and _batch_item(value_expr):
+            value = Value("tensor", "unknown")
+        if value is None:
+            self.env.pop(key, None)
+        else:
+            self.env[key] = value
+            self.has_batch = self.has_batch or value.batch
+            if value.kind == "module" and value.device != "cpu" and old is not None and old.kind == "module":
+                self.module_moves.append((target.lineno, key))
+            elif value.kind == "module" and value.device != "cpu" and _is_move_chain(value_expr):
+                self.module_moves.append((target.lineno, key))
+        self.losses.pop(key, None)
+        if isinstance(value_expr, ast.Call) and self.names.is_loss_constructor(value_expr):
+            weight = keyword(value_expr, "weight") or keyword(value_expr, "pos_weight")
+            weight_value = infer(weight, self.env, self.names)
+            if weight_value is not None and weight_value.kind == "tensor" and weight_value.device == "cpu":
+                self.losses[key] = value_expr
+
+    def bind_loop(self, target: ast.AST, iterable: ast.AST) -> None:
+        source = iterable
+        enumerated = False
+        while (
+            isinstance(source, ast.Call)
+            and (self.names.resolve(source.func) or "")
+            in {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"}
+            and source.args
+        ):
+            enumerated = enumerated or (self.names.resolve(source.func) == "enumerate")
+            source = source.args[0]
+        if not self._is_loader(source):
+            self.forget(target)
+            return
+        if enumerated and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            self.forget(target.elts[0])
+            target = target.elts[1]
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                self.env[node.id] = Value("tensor", "cpu", batch=True)
+                self.has_batch = True
+
+    def _is_loader(self, source: ast.AST) -> bool:
+        value = infer(source, self.env, self.names)
+        if value is not None:
+            return value.kind == "loader"
+        key = dotted(source)
+        return key is not None and looks_like_loader_name(key) and not self.names.imports_torch_geometric
+
+    # --- expressions ----------------------------------------------------------------------------
+
+    def bare_move(self, call: ast.Call) -> None:
+        assert isinstance(call.func, ast.Attribute)
+        receiver_expr = call.func.value
+        receiver = infer(receiver_expr, self.env, self.names)
+        key = dotted(receiver_expr)
+        placement = move_of(call, self.env, self.names)
+        if receiver is None and _batch_item(receiver_expr):
+            receiver = Value("tensor", "unknown")
+        item = _item_name(receiver_expr)
+        if receiver is None and item and _MODEL_NAME.search(item) and placement is not None:
+            self.module_moves.append((call.lineno, f"[{item}]"))  # `state["model"].to(device)`
+            return
+        if receiver is not None and receiver.kind == "tensor":
+            self.ctx.report(call, "DK002")
+            if key is not None:
+                self.env[key] = Value("tensor", "unknown")
+            return
+        if receiver is None and key is not None and placement is not None:
+            if _MODEL_NAME.search(key.rsplit(".", 1)[-1]):
+                receiver = Value("module", "cpu")
+        if key in self.parallel_first:
+            self._moved_parallel(key, call)
+        if receiver is not None and receiver.kind == "module" and key is not None and placement is not None:
+            self.env[key] = Value(
+                "module", placement.device, placement.index, placement.indexless, loss=receiver.loss
+            )
+            self.module_moves.append((call.lineno, key))
+            self.losses.pop(key, None)
+
+    def _moved_parallel(self, key: str, expr: ast.Call) -> None:
+        """`model = nn.DataParallel(model)` then `model.to("cuda:1")`: not `device_ids[0]`."""
+        if not (isinstance(expr.func, ast.Attribute) and expr.func.attr in {"to", "cuda"}):
+            return
+        if dotted(expr.func.value) != key:
+            return
+        placement = move_of(expr, self.env, self.names)
+        if (
+            placement is not None
+            and placement.index is not None
+            and placement.index != self.parallel_first[key]
+        ):
+            self.ctx.report(expr, "DK013")
+
+    def scan_owned(self, stmt: ast.stmt, skip: ast.AST | None = None) -> None:
+        """Check the calls and operations in the statement's own expressions, outermost first."""
+        for node in self.ctx.owned.get(stmt, ()):
+            if node is skip:
+                continue
+            if isinstance(node, ast.Call):
+                self.call(node)
+            elif isinstance(node, (ast.Compare, ast.BinOp)) and self.has_batch and self.ctx.wants("DK001"):
+                self._batch_operands(node)
+
+    def _batch_operands(self, node: ast.Compare | ast.BinOp) -> None:
+        """`(pred == labels)` with `pred` on the accelerator and `labels` straight from the loader."""
+        operands = (
+            [node.left, *node.comparators] if isinstance(node, ast.Compare) else [node.left, node.right]
+        )
+        values = [infer(o, self.env, self.names) for o in operands]
+        if not any(v is not None and v.kind == "tensor" and v.device == "accel" for v in values):
+            return
+        for operand in operands:
+            if self._is_unmoved_batch(operand):
+                self.ctx.report(operand, "DK001")
+                name = dotted(operand.value if isinstance(operand, ast.Subscript) else operand)
+                if name:
+                    self.env[name] = Value("tensor", "unknown")
+
+    def call(self, call: ast.Call) -> None:
+        func = call.func
+        if self.parallel:
+            callee = dotted(func)
+            if callee is not None:
+                self.called.append((call.lineno, callee))
+        if isinstance(func, ast.Attribute):
+            if func.attr == "numpy":
+                self._numpy(call)
+            elif func.attr == "load_state_dict":
+                key = dotted(func.value) or _item_name(func.value) or ""
+                value = self.env.get(key)
+                if (value is not None and value.kind == "optimizer") or (
+                    value is None and _OPTIMIZER_NAME.search(key)
+                ):
+                    self.optimizer_loads.append(call)
+            elif func.attr in _MOVES:
+                key = dotted(func.value)
+                value = self.env.get(key) if key else None
+                if key and value is not None and value.kind == "module":
+                    self.losses.pop(key, None)
+                    self.module_moves.append((call.lineno, key))
+        full = self.names.resolve(func) or ""
+        if _is_data_parallel(full):
+            self._data_parallel(call)
+        self._batch_arguments(call)
+
+    def _numpy(self, call: ast.Call) -> None:
+        assert isinstance(call.func, ast.Attribute)
+        node: ast.AST = call.func.value
+        while True:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in _MOVES:
+                    placement = move_of(node, self.env, self.names)
+                    if placement is not None and placement.device == "accel":
+                        self.ctx.report(call, "DK010")
+                    return
+                if dotted(node.func) is not None and dotted(node.func) in self.env:
+                    break
+                node = node.func.value
+            elif isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Attribute) and node.attr in {"data", "T", "mT", "real", "grad"}:
+                node = node.value
+            else:
+                break
+        value = infer(node, self.env, self.names)
+        if value is not None and value.kind in {"tensor", "moved"} and value.device == "accel":
+            self.ctx.report(call, "DK010")
+
+    def _data_parallel(self, call: ast.Call) -> None:
+        if not call.args:
+            return
+        model = infer(call.args[0], self.env, self.names)
+        ids = keyword(call, "device_ids")
+        if ids is None and len(call.args) > 1:
+            ids = call.args[1]
+        first = _first_device_id(call, self.env, self.names)
+        if model is None or model.kind != "module" or model.device != "accel" or first is None:
+            return
+        if model.index is not None and model.index != first:
+            self.ctx.report(call, "DK013")
+
+    def _batch_arguments(self, call: ast.Call) -> None:
+        """DK201 (a CPU model called with a moved batch) and DK001 (an unmoved batch passed on)."""
+        args = [*call.args, *(kw.value for kw in call.keywords)]
+        if not args:
+            return
+        env = self.env
+        keys = [dotted(a) for a in args]
+        full_name = self.names.resolve(call.func) or ""
+        if not (full_name.endswith("DataParallel") or full_name in _HARMLESS_CALLS):
+            for key in keys:
+                value = env.get(key) if key is not None else None
+                if value is not None and value.kind == "module" and value.device == "cpu":
+                    # handed to code we cannot see, which may move it
+                    env[key] = Value("module", "unknown", loss=value.loss)  # type: ignore[index]
+        callee = infer(call.func, env, self.names)
+        cpu_model = (
+            callee is not None and callee.kind == "module" and callee.device == "cpu" and not callee.loss
+        )
+        unmoved = [a for a in args if self._is_unmoved_batch(a)] if self.has_batch else []
+        if not (cpu_model or unmoved):
+            return
+        values = [infer(a, env, self.names) for a in args]
+        moved_arg = any(
+            v is not None and v.kind in {"tensor", "moved"} and v.device == "accel" for v in values
+        )
+        if cpu_model:
+            if moved_arg:
+                self.ctx.report(call, "DK201")
+                key = dotted(call.func)
+                if key is not None:
+                    env[key] = Value("module", "unknown")
+            return
+        key = dotted(call.func) or ""
+        last = key.rsplit(".", 1)[-1]
+        if callee is not None and callee.kind == "module":
+            fire = moved_arg if callee.loss else callee.device == "accel"
+        elif full_name.startswith("torch.nn.functional.") or _LOSS_NAME.search(last):
+            fire = moved_arg
+        else:
+            fire = callee is None and moved_arg and bool(_MODEL_NAME.search(last))
+        if fire:
+            for arg in unmoved:
+                self.ctx.report(arg, "DK001")
+                name = dotted(arg.value if isinstance(arg, ast.Subscript) else arg)
+                if name:
+                    env[name] = Value("tensor", "unknown")
+
+    def _is_unmoved_batch(self, arg: ast.AST) -> bool:
+        if isinstance(arg, ast.Subscript):
+            arg = arg.value
+        key = dotted(arg)
+        value = self.env.get(key) if key else None
+        return value is not None and value.batch
+
+    # --- end of the body ------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        module_moves = [line for line, key in self.module_moves if not self.env.get(key, Value("?")).loss]
+        for load in self.optimizer_loads:
+            if any(line > load.lineno for line in module_moves):
+                self.ctx.report(load, "DK009")
+        any_moved = bool(self.module_moves) or (
+            self.facts is not None and (self.facts.any_module_moved or self.facts.uses_accelerator)
+        )
+        if self.facts is not None and self.module_moves:
+            self.facts.any_module_moved = True
+        if any_moved:
+            for node in self.losses.values():
+                self.ctx.report(node, "DK007")
+        for call, arg, result in self.parallel:
+            later = [key for line, key in self.module_moves if line >= call.lineno]
+            used = any(key == result and line > call.lineno for line, key in self.called)
+            if used and arg not in later and result not in later:  # run on a CPU module: the error
+                self.ctx.report(call, "DK013")
+
+
+def _first_device_id(call: ast.Call, env: dict[str, Value], names) -> int | None:
+    """`device_ids[0]` of a `DataParallel(...)` call: the first listed id, 0 when none are given."""
+    ids = keyword(call, "device_ids")
+    if ids is None and len(call.args) > 1:
+        ids = call.args[1]
+    if ids is None:
+        return 0  # every visible GPU, starting at cuda:0
+    if isinstance(ids, (ast.List, ast.Tuple)) and ids.elts:
+        placement = placement_of(ids.elts[0], env, names)
+        return placement.index if placement is not None else None
+    return None
+
+
+def _item_name(expr: ast.AST) -> str | None:
+    """`"model"` for `state["model"]`."""
+    if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        value = expr.slice.value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _batch_item(expr: ast.AST) -> bool:
+    """`batch["tokens"]`, `inputs["input_ids"]`: a tensor taken out of a batch, judging by the names."""
+    if not isinstance(expr, ast.Subscript):
+        return False
+    index = expr.slice
+    if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
+        return False
+    if _MODEL_NAME.search(index.value) or _LOSS_NAME.search(index.value):
+        return False
+    container = (dotted(expr.value) or "").rsplit(".", 1)[-1]
+    return bool(_BATCH_CONTAINER.search(container) or _TENSOR_KEY.match(index.value))
+
+
+def _probably_module(value: Value | None, expr: ast.AST) -> Value | None:
+    """`model = Net().to(device)` with `Net` defined elsewhere: a module, judging by both names."""
+    if value is not None and value.kind == "moved":
+        return Value("module", value.device, value.index, value.indexless)
+    if value is None:
+        call = expr
+        while (
+            isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _MOVES
+        ):
+            call = call.func.value
+        if isinstance(call, ast.Call) and call is expr:
+            last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+            if last[:1].isupper() and last[1:2].islower():
+                return Value("module", "cpu")
+    return value
+
+
+def _is_data_parallel(full: str | None) -> bool:
+    return bool(full) and full.endswith("DataParallel") and "Distributed" not in full  # type: ignore[union-attr]
+
+
+def _is_move_chain(expr: ast.AST) -> bool:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr in {"to", "cuda"}:
+            return True
+        expr = expr.func.value
+    return False

@@ -1,0 +1,90 @@
+"""The devicelint pages: the rules part is what the registry generates, every example on the page is
+linted as it appears there, the nav lists the page in both languages, and the claims the page makes
+about PyTorch hold."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from course_tools.generate.lint_docs import PAGES, main, rules_markdown
+from course_tools.paths import ROOT
+from devicekit.lint import RULES, lint_source
+
+_SECTION = re.compile(r"^### (DK\d{3}) .*?$(.*?)(?=^### |<!-- rules:end -->)", re.S | re.M)
+_PYTHON = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def test_pages_are_up_to_date():
+    assert main(["--check"]) == 0, "run: python -m course_tools.generate.lint_docs"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_rule_has_a_section_whose_examples_behave(lang):
+    page = PAGES[lang].read_text(encoding="utf-8")
+    assert rules_markdown(lang) in page
+    sections = dict(_SECTION.findall(page))
+    assert list(sections) == list(RULES)
+    for code, body in sections.items():
+        bad, good = _PYTHON.findall(body)
+        assert code in {f.code for f in lint_source(bad, codes=RULES, notebook=True)}, code
+        assert code not in {f.code for f in lint_source(good, codes=RULES, notebook=True)}, code
+
+
+def test_rules_markdown_rejects_unknown_language():
+    with pytest.raises(ValueError, match="unknown language"):
+        rules_markdown("fr")
+
+
+def test_nav_lists_the_page_in_both_languages():
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)  # !ENV, !!python/... tags
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506
+    entries = [e for e in config["nav"] if isinstance(e, dict) and "lint.md" in e.values()]
+    assert entries == [{"Lint before you run": "lint.md"}]
+    nav = config["nav"]
+    assert nav.index(entries[0]) == nav.index("atlas.md") + 1
+    i18n = next(p["i18n"] for p in config["plugins"] if isinstance(p, dict) and "i18n" in p)
+    zh = next(lang for lang in i18n["languages"] if lang["locale"] == "zh")
+    assert zh["nav_translations"]["Lint before you run"] == "运行前先检查"
+
+
+# --- the claims the page makes ----------------------------------------------------------------------
+
+
+def test_adagrad_makes_its_state_when_built_and_a_move_leaves_it_behind():
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(2, 2)
+    adagrad = torch.optim.Adagrad(model.parameters())
+    state = next(iter(adagrad.state.values()))
+    assert {"sum", "step"} <= set(state) and state["sum"].device.type == "cpu"
+    model.to("meta")
+    assert next(model.parameters()).device.type == "meta"
+    assert next(iter(adagrad.state.values()))["sum"].device.type == "cpu"
+    adam = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+    assert len(adam.state) == 0  # made at the first step(), after the move
+
+
+def test_random_sampler_makes_a_cpu_generator_whatever_the_default_device():
+    torch = pytest.importorskip("torch")
+    import inspect
+
+    from torch.utils.data import RandomSampler
+
+    source = inspect.getsource(RandomSampler.__iter__)
+    assert "generator = torch.Generator()" in source
+    assert "torch.randperm(n, generator=generator)" in source
+    with torch.device("meta"):
+        assert torch.Generator().device.type == "cpu"
+        assert torch.zeros(1).device.type == "meta"
+    recorded = json.loads((ROOT / "results" / "cuda-messages.json").read_text(encoding="utf-8"))
+    quoted = "Expected a 'cuda' device type for generator but found 'cpu'"
+    assert quoted in json.dumps(recorded)
+    assert quoted in PAGES["en"].read_text(encoding="utf-8") and quoted in PAGES["zh"].read_text(
+        encoding="utf-8"
+    )
