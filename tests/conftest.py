@@ -97,11 +97,13 @@ def once_per_run(request: pytest.FixtureRequest, name: str, key: str, make: Call
 
 # --- the snapshot site builds --------------------------------------------------------------------------
 
-#: Never copied into the build's snapshot: git, environments, build outputs, caches, the notebook mirrors.
-_NOT_SOURCE = {
+#: Never copied into the build's snapshot: git, environments, build outputs at the top, the notebook mirrors.
+_NOT_SOURCE_TOP = {
     ".git", ".venv", "venv", "site", "site-students", "build", "dist", "wheels", ".cache", ".pytest_cache",
-    ".ruff_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints", "node_modules",
+    ".ruff_cache", ".hypothesis", "node_modules",
 }  # fmt: skip
+#: ... and caches at any depth (a folder named ``site`` deeper down, like ``course_tools/site``, is source).
+_NOT_SOURCE_ANYWHERE = {"__pycache__", ".ipynb_checkpoints"}
 _MIRRORS = {"docs/labs", "docs/solutions"}
 #: Variables that choose what the site holds or where it caches: each flavour sets its own.
 _SITE_ENV = ("COURSE_STUDENTS_ONLY", "COURSE_STUDENTS_REPO_URL", "COURSE_SITE_CACHE")
@@ -110,7 +112,9 @@ MKDOCS_BUILD = [sys.executable, "-m", "mkdocs", "build", "--strict"]
 
 def _is_source(name: str) -> bool:
     parts = name.split("/")
-    if any(p in _NOT_SOURCE or p.endswith(".egg-info") for p in parts[:-1]):
+    if len(parts) > 1 and parts[0] in _NOT_SOURCE_TOP:
+        return False
+    if any(p in _NOT_SOURCE_ANYWHERE or p.endswith(".egg-info") for p in parts[:-1]):
         return False
     return not any(name.startswith(mirror + "/") for mirror in _MIRRORS)
 

@@ -48,7 +48,7 @@ _RULES = [
         name="batch-not-moved",
         title_en="a batch from the DataLoader goes into a model or loss that was moved to a device, "
         "but the batch itself was never moved",
-        title_zh="模型（或损失函数）已移到设备上，但从 DataLoader 取出的批次（batch）没有移动就传了进去",
+        title_zh="模型（或损失函数）已移到设备上，但从 DataLoader 取出的批次没有移动就传了进去",
         fix_en="move every part of the batch first: `x, y = x.to(device), y.to(device)`",
         fix_zh="先把批次的每一部分都移过去：`x, y = x.to(device), y.to(device)`",
         default=True,
@@ -72,7 +72,7 @@ for x, y in loader:
         name="model-not-moved",
         title_en="a model built here is called with a batch that was moved to a device, "
         "but the model itself was never moved",
-        title_zh="这里构建的模型从未移动，却用已移到设备上的批次（batch）调用它",
+        title_zh="这里构建的模型从未移动，却用已移到设备上的批次调用它",
         fix_en="move the model once, right after building it: `model = Net().to(device)`",
         fix_zh="构建模型后立即移动一次：`model = Net().to(device)`",
         default=True,
@@ -121,7 +121,7 @@ for x, y in loader:
         fix_en="pass `device=x.device`, or use `x.new_zeros(...)` / `torch.zeros_like(x)`, "
         "or keep it as a buffer",
         fix_zh="传入 `device=x.device`，或改用 `x.new_zeros(...)` / `torch.zeros_like(x)`，"
-        "或把它注册成缓冲区（buffer）",
+        "或把它注册成缓冲区",
         default=True,
         bad="""\
 class Net(nn.Module):
