@@ -16,7 +16,8 @@ column is what PyTorch's CUDA kernels are expected to do (device checks in the g
 were recorded on a real GPU (``results/cuda-messages.json``: torch 2.11.0+cu130 on an NVIDIA H200, written
 by ``scripts/cuda_messages.py``) and ``test_recorded_cuda_outcomes_agree`` checks them against that file; the
 other rows are expected, not measured. ``test_cuda_outcome_is_as_documented`` asserts every row whenever the
-suite runs with CUDA.
+suite runs with CUDA. ``test_strict_devices_on_meta_raises_exactly_where_cuda_does`` runs every row on meta
+inside ``devicekit.strict_devices()`` and asserts that it raises exactly in the CUDA column's ``raises`` rows.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_tools.paths import ROOT
+from devicekit import strict_devices
 
 PAGES = {"en": ROOT / "docs" / "standin.md", "zh": ROOT / "docs" / "standin.zh.md"}
 BEGIN, END = (
@@ -618,6 +620,17 @@ def test_meta_outcome_is_as_documented(op):
     assert outcome(op, torch.device("meta")) == op.meta, (
         f"{op.code} on meta + CPU no longer gives {op.meta!r}: update OPS and the pages "
         "(python tests/test_standin_ops.py --write), and any lab that relies on it"
+    )
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.key)
+def test_strict_devices_on_meta_raises_exactly_where_cuda_does(op):
+    """The pages say: on every row, ``strict_devices()`` on meta raises exactly where CUDA raises."""
+    with strict_devices():
+        got = outcome(op, torch.device("meta"))
+    assert ("raises" if got == "raises" else "works") == op.cuda, (
+        f"{op.code} under strict_devices on meta gave {got!r}, CUDA {op.cuda!r}: fix strict_devices or the "
+        "'What strict_devices catches' section of docs/standin*.md"
     )
 
 
