@@ -230,7 +230,7 @@ def test_environment_index_without_an_accelerator_says_so_not_that_the_form_is_w
     err = info.value
     assert err.en.startswith("DEVICEKIT_DEVICE=0 means accelerator index 0, which is not available")
     assert "not a device name" not in err.en
-    assert err.zh.startswith("DEVICEKIT_DEVICE=0 表示加速器第 0 号，但本机没有加速器。本机可用的设备：")
+    assert err.zh.startswith("DEVICEKIT_DEVICE=0 指第 0 号加速器，但本机没有加速器。本机可用的设备：")
 
 
 @pytest.mark.parametrize(
