@@ -73,7 +73,7 @@ CATEGORY_FLOORS = {
 
 
 def test_coverage_of_all_texts_and_of_the_likely_ones():
-    import catalog_coverage
+    from course_tools.miners import catalog_coverage
 
     table = catalog_coverage.coverage(MESSAGES)
     for key, floor in COVERAGE_FLOORS.items():
@@ -83,7 +83,7 @@ def test_coverage_of_all_texts_and_of_the_likely_ones():
 
 
 def test_coverage_per_category():
-    import catalog_coverage
+    from course_tools.miners import catalog_coverage
 
     table = catalog_coverage.coverage(MESSAGES)
     categories = {m["category"] for m in MESSAGES}

@@ -347,9 +347,11 @@ class _Tracer:
         others = [d for d in _sorted_devices(mentioned) if d not in {str(k) for k in known}]
         in_text = _on(inputs) if inputs else Message("no tensor inputs", "没有张量输入")
         names = _names(own)
+        # strict_devices' DeviceMismatchError carries both texts: then devicekit raised it, not PyTorch
+        who = Message("devicekit", "devicekit") if hasattr(exc, "zh") else Message("PyTorch", "PyTorch")
         detail = Message(
-            f"PyTorch raised a device error inside this module's forward (its inputs: {in_text.en}",
-            f"PyTorch 在这个模块的 forward 里报了设备错误（它的输入：{in_text.zh}",
+            f"{who.en} raised a device error inside this module's forward (its inputs: {in_text.en}",
+            f"{who.zh} 在这个模块的 forward 里报了设备错误（它的输入：{in_text.zh}",
         )
         if own:
             dev = own[0][2].device
