@@ -581,7 +581,9 @@ def test_every_explanation_names_the_lessons_and_lab_that_teach_its_family(famil
 
 
 def test_devices_line_lists_devices_with_the_chinese_enumeration_comma():
-    result = explain("Expected all tensors to be on the same device, but found at least two devices, meta and cpu!")
+    result = explain(
+        "Expected all tensors to be on the same device, but found at least two devices, meta and cpu!"
+    )
     assert "报错中的设备：meta、cpu" in result.zh.splitlines()
     assert "Devices in the message: meta, cpu" in result.en.splitlines()
 

@@ -255,7 +255,8 @@ def _as_text(error: object) -> str:
         TypeError,
         Message(
             "explain() accepts an exception instance, a warnings.WarningMessage, or a str holding an error "
-            f"message or a pasted traceback; got {kind}" + (" (decode bytes first: data.decode())" if raw else ""),
+            f"message or a pasted traceback; got {kind}"
+            + (" (decode bytes first: data.decode())" if raw else ""),
             "explain() 接受异常对象、warnings.WarningMessage，或者报错信息/回溯信息的字符串；"
             f"收到的是 {kind}" + ("（请先解码：data.decode()）" if raw else ""),
         ),
