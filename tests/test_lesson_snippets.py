@@ -11,8 +11,8 @@ import pytest
 from test_parity import python_blocks
 
 import devicekit
-from devicekit.lang import using_language
 from course_tools.paths import DOCS, english, zh_twin
+from devicekit.lang import using_language
 
 LESSONS = english(sorted((DOCS / "lessons").glob("*.md")))
 MARKED_OUTPUT = re.compile(r"<!-- output: cpu-runner -->\s*\n\s*```text\n(.*?)\n\s*```", re.DOTALL)
@@ -44,4 +44,6 @@ def test_lesson_snippets_run_and_shown_output_is_real(page, lang):
         return  # the marked blocks quote the CPU runner; an accelerator prints CUDA's wording instead
     for block in MARKED_OUTPUT.findall(twin.read_text(encoding="utf-8")):
         for line in block.splitlines():
-            assert line.strip() in printed, f"{twin.name} shows {line.strip()!r}, which the snippets never print"
+            assert line.strip() in printed, (
+                f"{twin.name} shows {line.strip()!r}, which the snippets never print"
+            )
