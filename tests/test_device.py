@@ -230,7 +230,7 @@ def test_environment_index_without_an_accelerator_says_so_not_that_the_form_is_w
     err = info.value
     assert err.en.startswith("DEVICEKIT_DEVICE=0 means accelerator index 0, which is not available")
     assert "not a device name" not in err.en
-    assert err.zh.startswith("DEVICEKIT_DEVICE=0 表示加速器第 0 号，但本机没有加速器。本机可用的设备：")
+    assert err.zh.startswith("DEVICEKIT_DEVICE=0 指第 0 号加速器，但本机没有加速器。本机可用的设备：")
 
 
 @pytest.mark.parametrize(
@@ -308,3 +308,14 @@ def test_mismatch_device_docstring_matches_what_meta_checks():
     assert "Tensor on device cpu is not on the expected device meta!" in doc
     with pytest.raises(RuntimeError, match="Tensor on device cpu is not on the expected device meta!"):
         m + c
+
+
+def test_an_int_without_an_accelerator_says_so_in_natural_chinese(monkeypatch):
+    """The zh reviewer, item 14: "整数 3 指第 3 号加速器", not "3 表示加速器第 3 号"."""
+    from devicekit import device as device_module
+
+    monkeypatch.setattr(device_module, "_accelerator_type", lambda: None)
+    with pytest.raises(UnknownDeviceError) as info:
+        device_module.as_device(3)
+    assert info.value.zh.startswith("整数 3 指第 3 号加速器，但本机没有加速器。")
+    assert "本机第 N 号加速器" in device_module.VALID_FORMS.zh

@@ -571,9 +571,52 @@ def test_every_explanation_names_the_lessons_and_lab_that_teach_its_family(famil
     assert result.lessons == tuple(lessons) and result.lab == family["lab"]
     en_last = next(line for line in result.en.splitlines() if line.startswith("Taught in:"))
     zh_last = next(line for line in result.zh.splitlines() if line.startswith("对应课程与实验："))
-    for page in [*lessons, family["lab"]]:
-        assert page in en_last and page in zh_last
-    assert "；" in zh_last and ";" not in zh_last  # full-width punctuation in the Chinese line
+    # by number, not slug (the zh reviewer, item 6): "lessons 2, 8; lab 8" / "第 2、8 课；实验 8"
+    numbers = [str(int(slug.split("-")[0])) for slug in lessons]
+    lab = str(int(family["lab"].split("-")[0]))
+    one, many = ("lesson", "第") if len(lessons) == 1 else ("lessons", "第")
+    assert en_last == f"Taught in: {one} {', '.join(numbers)}; lab {lab}"
+    assert zh_last == f"对应课程与实验：{many} {'、'.join(numbers)} 课；实验 {lab}"
+    assert not any(slug in en_last or slug in zh_last for slug in [*lessons, family["lab"]])
+
+
+def test_devices_line_lists_devices_with_the_chinese_enumeration_comma():
+    result = explain(
+        "Expected all tensors to be on the same device, but found at least two devices, meta and cpu!"
+    )
+    assert "报错中的设备：meta、cpu" in result.zh.splitlines()
+    assert "Devices in the message: meta, cpu" in result.en.splitlines()
+
+
+def test_chinese_fill_puts_spaces_around_device_names_but_not_around_the_fallback_words():
+    from devicekit.catalog import fill
+
+    words = CATALOG["placeholders"]["zh"]
+    assert fill("这个张量在{first}上。", ("meta",), words) == "这个张量在 meta 上。"
+    assert fill("需要{first}上的生成器", ("cuda:0",), words) == "需要 cuda:0 上的生成器"
+    assert fill("需要{first}上的生成器", (), words) == "需要某个设备上的生成器"
+    assert fill("（{devices}）", ("cpu", "meta"), words) == "（cpu 和 meta）"
+    assert fill("在 {first} 上", ("cpu",), words) == "在 cpu 上"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize(
+    ("bad", "en_part", "zh_part"),
+    [
+        (42, "got int", "收到的是 int"),
+        (b"x", "decode bytes first", "请先解码"),
+        (RuntimeError, "not the class RuntimeError", "而不是异常类 RuntimeError"),
+    ],
+)
+def test_explain_rejects_a_wrong_argument_in_both_languages(lang, bad, en_part, zh_part):
+    from devicekit.lang import using_language
+
+    with using_language(lang):
+        with pytest.raises(TypeError) as info:
+            explain(bad)
+        shown = str(info.value)
+    assert en_part in info.value.en and zh_part in info.value.zh
+    assert shown == (info.value.en if lang == "en" else info.value.zh)
 
 
 def test_not_every_placement_error_points_to_lab_01():

@@ -235,3 +235,45 @@ def test_a_renamed_chinese_copy_still_gets_chinese(shell, capsys, monkeypatch):
     out = capsys.readouterr().out
     expected = explain(_device_error())
     assert expected.zh.splitlines()[0] in out and expected.en.splitlines()[0] not in out
+
+
+# --- which cell a line is in (the zh reviewer, item 4) ----------------------------------------------
+
+
+def test_a_line_of_an_earlier_cell_is_not_called_this_cell(shell):
+    shell.run_cell(
+        "def mix():\n    a = torch.ones(2, device='meta')\n    return a + torch.ones(2)\n", store_history=True
+    )
+    defined_in = shell.execution_count - 1
+    shell.run_cell("try:\n    mix()\nexcept Exception as e:\n    caught = e\n", store_history=True)
+    en, zh = ext.where_text(shell.user_ns["caught"])
+    assert "of the cell" not in en and "本单元格" not in zh
+    assert en.startswith(f"In your code: line 3 of In[{defined_in}]") and "return a + torch.ones(2)" in en
+    assert zh.startswith(f"你的代码：In[{defined_in}] 第 3 行：")
+
+
+def test_a_line_of_the_cell_that_just_ran_is_called_this_cell(shell):
+    shell.run_cell(
+        "try:\n    x = 1\n    torch.ones(2, device='meta') + torch.ones(2)\n"
+        "except Exception as e:\n    caught = e\n",
+        store_history=True,
+    )
+    en, zh = ext.where_text(shell.user_ns["caught"])
+    assert en.startswith("In your code: line 3 of the cell:")
+    assert zh.startswith("你的代码：本单元格第 3 行：")
+
+
+def test_without_a_shell_a_cell_line_is_the_cell_that_defined_it():
+    assert not InteractiveShell.initialized(), "another test left a shell behind"
+    code = compile(
+        "import torch\n\ndef mix():\n    return torch.ones(2, device='meta') + torch.ones(2)\n",
+        "/tmp/ipykernel_4242/123456.py",
+        "exec",
+    )
+    namespace: dict = {}
+    exec(code, namespace)
+    with pytest.raises(RuntimeError) as info:
+        namespace["mix"]()
+    en, zh = ext.where_text(info.value)
+    assert en.startswith("In your code: line 4 (of the cell that defined it)")
+    assert zh.startswith("你的代码：第 4 行（定义它的单元格）")

@@ -388,3 +388,45 @@ def test_cpu_lengths_for_pack_padded_sequence_are_not_blamed():
     assert locate_mismatch(model, x_meta(2, 4, 2), torch.tensor([4, 2])) is None
     report = locate_mismatch(model.rnn, x_meta(2, 4, 2), torch.zeros(1, 2, 3))  # a CPU h0 is blamed
     assert report is not None and "inputs[1]" in report.detail
+
+
+# -------------------------------------------------------------------------------- whose error it quotes
+
+
+class BmmOnCpu(nn.Module):
+    def forward(self, x):
+        return torch.bmm(torch.ones(x.shape[0], x.shape[2], 2), x.transpose(1, 2)[:, :, :2].transpose(1, 2))
+
+
+def _strict_report() -> MismatchReport:
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.mix = BmmOnCpu()
+
+        def forward(self, x):
+            return self.mix(self.lin(x))
+
+    model = Net().to(META)
+    with devicekit.strict_devices():
+        return locate_mismatch(model, torch.ones(2, 3, 4, device=META))
+
+
+def test_devicekit_own_error_is_quoted_as_devicekit_s_in_the_learner_s_language():
+    """The zh reviewer, item 3: under Chinese, strict_devices' error was quoted in English as PyTorch's."""
+    report = _strict_report()
+    assert isinstance(report.exception, devicekit.DeviceMismatchError)
+    zh, en = report.message.zh, report.message.en
+    assert "  devicekit 的报错：DeviceMismatchError: strict_devices：" in zh
+    assert "PyTorch 的报错" not in zh and "got tensors on different devices" not in zh
+    assert "devicekit 在这个模块的 forward 里报了设备错误" in zh
+    assert "  devicekit said: DeviceMismatchError: strict_devices: " in en and "PyTorch said" not in en
+
+
+def test_pytorch_error_is_still_quoted_as_pytorch_s():
+    model = nn.Sequential(nn.Linear(4, 4), MakesCpuTensor()).to(META)
+    report = locate_mismatch(model, x_meta())
+    assert "  PyTorch 的报错：RuntimeError: " in report.message.zh
+    assert "PyTorch raised a device error inside this module's forward" in report.message.en
+    assert "  PyTorch said: RuntimeError: " in report.message.en

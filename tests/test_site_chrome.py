@@ -53,3 +53,36 @@ def test_the_notebook_copy_buttons_are_translated_on_zh_pages():
         replaced = re.search(re.escape(f"replace('{english}', '") + r"([^']*)'", partial)
         assert replaced and HAN.search(replaced.group(1)), english
     assert 'config.theme.language == "zh"' in partial
+
+
+def _render_copyright(locale: str, copyright: str | None = None) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(DOCS / "overrides")))
+    config = {"copyright": copyright, "extra": {}}
+    return env.get_template("partials/copyright.html").render(i18n_page_locale=locale, config=config)
+
+
+def test_the_footer_credits_material_in_chinese_on_zh_pages():
+    """The zh reviewer, item 29: "Made with Material for MkDocs" was English on the zh pages."""
+    zh = " ".join(_render_copyright("zh", "© 课程").split())
+    en = " ".join(_render_copyright("en").split())
+    assert '由 <a href="https://squidfunk.github.io/mkdocs-material/"' in zh and "构建" in zh
+    assert "Made with" not in zh and "© 课程" in zh
+    assert en.startswith(
+        '<div class="md-copyright"> Made with <a href="https://squidfunk.github.io/mkdocs-material/"'
+    )
+
+
+def test_the_copyright_override_still_mirrors_materials_partial():
+    """The override copies Material's own partial; a Material that changes it fails here, not silently."""
+    import material
+
+    theirs = (Path(material.__file__).parent / "templates" / "partials" / "copyright.html").read_text()
+    for part in (
+        '<div class="md-copyright">',
+        "config.copyright",
+        "config.extra.generator == false",
+        "Made with",
+    ):
+        assert part in theirs, part

@@ -401,9 +401,34 @@
     });
     PLACEHOLDERS.forEach(function (key) {
       var value = values[key] !== null ? values[key] : words[key.slice(1, -1)];
-      template = replaceAll(template, key, value);
+      template = replaceSpaced(template, key, value);
     });
     return template;
+  }
+
+  // A Chinese character and an ASCII letter or digit get a space between them (catalog.py: _spaced).
+  var HAN = /[\u3400-\u4dbf\u4e00-\u9fff]/;
+  var ASCII_WORD = /[A-Za-z0-9]/;
+
+  function replaceSpaced(template, key, value) {
+    var out = "";
+    var from = 0;
+    var at = template.indexOf(key);
+    while (at >= 0) {
+      var text = value;
+      var before = template.charAt(at - 1);
+      var after = template.charAt(at + key.length);
+      if (text && before && HAN.test(before) && ASCII_WORD.test(text.charAt(0))) {
+        text = " " + text;
+      }
+      if (text && after && HAN.test(after) && ASCII_WORD.test(text.charAt(text.length - 1))) {
+        text = text + " ";
+      }
+      out += template.slice(from, at) + text;
+      from = at + key.length;
+      at = template.indexOf(key, from);
+    }
+    return out + template.slice(from);
   }
 
   function details(family, candidate, lang) {
@@ -464,17 +489,23 @@
     });
   }
 
-  // "lesson 02-models, 08-multi-gpu; lab 08-multi-gpu" (explain.py: _taught).
+  // A lesson's or lab's number from its slug: "05-debugging" gives "5" (explain.py: _number).
+  function numberOf(slug) {
+    var head = slug.split("-")[0];
+    return /^[0-9]+$/.test(head) ? String(parseInt(head, 10)) : slug;
+  }
+
+  // "lessons 2, 8; lab 8" / "第 2、8 课；实验 8" (explain.py: _taught).
   function taught(data, labels, lang) {
-    var lessons = lessonsOf(data);
+    var lessons = lessonsOf(data).map(numberOf);
     var sep = lang === "en" ? ", " : "\u3001";
     var end = lang === "en" ? "; " : "\uff1b";
     var parts = [];
     if (lessons.length) {
-      parts.push((lessons.length > 1 ? labels.lessons_word : labels.lesson_word) + " " + lessons.join(sep));
+      parts.push((lessons.length > 1 ? labels.lesson_many : labels.lesson_one).replace("{}", lessons.join(sep)));
     }
     if (data.lab) {
-      parts.push(labels.lab_word + " " + data.lab);
+      parts.push(labels.lab_one.replace("{}", numberOf(data.lab)));
     }
     return parts.join(end);
   }
@@ -493,7 +524,7 @@
     }
     lines.push(labels.lab + gap + p.lab);
     if (p.devices.length) {
-      lines.push(labels.devices + gap + p.devices.join(", "));
+      lines.push(labels.devices + gap + p.devices.join(lang === "en" ? ", " : "\u3001"));
     }
     return lines.join("\n");
   }

@@ -238,5 +238,23 @@ def fill(template: str, devices: tuple[str, ...], words: dict[str, str]) -> str:
 
     template = _OPTIONAL.sub(optional, template)
     for key, value in values.items():
-        template = template.replace(key, value if value is not None else words[key.strip("{}")])
+        text = value if value is not None else words[key.strip("{}")]
+        template = re.sub(re.escape(key), lambda found, text=text: _spaced(found, text), template)
     return template
+
+
+# A Chinese character (CJK ideograph) and an ASCII letter or digit: Chinese text puts a space between them.
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]")
+
+
+def _spaced(found: re.Match[str], text: str) -> str:
+    """`text` in place of a placeholder, with a space on a side where a Chinese character meets a device
+    name (``在{first}上`` gives ``在 meta 上``)."""
+    before = found.string[found.start() - 1 : found.start()]
+    after = found.string[found.end() : found.end() + 1]
+    if text and _HAN.match(before) and _ASCII_WORD.match(text[0]):
+        text = " " + text
+    if text and _HAN.match(after) and _ASCII_WORD.match(text[-1]):
+        text = text + " "
+    return text

@@ -151,8 +151,8 @@ class DeviceReport:
             f"{self.n_inputs} input tensors: {where.en}"
         )
         zh = (
-            f"check_devices：正常，参数 {self.n_parameters} 个、缓冲区 {self.n_buffers} 个、"
-            f"输入张量 {self.n_inputs} 个：{where.zh}"
+            f"check_devices：正常。参数 {self.n_parameters} 个、缓冲区 {self.n_buffers} 个、"
+            f"输入张量 {self.n_inputs} 个，{where.zh}。"
         )
         if self.warnings:
             en += "\nWarnings (fine now, wrong after the next model.to()):\n" + "\n".join(
@@ -530,15 +530,15 @@ def check_devices(
 
 
 _SOURCE_TEXT = {
-    "argument": Message("the device= argument", "device= 参数"),
+    "argument": Message("the device= argument", "device= 参数指定的设备"),
     "parameters": Message("where most of the model's parameters are", "模型大部分参数所在的设备"),
     "buffers": Message(
         "where most of the model's buffers are (it has no parameters)",
-        "模型大部分缓冲区所在的设备（模型没有参数）",
+        "模型大部分缓冲区所在的设备，因为模型没有参数",
     ),
     "inputs": Message(
         "where most inputs are (the model has no parameters or buffers)",
-        "大部分输入所在的设备（模型没有参数和缓冲区）",
+        "大部分输入所在的设备，因为模型没有参数和缓冲区",
     ),
     "other tensors": Message("where most tensors are", "大部分张量所在的设备"),
 }
@@ -555,7 +555,7 @@ def _format_error(findings: list[DeviceFinding], expected: str, source: str) -> 
         f"check_devices: {n} tensor{'s' if n != 1 else ''} not on the expected device {expected} "
         f"(expected = {src.en}):"
     ]
-    zh = [f"check_devices：有 {n} 个张量不在预期的设备 {expected} 上（预期设备 = {src.zh}）："]
+    zh = [f"check_devices：有 {n} 个张量不在预期的设备 {expected} 上（预期设备：{src.zh}）："]
     width = min(max(len(f.name) for f in findings), 48)
     for f in findings[:_MAX_LISTED]:
         en.append(f"  - {f.kind:<13} {f.name:<{width}}  on {f.device}, expected {expected}")

@@ -44,7 +44,7 @@ VALID_FORMS = Message(
     "a torch.device, a string such as 'cpu', 'cuda', 'cuda:1', 'mps', 'xpu:0' or 'meta', "
     "or an int N for index N of this machine's accelerator",
     "torch.device；'cpu'、'cuda'、'cuda:1'、'mps'、'xpu:0'、'meta' 这样的字符串；"
-    "或者整数 N（本机加速器的第 N 号）",
+    "或者整数 N（本机第 N 号加速器）",
 )
 _MAX_INDEX = 127  # c10::DeviceIndex is an int8_t
 
@@ -201,7 +201,7 @@ def as_device(device: DeviceLike, *, origin: Message | str = DEFAULT_ORIGIN) -> 
             Message(
                 f"{where.en}{index!r} means accelerator index {index}, which is not available on this "
                 f"machine: it has no accelerator. {here.en}",
-                f"{where.zh}{index!r} 表示加速器第 {index} 号，但本机没有加速器。{here.zh}",
+                f"{where.zh or '整数 '}{index!r} 指第 {index} 号加速器，但本机没有加速器。{here.zh}",
             )
         )
         err.lists_available = True  # type: ignore[attr-defined]

@@ -33,6 +33,7 @@ from .catalog import (
     match,
 )
 from .lang import using_language
+from .messages import Message, localised
 
 __all__ = ["FAMILIES", "Explanation", "explain", "load_catalog"]  # load_catalog: from devicekit.catalog
 
@@ -175,7 +176,7 @@ def _compose(family: CatalogFamily, devices: tuple[str, ...], candidate: str, la
         lines.extend("    " + line for line in code.splitlines())
     lines.append(f"{labels['lab']}{gap}{_taught(data, labels, lang)}")
     if devices:
-        lines.append(f"{labels['devices']}{gap}{', '.join(devices)}")
+        lines.append(f"{labels['devices']}{gap}{(', ' if lang == 'en' else '、').join(devices)}")
     return "\n".join(lines)
 
 
@@ -185,17 +186,23 @@ def _lessons(data: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys([data["lesson"], *listed] if data.get("lesson") else listed))
 
 
+def _number(slug: str) -> str:
+    """A lesson's or lab's number from its slug: ``"05-debugging"`` gives ``"5"``."""
+    head = slug.split("-", 1)[0]
+    return str(int(head)) if head.isdigit() else slug
+
+
 def _taught(data: dict, labels: dict[str, str], lang: str) -> str:
-    """The "Taught in" line: ``lesson 02-models, 08-multi-gpu; lab 08-multi-gpu`` in English,
-    ``课程 02-models、08-multi-gpu；实验 08-multi-gpu`` in Chinese."""
-    lessons = _lessons(data)
-    sep, end, space = (", ", "; ", " ") if lang == "en" else ("、", "；", " ")
+    """The "Taught in" line by number: ``lessons 2, 8; lab 8`` in English, ``第 2、8 课；实验 8`` in
+    Chinese (the catalog's ``lesson_one``, ``lesson_many`` and ``lab_one`` labels hold the wording)."""
+    lessons = [_number(slug) for slug in _lessons(data)]
+    sep, end = (", ", "; ") if lang == "en" else ("、", "；")
     parts = []
     if lessons:
-        word = labels["lessons_word"] if len(lessons) > 1 else labels["lesson_word"]
-        parts.append(f"{word}{space}{sep.join(lessons)}")
+        word = labels["lesson_many"] if len(lessons) > 1 else labels["lesson_one"]
+        parts.append(word.replace("{}", sep.join(lessons)))
     if data.get("lab"):
-        parts.append(f"{labels['lab_word']}{space}{data['lab']}")
+        parts.append(labels["lab_one"].replace("{}", _number(data["lab"])))
     return end.join(parts)
 
 
@@ -232,14 +239,27 @@ def _as_text(error: object) -> str:
         category = error.category if isinstance(error.category, type) else Warning
         return f"{category.__name__}: {error.message}"
     if isinstance(error, type) and issubclass(error, BaseException):
-        raise TypeError(
-            f"explain() needs an exception instance, not the class {error.__name__}; "
-            "pass the caught exception (except Exception as e: explain(e)) or its message as a str"
+        name = error.__name__
+        raise localised(
+            TypeError,
+            Message(
+                f"explain() needs an exception instance, not the class {name}; "
+                "pass the caught exception (except Exception as e: explain(e)) or its message as a str",
+                f"explain() 需要异常对象，而不是异常类 {name}；"
+                "请传入捕获到的异常（except Exception as e: explain(e)），或者它的报错信息字符串",
+            ),
         )
-    hint = " (decode bytes first: data.decode())" if isinstance(error, (bytes, bytearray)) else ""
-    raise TypeError(
-        "explain() accepts an exception instance, a warnings.WarningMessage, or a str holding an error "
-        f"message or a pasted traceback; got {type(error).__name__}{hint}"
+    kind = type(error).__name__
+    raw = isinstance(error, (bytes, bytearray))
+    raise localised(
+        TypeError,
+        Message(
+            "explain() accepts an exception instance, a warnings.WarningMessage, or a str holding an error "
+            f"message or a pasted traceback; got {kind}"
+            + (" (decode bytes first: data.decode())" if raw else ""),
+            "explain() 接受异常对象、warnings.WarningMessage，或者报错信息/回溯信息的字符串；"
+            f"收到的是 {kind}" + ("（请先解码：data.decode()）" if raw else ""),
+        ),
     )
 
 

@@ -87,14 +87,26 @@ class MismatchReport:
         zh += [f"  {line}" for line in getattr(self.detail, "zh", self.detail).splitlines()]
         if self.exception is not None:
             exc = self.exception
-            first = str(getattr(exc, "en", exc)).strip().splitlines()
-            said = f"{type(exc).__name__}: {first[0] if first else ''}"
-            en.append(f"  PyTorch said: {said}")
-            zh.append(f"  PyTorch 的报错：{said}")
+            name = type(exc).__name__
+            # devicekit's own errors (strict_devices) carry both texts; PyTorch's have only one.
+            ours = hasattr(exc, "en") and hasattr(exc, "zh")
+            said_en = _first_line(getattr(exc, "en", exc))
+            said_zh = _first_line(getattr(exc, "zh", exc))
+            if ours:
+                en.append(f"  devicekit said: {name}: {said_en}")
+                zh.append(f"  devicekit 的报错：{name}: {said_zh}")
+            else:
+                en.append(f"  PyTorch said: {name}: {said_en}")
+                zh.append(f"  PyTorch 的报错：{name}: {said_zh}")
         return Message("\n".join(en), "\n".join(zh))
 
     def __str__(self) -> str:
         return str(self.message)
+
+
+def _first_line(text: object) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 class _Stop(BaseException):
@@ -335,9 +347,11 @@ class _Tracer:
         others = [d for d in _sorted_devices(mentioned) if d not in {str(k) for k in known}]
         in_text = _on(inputs) if inputs else Message("no tensor inputs", "没有张量输入")
         names = _names(own)
+        # strict_devices' DeviceMismatchError carries both texts: then devicekit raised it, not PyTorch
+        who = Message("devicekit", "devicekit") if hasattr(exc, "zh") else Message("PyTorch", "PyTorch")
         detail = Message(
-            f"PyTorch raised a device error inside this module's forward (its inputs: {in_text.en}",
-            f"PyTorch 在这个模块的 forward 里报了设备错误（它的输入：{in_text.zh}",
+            f"{who.en} raised a device error inside this module's forward (its inputs: {in_text.en}",
+            f"{who.zh} 在这个模块的 forward 里报了设备错误（它的输入：{in_text.zh}",
         )
         if own:
             dev = own[0][2].device
