@@ -40,45 +40,32 @@ def make_model() -> nn.Module:
 
 
 def _rotate_cases() -> list[dict]:
-    """(label, input device, dtype, compiled?, default device during the call), in the order judged."""
+    """Input device, dtype, compiled or not, default device during the call: in the order judged."""
     other = str(mismatch_device())
-    return [
-        {
-            "label": "eager, x on cpu",
-            "device": "cpu",
-            "dtype": "float32",
-            "compiled": False,
-            "default": "cpu",
-        },
-        {
-            "label": "compiled, x on cpu",
-            "device": "cpu",
-            "dtype": "float32",
-            "compiled": True,
-            "default": "cpu",
-        },
-        {
-            "label": f"compiled, x on {other}",
-            "device": other,
-            "dtype": "float32",
-            "compiled": True,
-            "default": "cpu",
-        },
-        {
-            "label": f"compiled, x on cpu, default device {other}",
-            "device": "cpu",
-            "dtype": "float32",
-            "compiled": True,
-            "default": other,
-        },
-        {
-            "label": "compiled, x on cpu in float64",
-            "device": "cpu",
-            "dtype": "float64",
-            "compiled": True,
-            "default": "cpu",
-        },
+    cases = [
+        ("cpu", "float32", False, "cpu"),
+        ("cpu", "float32", True, "cpu"),
+        (other, "float32", True, "cpu"),
+        ("cpu", "float32", True, other),
+        ("cpu", "float64", True, "cpu"),
     ]
+    return [
+        {"device": device, "dtype": dtype, "compiled": compiled, "default": default}
+        for device, dtype, compiled, default in cases
+    ]
+
+
+def _rotate_label(case: dict) -> tuple[str, str]:
+    """The case in words, in English and in Chinese."""
+    en = ["compiled" if case["compiled"] else "eager", f"x on {case['device']}"]
+    zh = ["编译后" if case["compiled"] else "eager 模式", f"x 在 {case['device']} 上"]
+    if case["default"] != "cpu":
+        en.append(f"default device {case['default']}")
+        zh.append(f"默认设备为 {case['default']}")
+    if case["dtype"] != "float32":
+        en.append(f"in {case['dtype']}")
+        zh.append(f"dtype 为 {case['dtype']}")
+    return ", ".join(en), "，".join(zh)
 
 
 @judged(
@@ -86,7 +73,7 @@ def _rotate_cases() -> list[dict]:
     "rotate",
     1,
     "rotate points on their own device, compiled",
-    "在输入所在的设备上旋转点（编译后）",
+    "编译后仍在输入所在的设备上旋转点",
     target="rotate",
 )
 def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
@@ -157,13 +144,13 @@ def _two_devices(message: str) -> bool:
 @probe_rotate.judge
 def judge_rotate(seen: dict) -> None:
     for case in seen["cases"]:
-        label = case["label"]
+        label, label_zh = _rotate_label(case)
         error = case.get("error")
         if error is not None and error["kind"] == "standin" and case["default"] != "cpu":
             # x on the CPU, the default device meta: data made on meta cannot be copied to x. A GPU runner
             # judges this case; here the cases with x on meta have judged the device rule already.
             continue
-        if error is not None:
+        if error is not None and error["kind"] == "error":
             first = error["message"].strip().splitlines()
             text = " ".join(line.strip() for line in first[:2])
             if _two_devices(error["message"]):
@@ -171,7 +158,7 @@ def judge_rotate(seen: dict) -> None:
                     f"({label}) one operation got tensors on two devices: {text} A tensor your function "
                     "creates follows the default device, not x: create it with device=x.device (and "
                     "dtype=x.dtype), or derive it from x.",
-                    f"（{label}）同一个运算收到了两个设备上的张量：{text} "
+                    f"（{label_zh}）同一个运算收到了两个设备上的张量：{text} "
                     "函数里新建的张量跟随默认设备，而不是 x：创建时写上 device=x.device"
                     "（以及 dtype=x.dtype），或者从 x 派生出来。",
                 )
@@ -179,38 +166,39 @@ def judge_rotate(seen: dict) -> None:
                 raise Fail(
                     f"({label}) the dtypes of one operation differ: {text} Create the matrix with "
                     "dtype=x.dtype, so a float64 x gets a float64 matrix.",
-                    f"（{label}）同一个运算的 dtype 不一致：{text} 创建矩阵时写上 dtype=x.dtype，这样 "
+                    f"（{label_zh}）同一个运算的 dtype 不一致：{text} 创建矩阵时写上 dtype=x.dtype，这样 "
                     "float64 的 x 得到的也是 float64 的矩阵。",
                 )
-            failed_call(case, f"({label}) rotate(x)", f"（{label}）rotate(x)")
+        failed_call(case, f"({label}) rotate(x)", f"（{label_zh}）rotate(x)")
         if case["default_after"] != case["default"]:
             raise Fail(
                 f"({label}) after your function ran, the default device was {case['default_after']}, not "
                 f"{case['default']}: it changed a setting the whole program shares (and every change "
                 "makes compiled code recompile). Pass device=x.device instead of setting the default.",
-                f"（{label}）函数运行之后，默认设备变成了 {case['default_after']}，而不是 {case['default']}："
-                "它改动了整个程序共享的设置（而且每次改动都会让编译过的代码重新编译）。请传 device=x.device，"
+                f"（{label_zh}）函数运行之后，默认设备变成了 {case['default_after']}，"
+                f"而不是 {case['default']}：它改动了整个程序共享的设置"
+                "（而且每次改动都会让编译过的代码重新编译）。请传 device=x.device，"
                 "不要去设置默认设备。",
             )
         result, x = case.get("result"), case["x"]
         if result is None:
             raise Fail(
                 f"({label}) return a tensor: the rotated points (got a {case.get('type')}).",
-                f"（{label}）请返回一个张量，也就是旋转后的点（得到的是 {case.get('type')}）。",
+                f"（{label_zh}）请返回一个张量，也就是旋转后的点（得到的是 {case.get('type')}）。",
             )
         if result["device"] != x["device"]:
             raise Fail(
                 f"({label}) the result is on {result['device']}, but x is on {x['device']}. Keep the "
                 "computation where the data is: no .cpu() or .to('cpu') on the way.",
-                f"（{label}）结果在 {result['device']} 上，而 x 在 {x['device']} 上。计算要留在数据所在的"
+                f"（{label_zh}）结果在 {result['device']} 上，而 x 在 {x['device']} 上。计算要留在数据所在的"
                 "设备上：中途不要 .cpu() 或 .to('cpu')。",
             )
         if result["dtype"] != x["dtype"] or result["shape"] != x["shape"]:
             raise Fail(
                 f"({label}) the result is {result['dtype']} of shape {result['shape']}; x is {x['dtype']} of "
                 f"shape {x['shape']}. Return one rotated point per row, in x's dtype.",
-                f"（{label}）结果是形状为 {result['shape']} 的 {result['dtype']}；x 是形状为 {x['shape']} 的 "
-                f"{x['dtype']}。每一行返回一个旋转后的点，dtype 与 x 相同。",
+                f"（{label_zh}）结果是形状为 {result['shape']} 的 {result['dtype']}；"
+                f"x 是形状为 {x['shape']} 的 {x['dtype']}。每一行返回一个旋转后的点，dtype 与 x 相同。",
             )
         if "values" in result and "values" in x:
             points = x["values"]
@@ -219,7 +207,7 @@ def judge_rotate(seen: dict) -> None:
                 raise Fail(
                     f"({label}) the values are not (x, y) -> (-y, x): for the point "
                     f"{points[0].tolist()} you returned {result['values'][0].tolist()}.",
-                    f"（{label}）结果不是 (x, y) -> (-y, x)：对点 {points[0].tolist()}，你返回的是 "
+                    f"（{label_zh}）结果不是 (x, y) -> (-y, x)：对点 {points[0].tolist()}，你返回的是 "
                     f"{result['values'][0].tolist()}。",
                 )
 
@@ -227,13 +215,16 @@ def judge_rotate(seen: dict) -> None:
 # --- Exercise 2: a compiled module's state dict that loads into a plain model ---------------------------
 
 
-def _state_dict_cases() -> list[tuple[str, str, bool]]:
-    """(label, device, compiled?) of the modules handed to the learner's function, in the order judged."""
+def _state_dict_cases() -> list[tuple[str, str, str, bool]]:
+    """The modules handed to the learner's function, in the order judged.
+
+    Each is (label in English, label in Chinese, device, compiled or not).
+    """
     other = str(mismatch_device())
     return [
-        ("torch.compile(model), on cpu", "cpu", True),
-        (f"torch.compile(model), on {other}", other, True),
-        ("a plain model, on cpu", "cpu", False),
+        ("torch.compile(model), on cpu", "torch.compile(model)，在 cpu 上", "cpu", True),
+        (f"torch.compile(model), on {other}", f"torch.compile(model)，在 {other} 上", other, True),
+        ("a plain model, on cpu", "普通模型，在 cpu 上", "cpu", False),
     ]
 
 
@@ -248,12 +239,12 @@ def _state_dict_cases() -> list[tuple[str, str, bool]]:
 def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, torch.Tensor]]) -> dict:
     """Hand ``plain_state_dict`` compiled and plain modules; record the keys, devices and a strict load."""
     seen = []
-    for label, device, compiled in _state_dict_cases():
+    for label, label_zh, device, compiled in _state_dict_cases():
         model = make_model().to(device)
         handed = torch.compile(model, backend=BACKEND) if compiled else model
         wanted = model.state_dict()
         got = observe(plain_state_dict, handed)
-        entry: dict = {"label": label, "device": device, "wanted_keys": list(wanted)}
+        entry: dict = {"label": label, "label_zh": label_zh, "device": device, "wanted_keys": list(wanted)}
         if "error" in got:
             entry["error"] = got["error"]
             seen.append(entry)
@@ -290,12 +281,12 @@ def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, 
 @probe_plain_state_dict.judge
 def judge_plain_state_dict(seen: dict) -> None:
     for case in seen["cases"]:
-        label = case["label"]
-        failed_call(case, f"({label}) plain_state_dict(module)", f"（{label}）plain_state_dict(module)")
+        label, label_zh = case["label"], case["label_zh"]
+        failed_call(case, f"({label}) plain_state_dict(module)", f"（{label_zh}）plain_state_dict(module)")
         if "keys" not in case:
             raise Fail(
                 f"({label}) return a dict from key to tensor, as state_dict() does (got a {case['type']}).",
-                f"（{label}）请像 state_dict() 那样返回一个从键到张量的字典（得到的是 {case['type']}）。",
+                f"（{label_zh}）请像 state_dict() 那样返回一个从键到张量的字典（得到的是 {case['type']}）。",
             )
         prefixed = [key for key in case["keys"] if key.startswith(PREFIX)]
         if prefixed:
@@ -304,7 +295,7 @@ def judge_plain_state_dict(seen: dict) -> None:
                 "model in an OptimizedModule that holds it as `_orig_mod`, so its state_dict() names every "
                 "key through that attribute, and a plain model does not load them. Strip the prefix, or "
                 "take the state dict of the model inside the wrapper.",
-                f"（{label}）键 {prefixed[0]!r} 仍然以 {PREFIX!r} 开头：torch.compile 把模型包在一个 "
+                f"（{label_zh}）键 {prefixed[0]!r} 仍然以 {PREFIX!r} 开头：torch.compile 把模型包在一个 "
                 "OptimizedModule 里，模型存放在它的 `_orig_mod` 属性中，"
                 "所以它的 state_dict() 给每个键都加上了这个前缀，普通模型加载不了。"
                 "去掉这个前缀，或者直接取包装里面那个模型的 state_dict。",
@@ -318,7 +309,7 @@ def judge_plain_state_dict(seen: dict) -> None:
             raise Fail(
                 f"({label}) {what}: return exactly the keys the uncompiled model's state_dict() has, "
                 "parameters and buffers alike. Only a compiled model's keys carry the prefix.",
-                f"（{label}）{what_zh}：返回的键要与未编译模型的 state_dict() 完全一致，"
+                f"（{label_zh}）{what_zh}：返回的键要与未编译模型的 state_dict() 完全一致，"
                 "参数和缓冲区都算在内。只有编译后模型的键才带前缀。",
             )
         moved = [key for key, device in case["devices"].items() if device != case["device"]]
@@ -328,19 +319,20 @@ def judge_plain_state_dict(seen: dict) -> None:
                 f"({label}) {key!r} is on {case['devices'][key]}, but the model is on {case['device']}: "
                 "leave the tensors where they are. Where a checkpoint lands is decided when it is loaded "
                 "(map_location, lesson 6), not by renaming its keys.",
-                f"（{label}）{key!r} 在 {case['devices'][key]} 上，而模型在 {case['device']} 上：张量留在原处"
-                "即可。检查点落到哪个设备，是加载时决定的（map_location，第 6 课），而不是改键名的时候。",
+                f"（{label_zh}）{key!r} 在 {case['devices'][key]} 上，而模型在 {case['device']} 上："
+                "张量留在原处即可。检查点落到哪个设备，是加载时决定的（map_location，第 6 课），"
+                "而不是改键名的时候。",
             )
         changed = [key for key, same in case["same_values"].items() if not same]
         if changed:
             raise Fail(
                 f"({label}) {changed[0]!r} does not hold the model's own tensor: return the model's "
                 "parameters and buffers as they are, under the plain names.",
-                f"（{label}）{changed[0]!r} 不是模型自己的张量："
+                f"（{label_zh}）{changed[0]!r} 不是模型自己的张量："
                 "原样返回模型的参数和缓冲区，只是换成不带前缀的键名。",
             )
         if case["load"] != "ok":
             raise Fail(
                 f"({label}) a plain model's load_state_dict(..., strict=True) refused it: {case['load']}",
-                f"（{label}）普通模型的 load_state_dict(..., strict=True) 拒绝了它：{case['load']}",
+                f"（{label_zh}）普通模型的 load_state_dict(..., strict=True) 拒绝了它：{case['load']}",
             )
