@@ -71,9 +71,16 @@ def test_observations_are_plain_data_and_the_judge_alone_decides(key, answer):
 
 
 def test_the_rotate_probe_restores_the_default_device():
+    # the probe sets the default device for some cases, and one wrong answer sets it itself: afterwards
+    # the process must be as before, with no default-device mode left on the stack (it would reach
+    # every later test in this process)
     before = torch.get_default_device()
-    _run("rotate", MUTATIONS.rotate_setting_default_device)
-    assert torch.get_default_device() == before
+    modes_before = len(torch.overrides._get_current_function_mode_stack())
+    for answer in (MUTATIONS.rotate_setting_default_device, MUTATIONS.rotate_ok):
+        _run("rotate", answer)
+        assert torch.get_default_device() == before
+        assert len(torch.overrides._get_current_function_mode_stack()) == modes_before
+    assert torch.zeros(1).device == before
 
 
 def test_the_stand_in_gap_the_rotate_probe_works_around_is_real():

@@ -79,7 +79,7 @@ def _rotate_label(case: dict) -> tuple[str, str]:
 def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
     """Call ``rotate`` eagerly and compiled, on the CPU and the stand-in, with either default device."""
     seen = []
-    before = torch.get_default_device()
+    before = _default_device_setting()
     try:
         for case in _rotate_cases():
             torch.compiler.reset()  # a fresh cache: earlier calls in the notebook must not decide this one
@@ -100,7 +100,7 @@ def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
                 entry["type"] = type(got["value"]).__name__
             seen.append(entry)
     finally:
-        torch.set_default_device(before)
+        _restore_default_device(before)
         torch.compiler.reset()
     return {"cases": seen}
 
@@ -122,16 +122,27 @@ def _strictly(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Ten
     return run
 
 
+def _default_device_setting() -> torch.device | None:
+    """The device `torch.set_default_device` set, or None when none is set (the plain CPU default)."""
+    context = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+    return None if context is None else torch.get_default_device()
+
+
+def _restore_default_device(setting: torch.device | None) -> None:
+    """Put the default device back as `_default_device_setting` found it: None leaves no mode behind."""
+    torch.set_default_device(setting)
+
+
 def _call_with_default(
-    fn: Callable, x: torch.Tensor, default: str, restore: torch.device
+    fn: Callable, x: torch.Tensor, default: str, restore: torch.device | None
 ) -> tuple[dict, str]:
     """``observe(fn, x)`` with the default device set to ``default``; also the default device after it."""
-    torch.set_default_device(default)
+    torch.set_default_device(None if default == "cpu" else default)
     try:
         got = observe(fn, x)
     finally:
         default_after = str(torch.get_default_device())
-        torch.set_default_device(restore)
+        _restore_default_device(restore)
     return got, default_after
 
 
