@@ -1,0 +1,92 @@
+"""Lab 10 self-checks: every mutation case of tests/mutations/lab10.py gets the verdict it should, the
+observations are plain data, and the probes leave the process as they found it."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import devicekit_labs
+from devicekit_labs import run
+
+LAB = "10-compile"
+_SPEC = importlib.util.spec_from_file_location(
+    "mutations_lab10", Path(__file__).parent / "mutations" / "lab10.py"
+)
+MUTATIONS = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(MUTATIONS)
+
+WRONG = [(key, name, answer, hint) for key, cases in MUTATIONS.WRONG.items() for name, answer, hint in cases]
+RIGHT = [(key, name, answer) for key, cases in MUTATIONS.RIGHT.items() for name, answer in cases]
+
+
+def _run(key, answer):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # meta load_state_dict warns that copying into meta is a no-op
+        return run(LAB, key, answer)
+
+
+def test_every_exercise_has_enough_cases_and_the_taught_bug_first():
+    assert set(MUTATIONS.WRONG) == set(MUTATIONS.RIGHT) == {"rotate", "plain-state-dict"}
+    for key in MUTATIONS.WRONG:
+        assert len(MUTATIONS.WRONG[key]) >= 4 and len(MUTATIONS.RIGHT[key]) >= 2
+    assert MUTATIONS.WRONG["rotate"][0][0] == "matrix without device"
+    assert MUTATIONS.WRONG["plain-state-dict"][0][0] == "state_dict as is"
+
+
+@pytest.mark.parametrize(("key", "name", "answer", "hint"), WRONG, ids=[f"{k}:{n}" for k, n, _, _ in WRONG])
+def test_wrong_answers_fail_with_their_hint(key, name, answer, hint):
+    result = _run(key, answer)
+    assert not result.passed, f"{name} passed"
+    assert hint in result.en, result.en
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), result.zh
+
+
+@pytest.mark.parametrize(("key", "name", "answer"), RIGHT, ids=[f"{k}:{n}" for k, n, _ in RIGHT])
+def test_right_answers_pass(key, name, answer):
+    result = _run(key, answer)
+    assert result.passed, result.en
+
+
+@pytest.mark.parametrize(
+    ("key", "answer"),
+    [("rotate", MUTATIONS.rotate_matrix_without_device), ("plain-state-dict", MUTATIONS.state_dict_as_is)],
+)
+def test_observations_are_plain_data_and_the_judge_alone_decides(key, answer):
+    exercise = next(e for e in devicekit_labs.exercises_for(LAB) if e.key == key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seen = exercise.probe(answer)
+    buffer = io.BytesIO()
+    torch.save(seen, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=True)
+    with pytest.raises(devicekit_labs.Fail):
+        exercise.judge(loaded)
+
+
+def test_the_rotate_probe_restores_the_default_device():
+    # the probe sets the default device for some cases, and one wrong answer sets it itself: afterwards
+    # the process must be as before, with no default-device mode left on the stack (it would reach
+    # every later test in this process)
+    before = torch.get_default_device()
+    modes_before = len(torch.overrides._get_current_function_mode_stack())
+    for answer in (MUTATIONS.rotate_setting_default_device, MUTATIONS.rotate_ok):
+        _run("rotate", answer)
+        assert torch.get_default_device() == before
+        assert len(torch.overrides._get_current_function_mode_stack()) == modes_before
+    assert torch.zeros(1).device == before
+
+
+def test_the_stand_in_gap_the_rotate_probe_works_around_is_real():
+    # Dynamo keeps torch.tensor(data, device="meta") as a real tensor and refuses to mix it with its
+    # FakeTensors; on a GPU the same code compiles. The probe re-runs such a call under strict_devices.
+    torch.compiler.reset()
+    with pytest.raises(RuntimeError, match="Please convert all Tensors to FakeTensors"):
+        torch.compile(MUTATIONS.rotate_ok, backend="aot_eager")(torch.ones(3, 2, device="meta"))
+    torch.compiler.reset()
