@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_browser import Tab, browser, origin, site  # noqa: F401  (fixtures)
+from test_browser import Tab, browser, origin  # noqa: F401  (fixtures; `site` comes from conftest.py)
 
 BUGGY = "import torch\nx = torch.ones(3)\nx.to(device)\nstate = torch.load(path)\n"
 PYODIDE_TIMEOUT_MS = 240_000  # compiling 10 MB of WebAssembly on a busy 2-core machine

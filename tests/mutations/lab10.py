@@ -8,6 +8,8 @@ from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 
 from devicekit.device import mismatch_device
 
+LAB = "10-compile"
+
 #: On a GPU runner the stand-in is the GPU itself; on a CPU runner it is meta, which cannot copy data out.
 ON_GPU = mismatch_device().type != "meta"
 

@@ -15,6 +15,7 @@ from devicekit.lint.core import Finding
 from devicekit.lint.engine import LintError, lint_paths
 from devicekit.lint.rules import RULES, select_codes
 from devicekit.lint.sarif import to_sarif
+from devicekit.messages import Message
 
 FORMATS = ("text", "json", "sarif")
 
@@ -115,6 +116,10 @@ def list_rules(lang: str) -> str:
     return "\n".join(rows)
 
 
+def _error(exc: Exception) -> Message:
+    return Message(f"devicekit-lint: error: {exc}", f"devicekit-lint：错误：{exc}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     p = parser()
@@ -125,12 +130,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.paths:
         p.print_usage(sys.stderr)
-        print("devicekit-lint: error: give at least one file or folder", file=sys.stderr)
+        print(
+            Message(
+                "devicekit-lint: error: give at least one file or folder",
+                "devicekit-lint：错误：请至少给出一个文件或文件夹",
+            ).text(lang),
+            file=sys.stderr,
+        )
         return 2
     try:
         codes = select_codes(_split(args.select), _split(args.ignore))
     except ValueError as exc:
-        print(f"devicekit-lint: error: {exc}", file=sys.stderr)
+        print(
+            Message(f"devicekit-lint: error: {exc}", f"devicekit-lint：错误：{exc}").text(lang),
+            file=sys.stderr,
+        )
         return 2
     if args.fix:
         from devicekit.lint.fix import FixUnavailableError, fix_paths
@@ -138,10 +152,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             changed = fix_paths(args.paths, codes)
         except FixUnavailableError as exc:
-            print(f"devicekit-lint: error: {exc}", file=sys.stderr)
+            print(
+                Message(f"devicekit-lint: error: {exc}", f"devicekit-lint：错误：{exc}").text(lang),
+                file=sys.stderr,
+            )
             return 2
         for path, count in changed.items():
-            print(f"fixed {count} in {path}", file=sys.stderr)
+            print(
+                Message(f"fixed {count} in {path}", f"{path}：修复了 {count} 处").text(lang), file=sys.stderr
+            )
     findings, errors = lint_paths(args.paths, codes)
     if args.format == "json":
         print(format_json(findings, errors, lang))

@@ -14,6 +14,7 @@ from devicekit.lint.core import Context, Finding
 from devicekit.lint.flow import check_flow
 from devicekit.lint.modules import check_modules
 from devicekit.lint.rules import DEFAULT_CODES
+from devicekit.messages import Message, localised
 
 _CHECKS = (check_modules, check_calls, check_flow)
 # IPython syntax that is not Python: `%magic`, `!shell`, `?help`, `obj?`. Blanked to keep line numbers.
@@ -109,7 +110,10 @@ def lint_notebook(
     try:
         cells = json.loads(text)["cells"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not a Jupyter notebook ({exc})") from None
+        raise localised(
+            ValueError,
+            Message(f"{path}: not a Jupyter notebook ({exc})", f"{path}：不是 Jupyter notebook（{exc}）"),
+        ) from None
     errors: list[LintError] = []
     parts: list[str] = []
     where: list[tuple[int, int]] = []  # for each line of the joined program: (cell, line in cell)

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from devicekit.lint.engine import iter_files, lint_source
 from devicekit.lint.rules import RULES
+from devicekit.messages import Message, localised
 
 FIXABLE: frozenset[str] = frozenset(code for code, rule in RULES.items() if rule.fixable)
 
@@ -24,8 +25,13 @@ def _libcst():
         import libcst
         import libcst.metadata
     except ImportError:
-        raise FixUnavailableError(
-            '--fix needs libcst, which is not installed: pip install "devicekit[lint-fix]" (or libcst>=1.1)'
+        raise localised(
+            FixUnavailableError,
+            Message(
+                '--fix needs libcst, which is not installed: pip install "devicekit[lint-fix]" '
+                "(or libcst>=1.1)",
+                '--fix 需要 libcst，但它没有安装：pip install "devicekit[lint-fix]"（或 libcst>=1.1）',
+            ),
         ) from None
     return libcst
 

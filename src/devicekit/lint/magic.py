@@ -21,7 +21,10 @@ from typing import Any
 
 from devicekit.lint.engine import lint_source
 from devicekit.lint.rules import select_codes
+from devicekit.messages import Message
 
+#: What starts every line the magic prints (rule texts come in the learner\'s language).
+PREFIX = "[devicelint] "
 EVENT = "pre_run_cell"
 _MARK = "_devicekit_lint_callback"
 _IPYTHON_LINE = re.compile(r"^\s*[%!]")
@@ -105,7 +108,7 @@ def _make_hook(codes: frozenset[str], lang: str | None) -> Any:
         except Exception:  # a helper must never stop a cell from running
             return
         if lines:
-            print("\n".join(f"[devicelint] {text}" for text in lines), file=sys.stdout, flush=True)
+            print("\n".join(PREFIX + text for text in lines), file=sys.stdout, flush=True)
 
     setattr(lint_before_run, _MARK, True)
     return lint_before_run
@@ -125,7 +128,7 @@ def devicelint(line: str, cell: str | None = None) -> None:
             args.select.split(",") if args.select else None, args.ignore.split(",") if args.ignore else None
         )
     except (argparse.ArgumentError, ValueError, SystemExit) as exc:
-        print(f"%devicelint: {exc}", file=sys.stderr)
+        print(Message(f"%devicelint: {exc}", f"%devicelint：{exc}").text(None), file=sys.stderr)
         return
     shell = _shell()
     if args.on or args.off:
@@ -133,10 +136,9 @@ def devicelint(line: str, cell: str | None = None) -> None:
             stop_linting_cells(shell)
             if args.on:
                 shell.events.register(EVENT, _make_hook(codes, args.lang))
-        print(
-            "[devicelint] "
-            + ("every cell is linted before it runs" if args.on else "cells are no longer linted")
-        )
+        on = Message("every cell is linted before it runs", "每个单元格运行之前都会先做静态检查")
+        off = Message("cells are no longer linted", "单元格运行之前不再做静态检查")
+        print(PREFIX + (on if args.on else off).text(args.lang))
         return
     if cell is not None:
         lines = lint_cell_text(cell, codes, args.lang)
@@ -149,4 +151,5 @@ def devicelint(line: str, cell: str | None = None) -> None:
             inputs = shell.user_ns.get("In", [""])
             current = inputs[-1] if len(inputs) > 1 else ""
         lines = lint_cell_text(current, codes, args.lang)
-    print("\n".join(lines) if lines else "[devicelint] no device problems found")
+    clean = Message("[devicelint] no device problems found", "[devicelint] 没有发现设备问题")
+    print("\n".join(lines) if lines else clean.text(args.lang))

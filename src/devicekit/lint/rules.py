@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from devicekit.messages import Message, localised
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -444,7 +446,14 @@ def get_rule(code: str) -> Rule:
     try:
         return RULES[code.upper()]
     except KeyError:
-        raise KeyError(f"unknown devicelint rule {code!r}; known: {', '.join(RULES)}") from None
+        known = ", ".join(RULES)
+        raise localised(
+            KeyError,
+            Message(
+                f"unknown devicelint rule {code!r}; known: {known}",
+                f"没有 devicelint 规则 {code!r}；已有的规则：{known}",
+            ),
+        ) from None
 
 
 def select_codes(select: list[str] | None = None, ignore: list[str] | None = None) -> frozenset[str]:
@@ -461,7 +470,14 @@ def select_codes(select: list[str] | None = None, ignore: list[str] | None = Non
         prefix = prefix.strip().upper()
         codes = {code for code in RULES if code.startswith(prefix)}
         if not codes:
-            raise ValueError(f"{prefix!r} matches no devicelint rule; known: {', '.join(RULES)}")
+            known = ", ".join(RULES)
+            raise localised(
+                ValueError,
+                Message(
+                    f"{prefix!r} matches no devicelint rule; known: {known}",
+                    f"{prefix!r} 不对应任何 devicelint 规则；已有的规则：{known}",
+                ),
+            )
         return codes
 
     chosen: set[str] = set()
