@@ -106,7 +106,7 @@ def weights_uniform(x):
 CASES = [
     ("first-module", lambda: "layers.2.scale", None),
     ("first-module", "layers.2.scale", None),
-    ("first-module", lambda: "layers.2", "not where the devices mix"),
+    ("first-module", lambda: "layers.2", "not the innermost one where the devices mix"),
     ("first-module", lambda: "layers.2.scale.scale", "no module named"),
     ("first-module", lambda: 2, "as a string"),
     ("first-module", _stub, "not done yet"),

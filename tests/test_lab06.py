@@ -120,7 +120,7 @@ CASES = [
     ("load-for-device", load_then_move_the_model, "came back on cpu"),
     ("load-for-device", _stub, "not done yet"),
     ("resume", resume_ok, None),
-    ("resume", resume_optimizer_state_before_the_move, "not the model's parameters"),
+    ("resume", resume_optimizer_state_before_the_move, "optimizer state of a parameter"),
     ("resume", resume_scheduler_created_last, "learning rate after resuming"),
     ("resume", resume_mapped_to_device, "step counters"),
     ("resume", resume_weights_only, "no state"),
