@@ -42,9 +42,11 @@ def judge_amp_reference(seen: dict) -> None:
             got = case["params_after"].get(name)
             if got is None or not torch.allclose(got, want.detach().cpu(), rtol=1e-2, atol=1e-3):
                 raise Fail(
-                    f"({label}) after two steps, {name} differs from correct mixed-precision steps: compute the "
+                    f"({label}) after two steps, {name} differs from correct mixed-precision steps: compute "
+                    "the "
                     "loss under autocast, backpropagate the scaled loss once, and step through the scaler.",
-                    f"（{label}）两步之后，{name} 与两次正确的混合精度训练步的结果不同：在 autocast 下计算损失，"
+                    f"（{label}）两步之后，{name} 与两次正确的混合精度训练步的结果不同：在 autocast 下计算损"
+                    "失，"
                     "对缩放后的损失做一次反向传播，再通过 scaler 执行 step。",
                 )
 
@@ -61,11 +63,15 @@ def judge_machines(seen: dict) -> None:
         if tuple(seen["answers"][name]["value"]) != _right_choice(device_type, capability):
             where = f"compute capability {capability[0]}.{capability[1]}" if capability else "a CPU"
             raise Fail(
-                f"the {name} ({where}) gets a poor choice. bf16 has float32's exponent range, fp16 does not; and "
-                "bf16 Tensor Core math arrived with one GPU generation, whatever torch.cuda.is_bf16_supported() "
+                f"the {name} ({where}) gets a poor choice. bf16 has float32's exponent range, fp16 does "
+                "not; and "
+                "bf16 Tensor Core math arrived with one GPU generation, whatever "
+                "torch.cuda.is_bf16_supported() "
                 "says on older GPUs.",
-                f"{name}（{'计算能力 ' + f'{capability[0]}.{capability[1]}' if capability else 'CPU'}）的选择不合适。"
-                "bf16 的指数范围与 float32 相同，fp16 不是；bf16 的 Tensor Core 运算是从某一代 GPU 才开始有的，"
+                f"{name}（{'计算能力 ' + f'{capability[0]}.{capability[1]}' if capability else 'CPU'}）的选"
+                "择不合适。"
+                "bf16 的指数范围与 float32 相同，fp16 不是；bf16 的 Tensor Core 运算是从某一代 GPU 才开始有"
+                "的，"
                 "不管较老的 GPU 上 torch.cuda.is_bf16_supported() 怎么说。",
             )
 

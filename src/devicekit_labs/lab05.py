@@ -2,7 +2,8 @@
 
 The models live here, not in the notebook, because the checks must rebuild them to compute the right
 answers for real: each check is a probe (runs the learner's code on planted models and inputs, returns plain
-data) and a judge (rebuilds the lab's own models where it needs the tool's verdict, never runs learner code). The lab tells learners to find the bugs with devicekit first and to read the source
+data) and a judge (rebuilds the lab's own models where it needs the tool's verdict, never runs learner code).
+The lab tells learners to find the bugs with devicekit first and to read the source
 (``inspect.getsource``) only of the module the tools name, as they would in a model they did not write.
 """
 
@@ -203,7 +204,8 @@ def _expect_name(seen: dict, what_en: str, what_zh: str) -> object:
         raise Fail(
             f"{what_en}: expected the module's qualified name as a string (like 'encoder.layers.0.attn'), "
             f"got {value['not_plain']}.",
-            f"{what_zh}：应当给出模块的限定名字符串（形如 'encoder.layers.0.attn'），实际是 {value['not_plain']}。",
+            f"{what_zh}：应当给出模块的限定名字符串（形如 'encoder.layers.0.attn'），实际是"
+            f" {value['not_plain']}。",
         )
     return value
 
@@ -221,7 +223,8 @@ def judge_first_module(seen: dict) -> None:
     answer = _expect_name(seen["answer"], "first_culprit()", "first_culprit()")
     if not isinstance(answer, str):
         raise Fail(
-            f"expected the module's qualified name as a string (like 'encoder.layers.0.attn'), got {answer!r}.",
+            "expected the module's qualified name as a string (like 'encoder.layers.0.attn'), "
+            f"got {answer!r}.",
             f"应当给出模块的限定名字符串（形如 'encoder.layers.0.attn'），实际是 {answer!r}。",
         )
     torch.manual_seed(0)
@@ -323,7 +326,8 @@ def _close(seen: dict, want: torch.Tensor) -> bool:
 def judge_fix_scale(seen: dict) -> None:
     if not seen["is_module_class"]:
         raise Fail(
-            f"expected a class (an nn.Module subclass) that takes dim, like FeatureScale; got {seen['type']}.",
+            "expected a class (an nn.Module subclass) that takes dim, like FeatureScale; "
+            f"got {seen['type']}.",
             f"应当是一个类（nn.Module 的子类），像 FeatureScale 一样接收 dim 参数；实际是 {seen['type']}。",
         )
     for layer in seen["layers"]:
@@ -337,9 +341,11 @@ def judge_fix_scale(seen: dict) -> None:
         )
         if not _close(layer["fresh"], layer["x"]):
             raise Fail(
-                f"a fresh {call_en} must compute the same as FeatureScale({dim}) (scale 1, shift 0, float32): "
+                f"a fresh {call_en} must compute the same as FeatureScale({dim}) (scale 1, shift 0, "
+                "float32): "
                 "only where the scale lives should change.",
-                f"新建的 {call_zh} 要和 FeatureScale({dim}) 算出一样的结果（scale 为 1，shift 为 0，float32）："
+                f"新建的 {call_zh} 要和 FeatureScale({dim}) 算出一样的结果（scale 为 1，shift 为 0，"
+                "float32）："
                 "只应改变 scale 存放的方式。",
             )
     tagger_obs = seen["tagger"]
@@ -351,7 +357,8 @@ def judge_fix_scale(seen: dict) -> None:
         raise Fail(
             f"after model.to({target!r}) these tensors stayed behind: {stray}. model.to() moves parameters "
             "and buffers only.",
-            f"执行 model.to({target!r}) 之后，这些张量没有跟着移动：{stray}。model.to() 只移动参数和缓冲区（buffer）。",
+            f"执行 model.to({target!r}) 之后，这些张量没有跟着移动：{stray}。model.to() 只移动参数和缓冲区（"
+            "buffer）。",
         )
     failed_call(tagger["stray_after_back"], "moving the model back to the CPU", "把模型移回 CPU 时")
     if tagger["stray_after_back"]["value"]:
@@ -359,7 +366,8 @@ def judge_fix_scale(seen: dict) -> None:
         raise Fail(
             f"moved from {target} back to the CPU, these tensors stayed on {target}: {stray}. A tensor the "
             "module owns must move both ways with the model.",
-            f"模型从 {target} 移回 CPU 时，这些张量留在了 {target} 上：{stray}。模块自己的张量必须随模型来回移动。",
+            f"模型从 {target} 移回 CPU 时，这些张量留在了 {target} 上：{stray}。模块自己的张量必须随模型来回"
+            "移动。",
         )
     failed_call(tagger["located"], "running the tagger built with your class", "运行用你的类搭出的模型时")
     if tagger["located"]["value"] is not None:
@@ -512,7 +520,8 @@ def judge_fix_weights(seen: dict) -> None:
             raise Fail(
                 f"for an input on the CPU the weights are on {got['device']}: every tensor created inside "
                 "must follow the input, wherever it is.",
-                f"输入在 CPU 上时，权重却在 {got['device']} 上：函数里新建的每个张量都要跟着输入走，无论输入在哪里。",
+                f"输入在 CPU 上时，权重却在 {got['device']} 上：函数里新建的每个张量都要跟着输入走，无论输入"
+                "在哪里。",
             )
         if (
             got["shape"] != [steps, steps]
@@ -523,8 +532,10 @@ def judge_fix_weights(seen: dict) -> None:
                 f"for a CPU input with {steps} positions the weights must equal distance_weights(x) "
                 f"({steps}×{steps}, float32); yours are {got['dtype']} of shape {got['shape']} or hold other "
                 "values. Fix where they are created, not what they are.",
-                f"输入在 CPU 上、有 {steps} 个位置时，权重必须与 distance_weights(x) 相同（{steps}×{steps}，float32）；"
-                f"你的是形状为 {got['shape']} 的 {got['dtype']}，或数值不同。要改的是它们创建在哪里，而不是它们的值。",
+                f"输入在 CPU 上、有 {steps} 个位置时，权重必须与 distance_weights(x) 相同（{steps}×{steps}，"
+                "float32）；"
+                f"你的是形状为 {got['shape']} 的 {got['dtype']}，或数值不同。要改的是它们创建在哪里，而不是"
+                "它们的值。",
             )
         got = _tensor_or_fail(case["target"], f"for an input on {target}", f"输入在 {target} 上时")
         if got["device"] != target:
@@ -537,7 +548,8 @@ def judge_fix_weights(seen: dict) -> None:
             raise Fail(
                 f"for an input on {target} the weights are {got['dtype']} of shape {got['shape']}, not "
                 f"float32 ({steps}×{steps}).",
-                f"输入在 {target} 上时，权重是形状为 {got['shape']} 的 {got['dtype']}，而不是 float32（{steps}×{steps}）。",
+                f"输入在 {target} 上时，权重是形状为 {got['shape']} 的 {got['dtype']}，而不是 "
+                f"float32（{steps}×{steps}）。",
             )
         if "values" in got and not torch.allclose(got["values"], want):
             raise Fail(
@@ -548,9 +560,11 @@ def judge_fix_weights(seen: dict) -> None:
             ops = ", ".join(case["born_on_cpu"])
             raise Fail(
                 f"for an input on {target} your function still creates tensors on the CPU and copies them "
-                f"(operations: {ops}); on a GPU that is a host-to-device copy in every forward pass. Create the "
+                f"(operations: {ops}); on a GPU that is a host-to-device copy in every forward pass. Create "
+                "the "
                 "tensors on x's device in the first place.",
-                f"输入在 {target} 上时，你的函数仍在 CPU 上创建张量再复制过去（运算：{ops}）；在 GPU 上，这意味着"
+                f"输入在 {target} 上时，你的函数仍在 CPU 上创建张量再复制过去（运算：{ops}）；在 GPU 上，这"
+                "意味着"
                 "每次前向传播都有一次主机到设备的复制。请一开始就在 x 所在的设备上创建张量。",
             )
     failed_call(

@@ -181,7 +181,7 @@ def _same_device(a: torch.device, b: torch.device) -> bool:
 
 
 def _described(obj: object) -> list[list]:
-    """``[[where, describe_tensor(t)], ...]`` for every tensor in a loaded checkpoint (values only on the CPU)."""
+    """``[[where, describe_tensor(t)], ...]`` for every tensor of a loaded checkpoint (values: CPU only)."""
     return [[where, describe_tensor(t)] for where, t in _tensors(obj)]
 
 
@@ -259,11 +259,14 @@ def judge_load_for_device(seen: dict) -> None:
         for where, tensor in load["tensors"]:
             if not _same_place(tensor["device"], device):
                 raise Fail(
-                    f"for a checkpoint {origin} and device={device}, {where} came back on {tensor['device']}. "
-                    "Every tensor of the checkpoint must end up on the device you were given, the ones the file "
+                    f"for a checkpoint {origin} and device={device}, {where} came back "
+                    f"on {tensor['device']}. "
+                    "Every tensor of the checkpoint must end up on the device you were given, the ones the "
+                    "file "
                     "records on the CPU too.",
                     f"对一个{load['origin_zh']}的检查点、device={device} 时，{where} 加载后在 "
-                    f"{tensor['device']} 上。检查点里的每个张量都要放到给定的设备上，文件里记录在 CPU 上的那些也一样。",
+                    f"{tensor['device']} 上。检查点里的每个张量都要放到给定的设备上，文件里记录在 CPU 上的那"
+                    "些也一样。",
                 )
         if torch.device(device).type == "cpu":
             if len(load["tensors"]) != len(saved_tensors):
@@ -278,7 +281,8 @@ def judge_load_for_device(seen: dict) -> None:
                     raise Fail(f"{where} does not hold the saved values.", f"{where} 的值与保存时不同。")
     if not seen["refused_object"]:
         raise Fail(
-            "your function also loaded a file holding an arbitrary Python object (an argparse.Namespace). Keep "
+            "your function also loaded a file holding an arbitrary Python object (an argparse.Namespace). "
+            "Keep "
             "torch.load's safe default: a checkpoint you did not write yourself can run code when it is "
             "unpickled without it.",
             "你的函数把一个含任意 Python 对象（argparse.Namespace）的文件也加载了。请保留 torch.load 的"
@@ -401,9 +405,11 @@ def judge_resume(seen: dict) -> None:
                 )
         if not run["optimizer_holds_model_params"]:
             raise Fail(
-                f"for device={device}, the optimizer updates tensors that are not the parameters of the model "
+                f"for device={device}, the optimizer updates tensors that are not the parameters of the "
+                "model "
                 "you return: build it from that model's parameters.",
-                f"device={device} 时，优化器更新的张量并不是你返回的那个模型的参数：要用这个模型的参数来创建优化器。",
+                f"device={device} 时，优化器更新的张量并不是你返回的那个模型的参数：要用这个模型的参数来创建"
+                "优化器。",
             )
         for state in run["state"]:
             if state["exp_avg_device"] is None:
@@ -413,21 +419,27 @@ def judge_resume(seen: dict) -> None:
                 )
             if not _same_place(state["exp_avg_device"], state["param_device"]):
                 raise Fail(
-                    f"for device={device}, the optimizer state of a parameter on {state['param_device']} is on "
-                    f"{state['exp_avg_device']}. Optimizer.load_state_dict puts the state next to the parameters "
+                    f"for device={device}, the optimizer state of a parameter on {state['param_device']} is "
+                    "on "
+                    f"{state['exp_avg_device']}. Optimizer.load_state_dict puts the state next to the "
+                    "parameters "
                     "as they are when it runs.",
                     f"device={device} 时，参数在 {state['param_device']} 上，它的优化器状态却在 "
-                    f"{state['exp_avg_device']} 上。Optimizer.load_state_dict 会把状态放到调用它那一刻参数所在的设备上。",
+                    f"{state['exp_avg_device']} 上。Optimizer.load_state_dict 会把状态放到调用它那一刻参数所"
+                    "在的设备上。",
                 )
         off_cpu = [where for where in run["step_devices"] if torch.device(where).type != "cpu"]
         if off_cpu:
             raise Fail(
                 f"for device={device}, Adam's step counters ended up on {off_cpu[0]}. Adam (not fused, not "
-                "capturable) keeps them on the CPU and reads them with .item() every step: on a GPU that waits "
+                "capturable) keeps them on the CPU and reads them with .item() every step: on a GPU that "
+                "waits "
                 "for the GPU each time, on meta it fails. Optimizer.load_state_dict leaves them where the "
                 "checkpoint put them.",
-                f"device={device} 时，Adam 的 step 计数器被放到了 {off_cpu[0]} 上。Adam（非 fused、非 capturable）"
-                "把它们放在 CPU 上，每一步都用 .item() 读取：放在 GPU 上时每次读取都要等 GPU，放在 meta 上则直接出错。"
+                f"device={device} 时，Adam 的 step 计数器被放到了 {off_cpu[0]} 上。Adam（非 fused、非 "
+                "capturable）"
+                "把它们放在 CPU 上，每一步都用 .item() 读取：放在 GPU 上时每次读取都要等 GPU，放在 meta 上则"
+                "直接出错。"
                 "Optimizer.load_state_dict 不会移动它们，它们留在检查点加载时所在的地方。",
             )
         if not run["has_scheduler"] or run["last_epoch"] != saved["scheduler"]["last_epoch"]:
@@ -437,7 +449,8 @@ def judge_resume(seen: dict) -> None:
             )
         if not math.isclose(run["lr"], saved_lr):
             raise Fail(
-                f"the learning rate after resuming is {run['lr']:g}, the run stopped at {saved_lr:g}. Creating a "
+                f"the learning rate after resuming is {run['lr']:g}, the run stopped at {saved_lr:g}. "
+                "Creating a "
                 "scheduler sets the learning rate: create it before you load the optimizer's state.",
                 f"恢复后的学习率是 {run['lr']:g}，而训练中断时是 {saved_lr:g}。创建调度器时会设置学习率："
                 "要在加载优化器状态之前创建调度器。",
@@ -453,7 +466,9 @@ def judge_resume(seen: dict) -> None:
         for name, want in reference.state_dict().items():
             if name not in got or not torch.allclose(got[name], want, atol=1e-6):
                 raise Fail(
-                    f"one training step after resuming, {name} differs from the run that never stopped: restore "
+                    f"one training step after resuming, {name} differs from the run that never stopped: "
+                    "restore "
                     "the model's weights and the optimizer's state from the checkpoint.",
-                    f"恢复后训练一步，{name} 与从未中断的那次训练不一致：模型权重和优化器状态都要从检查点恢复。",
+                    f"恢复后训练一步，{name} 与从未中断的那次训练不一致：模型权重和优化器状态都要从检查点恢"
+                    "复。",
                 )

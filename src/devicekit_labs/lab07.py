@@ -93,7 +93,7 @@ def _recording_autocast(regions: list[dict]) -> Iterator[None]:
 
 
 def _new_scaler(device: torch.device, dtype: torch.dtype) -> torch.amp.GradScaler:
-    # fp16 needs a scaler; a small initial scale keeps this tiny model's first step finite. Meta has no scaler.
+    # fp16 needs a scaler; a small initial scale keeps this tiny model's first step finite. Meta has none.
     enabled = dtype == torch.float16 and device.type != "meta"
     return torch.amp.GradScaler(
         "cpu" if device.type == "meta" else device.type, init_scale=2.0**8, enabled=enabled
@@ -205,15 +205,18 @@ def judge_amp_step(seen: dict) -> None:
                 f"({label}) the linear layers computed in {first}, not {case['dtype']}. Run the forward pass "
                 "inside torch.autocast, with the device type of the data and the dtype you were given: an "
                 "autocast for another device type leaves this device's math alone.",
-                f"（{label}）线性层是用 {first} 计算的，而不是 {case['dtype']}。前向计算要放在 torch.autocast 里面，"
-                "device_type 取自数据所在的设备，dtype 用传进来的那个：别的设备类型的 autocast 不会改变这个设备上的运算。",
+                f"（{label}）线性层是用 {first} 计算的，而不是 {case['dtype']}。前向计算要放在 "
+                "torch.autocast 里面，"
+                "device_type 取自数据所在的设备，dtype 用传进来的那个：别的设备类型的 autocast 不会改变这个"
+                "设备上的运算。",
             )
         wrong = [(n, d) for n, d in case["param_dtypes"] if d != "float32"]
         if wrong:
             raise Fail(
                 f"({label}) after the step, parameter {wrong[0][0]} is {wrong[0][1]}. autocast leaves the "
                 "weights in float32 and casts per operation: do not convert the model.",
-                f"（{label}）训练步之后，参数 {wrong[0][0]} 变成了 {wrong[0][1]}。autocast 让权重保持 float32，"
+                f"（{label}）训练步之后，参数 {wrong[0][0]} 变成了 {wrong[0][1]}。autocast 让权重保持 "
+                "float32，"
                 "按运算逐个转换：不要转换模型本身。",
             )
         _judge_loss(case, label)
@@ -224,9 +227,11 @@ def judge_amp_step(seen: dict) -> None:
             )
         if case["scaler_enabled"] and case["growth_tracker"] != seen["steps"]:
             raise Fail(
-                f"({label}) the GradScaler did not complete each step: scale the loss before backward, step the "
+                f"({label}) the GradScaler did not complete each step: scale the loss before backward, step "
+                "the "
                 "optimizer through the scaler, then update the scaler.",
-                f"（{label}）GradScaler 没有完整地走完每一步：反向传播前先缩放损失，通过 scaler 执行优化器的 step，"
+                f"（{label}）GradScaler 没有完整地走完每一步：反向传播前先缩放损失，通过 scaler 执行优化器的"
+                " step，"
                 "最后更新 scaler。",
             )
         if case["clears_gradients"] is False:
@@ -350,24 +355,30 @@ def judge_choose_amp(seen: dict) -> None:
         value = answer["value"]
         if not isinstance(value, list) or value[0] not in _DTYPES or not isinstance(value[1], bool):
             raise Fail(
-                f"return a tuple (dtype, use_scaler) with a torch dtype and a bool, e.g. (torch.float16, True); "
+                "return a tuple (dtype, use_scaler) with a torch dtype and a bool, e.g. (torch.float16, "
+                "True); "
                 f"got {value!r} for the {name}.",
-                f"请返回元组 (dtype, use_scaler)，其中是一个 torch 的 dtype 和一个 bool，例如 (torch.float16, True)；"
+                "请返回元组 (dtype, use_scaler)，其中是一个 torch 的 dtype 和一个 bool，例如 "
+                "(torch.float16, True)；"
                 f"{name} 得到的是 {value!r}。",
             )
     if seen["asked"]:
         raise Fail(
-            f"your function asks torch.cuda.{seen['asked'][0]}. That describes the GPU this code runs on, not "
+            f"your function asks torch.cuda.{seen['asked'][0]}. That describes the GPU this code runs on, "
+            "not "
             "the machine given by the arguments, and with its default it also answers True on GPUs that can "
             "only emulate bf16. Decide from device_type and capability.",
-            f"你的函数调用了 torch.cuda.{seen['asked'][0]}。它描述的是运行这段代码的那块 GPU，而不是参数所描述的"
-            "机器；而且按默认参数，它在只能模拟 bf16 的 GPU 上也返回 True。请只根据 device_type 和 capability 来判断。",
+            f"你的函数调用了 torch.cuda.{seen['asked'][0]}。它描述的是运行这段代码的那块 GPU，而不是参数所描"
+            "述的"
+            "机器；而且按默认参数，它在只能模拟 bf16 的 GPU 上也返回 True。请只根据 device_type 和 "
+            "capability 来判断。",
         )
     for name, answer in seen["answers"].items():
         dtype, use_scaler = answer["value"]
         if use_scaler != (dtype == "float16"):
             raise Fail(
-                f"for the {name} you chose {dtype} with use_scaler={use_scaler}. What the scaler protects against "
+                f"for the {name} you chose {dtype} with use_scaler={use_scaler}. What the scaler protects "
+                "against "
                 "depends on the dtype's exponent range: decide it from the dtype you chose.",
                 f"{name} 你选了 {dtype}，use_scaler={use_scaler}。梯度缩放防范的问题取决于 dtype 的指数范围："
                 "要根据你选的 dtype 来决定。",
@@ -379,7 +390,9 @@ def judge_choose_amp(seen: dict) -> None:
             and seen["answers"][newer]["value"][0] == "float16"
         ):
             raise Fail(
-                f"the {older} gets bf16 from your function, but the newer {newer} gets fp16. A GPU generation keeps "
+                f"the {older} gets bf16 from your function, but the newer {newer} gets fp16. A GPU "
+                "generation keeps "
                 "the number formats of the generations before it.",
-                f"你的函数给 {older} 选了 bf16，却给更新的 {newer} 选了 fp16。新一代 GPU 保留了前几代支持的数值格式。",
+                f"你的函数给 {older} 选了 bf16，却给更新的 {newer} 选了 fp16。新一代 GPU 保留了前几代支持的"
+                "数值格式。",
             )

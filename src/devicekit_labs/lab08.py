@@ -91,7 +91,8 @@ def judge_rank_plan(seen: dict) -> None:
         backend, device = _expected_plan(env, gpus)
         if got["backend"] != repr(backend):
             raise Fail(
-                f"for {where_en} you chose backend {got['backend']}. NCCL only moves CUDA tensors; gloo is the "
+                f"for {where_en} you chose backend {got['backend']}. NCCL only moves CUDA tensors; gloo is "
+                "the "
                 "backend for CPU processes.",
                 f"{where_zh}你选了后端 {got['backend']}。NCCL 只能传输 CUDA 张量；CPU 进程用 gloo。",
             )
@@ -102,7 +103,8 @@ def judge_rank_plan(seen: dict) -> None:
             )
         if torch.device(got["device"]) != device:
             raise Fail(
-                f"for {where_en} you chose {got['device']}. Which variable numbers the processes on one machine, "
+                f"for {where_en} you chose {got['device']}. Which variable numbers the processes on one "
+                "machine, "
                 "and what is it when torchrun did not run (a notebook)?",
                 f"{where_zh}你选了 {got['device']}。哪个变量给同一台机器上的进程编号？"
                 "没有用 torchrun 启动时（比如在 notebook 里）它又该取什么值？",
@@ -267,7 +269,8 @@ def judge_wrap_model(seen: dict) -> None:
         if not _same_device(torch.device(went.split(",")[0]), device):
             raise Fail(
                 f"for {label_en} the model was on {went} when DDP wrapped it. Each process drives its own "
-                "device: move the model to the device of the rank info before wrapping it, not to a fixed one.",
+                "device: move the model to the device of the rank info before wrapping it, not to a fixed "
+                "one.",
                 f"{label_zh}，DDP 包装模型时模型在 {went} 上。每个进程只驱动自己的那个设备：包装之前要把模型"
                 "移到 rank 信息里的设备上，而不是写死的设备。",
             )
@@ -278,9 +281,11 @@ def judge_wrap_model(seen: dict) -> None:
             ok = ids in (None, []) and call["output_device"] is None
         if not ok:
             raise Fail(
-                f"for {label_en} the DDP got device_ids={ids}. device_ids names this rank's one GPU, numbered on "
+                f"for {label_en} the DDP got device_ids={ids}. device_ids names this rank's one GPU, "
+                "numbered on "
                 "its own machine, and only a GPU module may have it.",
-                f"{label_zh}，DDP 的 device_ids={ids}。device_ids 指的是本 rank 的那一块 GPU（按它所在机器上的"
+                f"{label_zh}，DDP 的 device_ids={ids}。device_ids 指的是本 rank 的那一块 GPU（按它所在机器上"
+                "的"
                 "编号），而且只有 GPU 上的模块才能设置它。",
             )
 
@@ -362,9 +367,11 @@ def judge_fail_fast(seen: dict) -> None:
         raise Fail("timeout_s must be a number of seconds.", "timeout_s 必须是秒数。")
     if not 0.5 <= timeout_s <= 5:
         raise Fail(
-            f"timeout_s={timeout_s}: pick a timeout between 0.5 and 5 seconds for this lab (a real job needs more "
+            f"timeout_s={timeout_s}: pick a timeout between 0.5 and 5 seconds for this lab (a real job "
+            "needs more "
             "than its slowest step, but far less than the default 30 minutes).",
-            f"timeout_s={timeout_s}：本实验请选 0.5 到 5 秒之间的超时（真实任务要比最慢的一步长，但远小于默认的 30 分钟）。",
+            f"timeout_s={timeout_s}：本实验请选 0.5 到 5 秒之间的超时（真实任务要比最慢的一步长，但远小于默"
+            "认的 30 分钟）。",
         )
     from devicekit_labs.workers import PROBES
 
@@ -380,7 +387,8 @@ def judge_fail_fast(seen: dict) -> None:
     error = waiting[0]["error"]
     if "Ranks 1" not in error and "Rank 1" not in error:
         raise Fail(
-            f"rank 0 failed after {waiting[0]['waited_s']} s, but its error does not say which rank is missing: "
+            f"rank 0 failed after {waiting[0]['waited_s']} s, but its error does not say which rank is "
+            "missing: "
             f"{error[:90]!r}. One of the two probes names the ranks that never arrived.",
             f"rank 0 在 {waiting[0]['waited_s']} 秒后报错，但报错没有说缺的是哪个 rank：{error[:90]!r}。"
             "两种探测方式中，有一种会点名没有到场的 rank。",

@@ -2,13 +2,17 @@
 
 Exercise 1 checks an audit function against training states with misplaced tensors planted one at a time and
 all at once, in both directions: CPU tensors in a state on the accelerator (or ``meta``), and accelerator
-tensors in a state on the CPU. Exercise 2 runs the learner's fixed script for real, in four phases: trained on
-the CPU and resumed on the mismatch device (the GPU, or ``meta`` on a CPU runner) under ``strict_devices()``,
-where reading values out of ``meta`` gives placeholders (`devicekit_labs.standin.readable_meta`: logging
-``loss.item()`` is right code) and a CPU generator drawing for another device raises as CUDA does; a checkpoint
-saved as a GPU run saves it (every storage recorded at a GPU this machine lacks) resumed on the CPU; the
-script's bf16 autocast region, which it opens on CUDA only, emulated on the CPU runner; and on the runner's own
-device the numbers (it trains, and resuming continues exactly where an uninterrupted run would be).
+tensors in a state on the CPU. Exercise 2 runs the learner's fixed script for real, in four phases:
+
+1. trained on the CPU and resumed on the mismatch device (the GPU, or ``meta`` on a CPU runner) under
+   ``strict_devices()``, where reading values out of ``meta`` gives placeholders
+   (`devicekit_labs.standin.readable_meta`: logging ``loss.item()`` is right code) and a CPU generator
+   drawing for another device raises as CUDA does;
+2. a checkpoint saved as a GPU run saves it (every storage recorded at a GPU this machine lacks), resumed on
+   the CPU;
+3. the script's bf16 autocast region, which it opens on CUDA only, emulated on the CPU runner;
+4. on the runner's own device, the numbers: it trains, and resuming continues exactly where an uninterrupted
+   run would be.
 """
 
 from __future__ import annotations
@@ -158,9 +162,11 @@ def judge_audit(seen: dict) -> None:
         if clean:
             raise Fail(
                 f"on a correct state (everything on {device}) your audit reports {clean[:3]}. A tensor is "
-                "misplaced when its device is not the device you were given; Adam's `step` counter is the one "
+                "misplaced when its device is not the device you were given; Adam's `step` counter is the "
+                "one "
                 "entry that stays on the CPU on purpose.",
-                f"对一个完全正确的状态（全部在 {device} 上），你的检查函数却报告了 {clean[:3]}。一个张量放错，"
+                f"对一个完全正确的状态（全部在 {device} 上），你的检查函数却报告了 {clean[:3]}。一个张量放错"
+                "，"
                 "是指它所在的设备不是传进来的那个设备；Adam 的 `step` 计数器是唯一有意留在 CPU 上的一项。",
             )
         for what in PLANTS:
@@ -171,10 +177,13 @@ def judge_audit(seen: dict) -> None:
                 raise Fail(
                     f"in a state on {device}, one {what} tensor was put on {stray} and your audit reports "
                     f"{len(found)} tensor(s): {found[:3]}. Look at every tensor the state holds: the model's "
-                    "parameters and buffers, the loss's buffers, every entry of the optimizer's per-parameter "
+                    "parameters and buffers, the loss's buffers, every entry of the optimizer's "
+                    "per-parameter "
                     "state and the metric's attributes, and compare each device with the one you were given.",
-                    f"在一个位于 {device} 上的状态里，自测把一个{_ZH_PLANTS[what]}放到了 {stray} 上，你的检查函数"
-                    f"却报告了 {len(found)} 个张量：{found[:3]}。要查看状态里的每一个张量：模型的参数和缓冲区、"
+                    f"在一个位于 {device} 上的状态里，自测把一个{_ZH_PLANTS[what]}放到了 {stray} 上，你的检"
+                    "查函数"
+                    f"却报告了 {len(found)} 个张量：{found[:3]}。要查看状态里的每一个张量：模型的参数和缓冲"
+                    "区、"
                     "损失函数的缓冲区、优化器逐参数状态里的每一项，以及指标对象的属性，并把每个张量的设备与传进来"
                     "的设备比较。",
                 )
@@ -183,7 +192,8 @@ def judge_audit(seen: dict) -> None:
             raise Fail(
                 f"{len(PLANTS)} different tensors were put on {stray} at once and your audit reports "
                 f"{len(set(found))} different names.",
-                f"自测同时把 {len(PLANTS)} 个不同的张量放到了 {stray} 上，你的检查函数报告了 {len(set(found))} 个"
+                f"自测同时把 {len(PLANTS)} 个不同的张量放到了 {stray} 上，你的检查函数报告了"
+                f" {len(set(found))} 个"
                 "不同的名字。",
             )
 
@@ -368,7 +378,7 @@ def probe_fixed_script(train_and_resume) -> dict:
     seen: dict = {"callable": True, "home": str(home), "other": str(other)}
     with tempfile.TemporaryDirectory(prefix="lab09-") as tmp:
         folder = Path(tmp)
-        # 1. Where everything is: trained on the CPU, resumed where mixes show (the GPU, or meta under strict).
+        # 1. Where everything is: trained on the CPU, resumed where mixes show (the GPU, or meta, strict).
         with strict_devices(), _GeneratorDevices(), readable_meta(), warnings.catch_warnings():
             if other.type == "meta":  # load_state_dict: "copying ... to a meta parameter ... is a no-op"
                 warnings.simplefilter("ignore", UserWarning)
@@ -420,7 +430,8 @@ def _finding_fail(finding: dict, device: str, phase_en: str, phase_zh: str) -> F
         return Fail(
             f"{phase_en}: the model holds {finding['name']} on {finding['device']}, not on {device} "
             f"({finding['what']}).",
-            f"{phase_zh}：模型里的 {finding['name']} 在 {finding['device']} 上，而不是 {device}（{finding['what']}）。",
+            f"{phase_zh}：模型里的 {finding['name']} 在 {finding['device']} 上，而不是"
+            f" {device}（{finding['what']}）。",
         )
     if kind == "model warning":
         return Fail(
@@ -430,9 +441,11 @@ def _finding_fail(finding: dict, device: str, phase_en: str, phase_zh: str) -> F
     if kind == "optimizer params":
         return Fail(
             f"{phase_en}: the optimizer does not update the model's parameters (it holds {finding['held']} "
-            f"tensors, the model has {finding['model']}). Build the optimizer from the parameters of the model "
+            f"tensors, the model has {finding['model']}). Build the optimizer from the parameters of the "
+            "model "
             "you train, after the model is where it belongs.",
-            f"{phase_zh}：优化器更新的不是模型的参数（它持有 {finding['held']} 个张量，模型有 {finding['model']} 个）。"
+            f"{phase_zh}：优化器更新的不是模型的参数（它持有 {finding['held']} 个张量，模型有"
+            f" {finding['model']} 个）。"
             "要在模型到达它该在的设备之后，用这个模型的参数构造优化器。",
         )
     if kind == "losses":
@@ -539,7 +552,8 @@ def judge_fixed_script(seen: dict) -> None:
         abs(a - b) > 1e-4 * max(1.0, abs(b)) for a, b in zip(losses, expected, strict=True)
     ):
         raise Fail(
-            "training, saving, resuming and training on does not give the losses of one uninterrupted run: the "
+            "training, saving, resuming and training on does not give the losses of one uninterrupted run: "
+            "the "
             "resume does not restore everything (model, optimizer, scheduler) where it was.",
             "训练、保存、恢复、再训练，得到的损失与一次不间断训练的不一致：恢复没有把模型、优化器、学习率调度器全部还原。",
         )

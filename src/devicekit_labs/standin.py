@@ -37,7 +37,11 @@ class ReadableMetaMode(TorchDispatchMode):
             if device is not None and torch.device(device).type == "cpu":
                 source = args[0]
                 return torch.zeros(source.shape, dtype=kwargs.get("dtype") or source.dtype)
-        if func is torch.ops.aten.copy_.default and args[1].device.type == "meta" and args[0].device.type == "cpu":
+        if (
+            func is torch.ops.aten.copy_.default
+            and args[1].device.type == "meta"
+            and args[0].device.type == "cpu"
+        ):
             return args[0].zero_()
         return func(*args, **kwargs)
 

@@ -261,6 +261,12 @@ RIGHT = {
         ("the original class, re-registered", ScaleReRegistered),
         ("nn.Buffer and addcmul", ScaleNnBuffer),
     ],
-    "find-culprit": [("locate under strict", culprit_ok), ("plain first, then strict", culprit_plain_then_strict)],
-    "fix-weights": [("device=x.device", weights_ok), ("float positions, Tensor.softmax", weights_float_positions)],
+    "find-culprit": [
+        ("locate under strict", culprit_ok),
+        ("plain first, then strict", culprit_plain_then_strict),
+    ],
+    "fix-weights": [
+        ("device=x.device", weights_ok),
+        ("float positions, Tensor.softmax", weights_float_positions),
+    ],
 }

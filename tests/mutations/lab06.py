@@ -3,10 +3,10 @@ the taught bug first; RIGHT: (name, answer), different right answers, one of the
 
 from __future__ import annotations
 
-import devicekit
 import torch
 from torch.utils._pytree import tree_map
 
+import devicekit
 from devicekit_labs.lab06 import make_model, make_optimizer, make_scheduler, missing_cuda_device
 
 LAB = "06-checkpoints"
@@ -194,12 +194,20 @@ WRONG = {
         ("no map_location", load_without_map_location, "Attempting to deserialize"),
         ("always to the CPU", load_to_the_cpu_only, "came back on cpu"),
         ("weights_only=False", load_unsafely, "arbitrary Python object"),
-        ("a dict that renames the GPU only", load_renaming_the_gpu_only, "the ones the file records on the CPU too"),
+        (
+            "a dict that renames the GPU only",
+            load_renaming_the_gpu_only,
+            "the ones the file records on the CPU too",
+        ),
         ("only the model moved afterwards", load_then_move_the_model, "came back on cpu"),
         ("the model's state_dict only", load_the_model_only, "expected the checkpoint dict"),
     ],
     "resume": [
-        ("optimizer state loaded before the move", resume_state_before_the_move, "optimizer state of a parameter"),
+        (
+            "optimizer state loaded before the move",
+            resume_state_before_the_move,
+            "optimizer state of a parameter",
+        ),
         ("checkpoint mapped to the device", resume_mapped_to_the_device, "step counters"),
         ("scheduler created after loading", resume_scheduler_created_last, "learning rate after resuming"),
         ("scheduler state not restored", resume_without_scheduler_state, "scheduler does not continue"),

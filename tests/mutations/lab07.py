@@ -211,5 +211,8 @@ RIGHT = {
         ("torch.amp spelling, loss outside, zero_grad at the end", step_amp_spelling_zero_at_the_end),
         ("logs loss.item(), clips unscaled gradients", step_logging_and_clipping),
     ],
-    "choose-amp": [("capability compared as a tuple", choose_ok), ("major version, CPU first", choose_by_major)],
+    "choose-amp": [
+        ("capability compared as a tuple", choose_ok),
+        ("major version, CPU first", choose_by_major),
+    ],
 }

@@ -182,7 +182,10 @@ WRONG = {
 }
 
 RIGHT = {
-    "rank-plan": [("torch.device objects", plan_ok), ("device strings, keys in another order", plan_with_strings)],
+    "rank-plan": [
+        ("torch.device objects", plan_ok),
+        ("device strings, keys in another order", plan_with_strings),
+    ],
     "wrap-model": [
         ("model.to(info.device)", wrap_ok),
         ("model.cuda(local_rank) with output_device", wrap_cuda_method),

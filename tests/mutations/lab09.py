@@ -21,7 +21,9 @@ LAB = "09-capstone"
 def audit_model_only(state, device):
     """The taught bug: model.to() thinking, only the model is looked at."""
     model = state["model"]
-    return [f"model.{n}" for n, t in [*model.named_parameters(), *model.named_buffers()] if t.device != device]
+    return [
+        f"model.{n}" for n, t in [*model.named_parameters(), *model.named_buffers()] if t.device != device
+    ]
 
 
 def audit_flags_cpu(state, device):
@@ -207,7 +209,8 @@ RIGHT = {
                 (
                     "        losses.append(loss.detach())\n",
                     "        losses.append(loss.detach())\n"
-                    '        state.setdefault("log", []).append((step, loss.item(), state["metric"].compute()))\n',
+                    '        state.setdefault("log", []).append('
+                    '(step, loss.item(), state["metric"].compute()))\n',
                 ),
             ),
         ),
