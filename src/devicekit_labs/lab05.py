@@ -523,19 +523,20 @@ def judge_fix_weights(seen: dict) -> None:
                 f"输入在 CPU 上时，权重却在 {got['device']} 上：函数里新建的每个张量都要跟着输入走，无论输入"
                 "在哪里。",
             )
-        if (
-            got["shape"] != [steps, steps]
-            or got["dtype"] != "float32"
-            or not torch.allclose(got["values"], want)
-        ):
+        if got["shape"] != [steps, steps] or got["dtype"] != "float32":
             raise Fail(
-                f"for a CPU input with {steps} positions the weights must equal distance_weights(x) "
-                f"({steps}×{steps}, float32); yours are {got['dtype']} of shape {got['shape']} or hold other "
-                "values. Fix where they are created, not what they are.",
-                f"输入在 CPU 上、有 {steps} 个位置时，权重必须与 distance_weights(x) 相同（{steps}×{steps}，"
-                "float32）；"
-                f"你的是形状为 {got['shape']} 的 {got['dtype']}，或数值不同。要改的是它们创建在哪里，而不是"
-                "它们的值。",
+                f"for a CPU input with {steps} positions the weights must be float32 of shape "
+                f"[{steps}, {steps}], like distance_weights(x); yours are {got['dtype']} of shape "
+                f"{got['shape']}.",
+                f"输入在 CPU 上、有 {steps} 个位置时，权重应当和 distance_weights(x) 一样，是形状为 "
+                f"[{steps}, {steps}] 的 float32；你的是形状为 {got['shape']} 的 {got['dtype']}。",
+            )
+        if not torch.allclose(got["values"], want):
+            raise Fail(
+                f"for a CPU input with {steps} positions the weights hold other values than "
+                "distance_weights(x): fix where they are created, not what they are.",
+                f"输入在 CPU 上、有 {steps} 个位置时，权重的数值与 distance_weights(x) 不同："
+                "要改的是它们创建在哪里，而不是它们的值。",
             )
         got = _tensor_or_fail(case["target"], f"for an input on {target}", f"输入在 {target} 上时")
         if got["device"] != target:

@@ -247,10 +247,10 @@ WRONG = {
     "fix-weights": [
         ("the original: positions born on the CPU", distance_weights, "the weights are on cpu"),
         ("built on the CPU, then copied", weights_copied, "copies them"),
-        ("the lab's 7 positions hard-coded", weights_hard_coded_steps, "5 positions"),
-        ("float64 weights", weights_float64, "float32"),
+        ("the lab's 7 positions hard-coded", weights_hard_coded_steps, "of shape [5, 5]"),
+        ("float64 weights", weights_float64, "yours are float64"),
         ("always on the stand-in", weights_on_the_stand_in, "for an input on the CPU the weights are on"),
-        ("nearest positions weighted least", weights_without_the_minus, "must equal distance_weights"),
+        ("nearest positions weighted least", weights_without_the_minus, "hold other values"),
     ],
 }
 
