@@ -191,16 +191,13 @@ def judge_amp_step(seen: dict) -> None:
         if case["device"] == "meta":
             _judge_standin_case(case, label)
             continue
-        opened = [r for r in case["regions"] if r["enabled"]]
-        device_type = torch.device(case["device"]).type
-        elsewhere = [r for r in opened if r["device_type"] != device_type]
         if not case["linear_dtypes"]:
             raise Fail(
                 f"({label}) the model was never called: run its forward pass inside the step.",
                 f"（{label}）模型根本没有被调用：要在训练步里做前向计算。",
             )
-        if elsewhere or any(d != case["dtype"] for d in case["linear_dtypes"]):
-            first = next((d for d in case["linear_dtypes"] if d != case["dtype"]), case["linear_dtypes"][0])
+        if any(d != case["dtype"] for d in case["linear_dtypes"]):
+            first = next(d for d in case["linear_dtypes"] if d != case["dtype"])
             raise Fail(
                 f"({label}) the linear layers computed in {first}, not {case['dtype']}. Run the forward pass "
                 "inside torch.autocast, with the device type of the data and the dtype you were given: an "
