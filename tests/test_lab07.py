@@ -150,12 +150,12 @@ def _observed(key, answer):
     return ex, torch.load(buffer, weights_only=True)
 
 
-def step_backward_unscaled(model, optimizer, scaler, x, y, dtype):
-    """The scaler steps and updates, but the loss it divides back was never scaled: fp16 steps too small."""
+def step_with_l1_loss(model, optimizer, scaler, x, y, dtype):
+    """Every property the public judge reads holds, but the loss is not the mean-squared error asked for."""
     optimizer.zero_grad()
     with torch.autocast(x.device.type, dtype=dtype):
-        loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
+        loss = nn.functional.l1_loss(model(x), y)
+    scaler.scale(loss).backward()
     scaler.step(optimizer)
     scaler.update()
     return loss
@@ -171,7 +171,7 @@ def step_backward_unscaled(model, optimizer, scaler, x, y, dtype):
             lambda t, c: (torch.float16, True) if t == "cuda" and c < (7, 0) else (torch.bfloat16, False),
             "V100",
         ),
-        ("amp-step", step_backward_unscaled, "after two steps"),
+        ("amp-step", step_with_l1_loss, "after two steps"),
     ],
 )
 def test_the_hidden_judges_reject_what_the_public_one_cannot_tell(key, answer, hint):
