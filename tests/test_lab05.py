@@ -106,7 +106,7 @@ def weights_uniform(x):
 CASES = [
     ("first-module", lambda: "layers.2.scale", None),
     ("first-module", "layers.2.scale", None),
-    ("first-module", lambda: "layers.2", "not where the devices mix"),
+    ("first-module", lambda: "layers.2", "not the innermost one where the devices mix"),
     ("first-module", lambda: "layers.2.scale.scale", "no module named"),
     ("first-module", lambda: 2, "as a string"),
     ("first-module", _stub, "not done yet"),
@@ -124,7 +124,7 @@ CASES = [
     ("find-culprit", _stub, "not done yet"),
     ("fix-weights", weights_fixed, None),
     ("fix-weights", distance_weights, "weights are on"),
-    ("fix-weights", weights_uniform, "must equal distance_weights"),
+    ("fix-weights", weights_uniform, "hold other values"),
     ("fix-weights", weights_copied, "copies them"),
     ("fix-weights", _stub, "not done yet"),
 ]
@@ -159,3 +159,31 @@ def test_hints_never_reveal_the_module_names():
 
 def test_exercises_are_numbered_in_notebook_order():
     assert [e.key for e in exercises_for(LAB)] == ["first-module", "fix-scale", "find-culprit", "fix-weights"]
+
+
+# --- the two-part check: observations are plain data, the judge decides from them alone -------------------
+
+
+def _through_bytes(observations):
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(observations, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+@pytest.mark.parametrize("key", [e.key for e in exercises_for(LAB)])
+def test_observations_survive_bytes_and_the_judge_alone_decides(key):
+    """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""
+    from mutations import lab05 as cases
+
+    from devicekit_labs import Fail
+
+    (ex,) = [e for e in exercises_for(LAB) if e.key == key]
+    assert ex.probe is not None and ex.judge is not None, "a two-part (judged) check"
+    ex.judge(_through_bytes(ex.probe(cases.RIGHT[key][0][1])))
+    _name, wrong, hint = cases.WRONG[key][0]
+    with pytest.raises(Fail) as caught:
+        ex.judge(_through_bytes(ex.probe(wrong)))
+    assert hint in caught.value.en

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from devicekit_labs import lab06, run
+from devicekit_labs import exercises_for, lab06, run
 from devicekit_labs.lab06 import (
     gpu_run_checkpoint,
     make_model,
@@ -120,7 +120,7 @@ CASES = [
     ("load-for-device", load_then_move_the_model, "came back on cpu"),
     ("load-for-device", _stub, "not done yet"),
     ("resume", resume_ok, None),
-    ("resume", resume_optimizer_state_before_the_move, "not the model's parameters"),
+    ("resume", resume_optimizer_state_before_the_move, "optimizer state of a parameter"),
     ("resume", resume_scheduler_created_last, "learning rate after resuming"),
     ("resume", resume_mapped_to_device, "step counters"),
     ("resume", resume_weights_only, "no state"),
@@ -206,3 +206,31 @@ def test_data_pkl_is_byte_for_byte_what_a_real_cuda_save_wrote(tmp_path, monkeyp
     with zipfile.ZipFile(path) as archive:
         pickled = next(archive.read(n) for n in archive.namelist() if n.endswith("/data.pkl"))
     assert pickled == FIXTURE.read_bytes()
+
+
+# --- the two-part check: observations are plain data, the judge decides from them alone -------------------
+
+
+def _through_bytes(observations):
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(observations, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+@pytest.mark.parametrize("key", [e.key for e in exercises_for(LAB)])
+def test_observations_survive_bytes_and_the_judge_alone_decides(key):
+    """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""
+    from mutations import lab06 as cases
+
+    from devicekit_labs import Fail
+
+    (ex,) = [e for e in exercises_for(LAB) if e.key == key]
+    assert ex.probe is not None and ex.judge is not None, "a two-part (judged) check"
+    ex.judge(_through_bytes(ex.probe(cases.RIGHT[key][0][1])))
+    _name, wrong, hint = cases.WRONG[key][0]
+    with pytest.raises(Fail) as caught:
+        ex.judge(_through_bytes(ex.probe(wrong)))
+    assert hint in caught.value.en

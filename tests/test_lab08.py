@@ -4,6 +4,7 @@ languages; the workers really run DDP on two CPU processes; nothing is left runn
 
 from __future__ import annotations
 
+import copy
 import time
 
 import nbformat
@@ -75,16 +76,29 @@ def test_rank_plan(answer, hint):
 
 WRAP = [
     (wrap, None),
-    (lambda model, info: DDP(model.to(info.device), device_ids=[0]), "ValueError"),  # PyTorch's own error
-    (lambda model, info: model.to(info.device), "expected a DistributedDataParallel"),
+    (lambda model, info: DDP(model.to(info.device), device_ids=[0]), "only a GPU module may have it"),
+    (lambda model, info: model.to(info.device), "expected one DistributedDataParallel"),
+    (lambda model, info: DDP(copy.deepcopy(model).to(info.device)), "wrap the model you were given"),
     (
-        lambda model, info: DDP(type(model)(*model.children()).to(info.device)),
-        "wrap the model you were given",
+        lambda model, info: DDP(model.to("cuda"), device_ids=[0]),
+        "move the model to the device of the rank info",
     ),
     (_stub, "not done yet"),
 ]
-if not torch.cuda.is_available():
-    WRAP.append((lambda model, info: DDP(model.to("cuda"), device_ids=[0]), "your code raised"))
+
+
+def test_wrap_model_is_asked_for_rank_1_and_a_second_machine():
+    """The one-GPU script is right for rank 0 of a GPU job; ranks 1 and 5 (local rank 1) show the bug."""
+    from devicekit_labs.lab08 import WRAP_CASES
+
+    assert {(i.rank, i.local_rank, str(i.device)) for i in WRAP_CASES} >= {(1, 1, "cuda:1"), (5, 1, "cuda:1")}
+
+    def gpu_only_script(model, info):  # right on cuda:0, never moves a CPU rank's model anywhere odd
+        if info.device.type == "cpu":
+            return DDP(model)
+        return DDP(model.to("cuda"), device_ids=[0])
+
+    expect(run(LAB, "wrap-model", gpu_only_script), "for rank 1 (local rank 1, device cuda:1)")
 
 
 @pytest.mark.parametrize(("answer", "hint"), WRAP)
@@ -120,10 +134,14 @@ def test_fail_fast_rejects_bad_settings_without_starting_processes(answer, hint)
 def test_fail_fast_runs_two_real_processes():
     """The probe that names the missing rank passes; a plain all_reduce times out without naming it."""
     start = time.monotonic()
-    assert run(LAB, "fail-fast", lambda: {"timeout_s": 1.5, "probe": "monitored_barrier"}).passed
+    # 2.0 s, as the lab's answer and the mutation cases: the check launches each setting once per process
+    assert run(LAB, "fail-fast", lambda: {"timeout_s": 2.0, "probe": "monitored_barrier"}).passed
     expect(
-        run(LAB, "fail-fast", lambda: {"timeout_s": 1.5, "probe": "all_reduce"}), "does not say which rank"
+        run(LAB, "fail-fast", lambda: {"timeout_s": 2.0, "probe": "all_reduce"}), "does not say which rank"
     )
+    launched = time.monotonic()
+    assert run(LAB, "fail-fast", lambda: {"timeout_s": 2, "probe": "monitored_barrier"}).passed
+    assert time.monotonic() - launched < 2.0, "the same setting reuses the run it already made"
     assert time.monotonic() - start < 120
 
 
@@ -160,3 +178,31 @@ def test_the_notebook_ends_by_checking_that_nothing_is_left():
 
 def test_three_exercises_in_order():
     assert [e.key for e in exercises_for(LAB)] == ["rank-plan", "wrap-model", "fail-fast"]
+
+
+# --- the two-part check: observations are plain data, the judge decides from them alone -------------------
+
+
+def _through_bytes(observations):
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(observations, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+@pytest.mark.parametrize("key", [e.key for e in exercises_for(LAB)])
+def test_observations_survive_bytes_and_the_judge_alone_decides(key):
+    """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""
+    from mutations import lab08 as cases
+
+    from devicekit_labs import Fail
+
+    (ex,) = [e for e in exercises_for(LAB) if e.key == key]
+    assert ex.probe is not None and ex.judge is not None, "a two-part (judged) check"
+    ex.judge(_through_bytes(ex.probe(cases.RIGHT[key][0][1])))
+    _name, wrong, hint = cases.WRONG[key][0]
+    with pytest.raises(Fail) as caught:
+        ex.judge(_through_bytes(ex.probe(wrong)))
+    assert hint in caught.value.en

@@ -212,3 +212,31 @@ def test_audit(answer, hint):
 
 def test_two_exercises_in_order():
     assert [e.key for e in exercises_for(LAB)] == ["audit", "fixed-script"]
+
+
+# --- the two-part check: observations are plain data, the judge decides from them alone -------------------
+
+
+def _through_bytes(observations):
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(observations, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+@pytest.mark.parametrize("key", [e.key for e in exercises_for(LAB)])
+def test_observations_survive_bytes_and_the_judge_alone_decides(key):
+    """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""
+    from mutations import lab09 as cases
+
+    from devicekit_labs import Fail
+
+    (ex,) = [e for e in exercises_for(LAB) if e.key == key]
+    assert ex.probe is not None and ex.judge is not None, "a two-part (judged) check"
+    ex.judge(_through_bytes(ex.probe(cases.RIGHT[key][0][1])))
+    _name, wrong, hint = cases.WRONG[key][0]
+    with pytest.raises(Fail) as caught:
+        ex.judge(_through_bytes(ex.probe(wrong)))
+    assert hint in caught.value.en

@@ -1,7 +1,9 @@
 """Self-checks for lab 05 (debugging a device mismatch), and the models the lab debugs.
 
 The models live here, not in the notebook, because the checks must rebuild them to compute the right
-answers for real. The lab tells learners to find the bugs with devicekit first and to read the source
+answers for real: each check is a probe (runs the learner's code on planted models and inputs, returns plain
+data) and a judge (rebuilds the lab's own models where it needs the tool's verdict, never runs learner code).
+The lab tells learners to find the bugs with devicekit first and to read the source
 (``inspect.getsource``) only of the module the tools name, as they would in a model they did not write.
 """
 
@@ -15,7 +17,7 @@ from torch.utils._pytree import tree_leaves
 from devicekit.device import mismatch_device
 from devicekit.locate import locate_mismatch
 from devicekit.strict import strict_devices
-from devicekit_labs import Fail, exercise
+from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
 
 LAB = "05-debugging"
 
@@ -181,174 +183,395 @@ def _located(model: nn.Module, *inputs: torch.Tensor) -> str | None:
     return None if report is None else report.module
 
 
-def _name_check(answer: object, model: nn.Module) -> None:
-    if callable(answer):
-        answer = answer()
+def _plain(value: object) -> object:
+    """A learner's answer as plain data: strings, None and numbers as they are, anything else by type."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return {"not_plain": type(value).__name__}
+
+
+def _answer_obs(observation: dict) -> dict:
+    if "error" in observation:
+        return observation
+    return {"value": _plain(observation["value"])}
+
+
+def _expect_name(seen: dict, what_en: str, what_zh: str) -> object:
+    """The observed answer, or Fail when it raised or is not a string / None."""
+    failed_call(seen, what_en, what_zh)
+    value = seen["value"]
+    if isinstance(value, dict):
+        raise Fail(
+            f"{what_en}: expected the module's qualified name as a string (like 'encoder.layers.0.attn'), "
+            f"got {value['not_plain']}.",
+            f"{what_zh}：应当给出模块的限定名字符串（形如 'encoder.layers.0.attn'），实际是"
+            f" {value['not_plain']}。",
+        )
+    return value
+
+
+# --- exercise 1 ------------------------------------------------------------------------------------------
+
+
+@judged(LAB, "first-module", 1, "name the module", "说出出错的模块", target="first_culprit")
+def probe_first_module(answer) -> dict:
+    return {"answer": _answer_obs(observe(answer) if callable(answer) else {"value": answer})}
+
+
+@probe_first_module.judge
+def judge_first_module(seen: dict) -> None:
+    answer = _expect_name(seen["answer"], "first_culprit()", "first_culprit()")
     if not isinstance(answer, str):
         raise Fail(
-            f"expected the module's qualified name as a string (like 'encoder.layers.0.attn'), "
-            f"got {type(answer).__name__}.",
-            f"应当给出模块的限定名字符串（形如 'encoder.layers.0.attn'），实际是 {type(answer).__name__}。",
+            "expected the module's qualified name as a string (like 'encoder.layers.0.attn'), "
+            f"got {answer!r}.",
+            f"应当给出模块的限定名字符串（形如 'encoder.layers.0.attn'），实际是 {answer!r}。",
         )
+    torch.manual_seed(0)
+    model = Tagger()
     names = dict(model.named_modules())
     if answer not in names:
         raise Fail(
             f"the model has no module named {answer!r}: copy the name exactly as model.named_modules() "
-            "or locate_mismatch prints it.",
+            "or locate_mismatch prints it (a module, not one of its tensors).",
             f"模型里没有名为 {answer!r} 的模块：请照 model.named_modules() 或 locate_mismatch "
-            "打印的名字原样填写。",
+            "打印的名字原样填写（是模块，不是模块里的某个张量）。",
         )
     target = mismatch_device()
-    truth = _located(model.to(target), token_ids(target))
-    if answer != truth:
+    if answer != _located(model.to(target), token_ids(target)):
         kind = type(names[answer]).__name__
         raise Fail(
-            f"{answer!r} ({kind}) is a real module, but not where the devices mix. Run the tool on the "
-            "model and the batch and read the name it reports.",
-            f"{answer!r}（{kind}）确实存在，但设备混用不是发生在这里。把模型和批次交给工具运行一次，看它报告的名字。",
+            f"{answer!r} ({kind}) is a real module, but not the innermost one where the devices mix. Run "
+            "the tool on the model and the batch and read the name it reports.",
+            f"{answer!r}（{kind}）确实存在，但它不是设备混用发生处最内层的模块。把模型和批次交给工具运行一次，"
+            "看它报告的名字。",
         )
 
 
-@exercise(LAB, "first-module", 1, "name the module", "说出出错的模块", target="first_culprit")
-def check_first_module(answer) -> None:
-    torch.manual_seed(0)
-    _name_check(answer, Tagger())
+# --- exercise 2 ------------------------------------------------------------------------------------------
+
+#: Two widths: a fix that hard-codes the lab's width (16) shows on the other one.
+SCALE_DIMS = (DIM, 6)
 
 
-@exercise(LAB, "fix-scale", 2, "fix the module", "修好这个模块", target="FixedFeatureScale")
-def check_fix_scale(fixed_cls) -> None:
-    if not isinstance(fixed_cls, type) or not issubclass(fixed_cls, nn.Module):
-        raise Fail(
-            "expected a class (an nn.Module subclass) that takes dim, like FeatureScale.",
-            "应当是一个类（nn.Module 的子类），像 FeatureScale 一样接收 dim 参数。",
-        )
-    layer = fixed_cls(DIM)
-    x = torch.randn(2, 7, DIM, generator=torch.Generator().manual_seed(1))
-    want = x * 1.0
-    got = layer(x)
-    if not isinstance(got, torch.Tensor) or got.shape != x.shape or not torch.allclose(got, want):
-        raise Fail(
-            "a fresh layer must compute the same as FeatureScale (scale 1, shift 0): only where the "
-            "scale lives should change.",
-            "新建的层要和 FeatureScale 算出一样的结果（scale 为 1，shift 为 0）：只应改变 scale 存放的方式。",
-        )
-    target = mismatch_device()
-    torch.manual_seed(0)
-    model = Tagger(scale_cls=fixed_cls).to(target)
-    stray = [
-        f"{name}.{key}"
+def _stray(model: nn.Module, device: torch.device) -> list[str]:
+    """Plain tensor attributes of ``model``'s modules that are not on ``device``."""
+    return [
+        f"{name}.{key}" if name else key
         for name, module in model.named_modules()
         for key, value in vars(module).items()
-        if isinstance(value, torch.Tensor) and value.device != target
+        if isinstance(value, torch.Tensor) and value.device != device
     ]
-    if stray:
-        raise Fail(
-            f"after model.to({str(target)!r}) these tensors stayed behind: {', '.join(stray)}. "
-            "model.to() moves parameters and buffers only.",
-            f"执行 model.to({str(target)!r}) 之后，这些张量没有跟着移动：{', '.join(stray)}。"
-            "model.to() 只移动参数和缓冲区（buffer）。",
-        )
-    if _located(model, token_ids(target)) is not None:
-        raise Fail(
-            "the tagger built with your class still mixes devices somewhere.",
-            "用你的类搭出的模型仍有设备混用的地方。",
-        )
-    if "layers.2.scale.scale" not in model.state_dict():
-        raise Fail(
-            "the scale should be saved with the model (it is part of what the layer computes): "
-            "it is missing from state_dict().",
-            "scale 属于这个层的计算，应当随模型一起保存，但 state_dict() 里没有它。",
-        )
-    if set(layer.state_dict()) != {"scale", "shift"} or set(dict(layer.named_parameters())) != {"shift"}:
-        raise Fail(
-            f"a drop-in replacement keeps FeatureScale's tensors: 'shift' a trained parameter, 'scale' a "
-            f"constant that the optimizer must not change, both in state_dict(). Yours has parameters "
-            f"{sorted(dict(layer.named_parameters()))} and state_dict keys {sorted(layer.state_dict())}.",
-            f"能直接替换的类要保留 FeatureScale 的张量：'shift' 是要训练的参数，"
-            f"'scale' 是优化器不能改动的常量，两者都在 state_dict() 里。"
-            f"你的类的参数是 {sorted(dict(layer.named_parameters()))}，"
-            f"state_dict 的键是 {sorted(layer.state_dict())}。",
-        )
-    scale, shift = torch.rand(DIM) + 0.5, torch.randn(DIM)
-    layer.load_state_dict({"scale": scale, "shift": shift})
-    if not torch.allclose(layer(x), x * scale + shift):
-        raise Fail(
-            "after load_state_dict the layer must compute x * scale + shift with the loaded values.",
-            "load_state_dict 之后，这个层必须用载入的值计算 x * scale + shift。",
-        )
 
 
-@exercise(
-    LAB, "find-culprit", 3, "a function that names the module", "写一个找出模块的函数", target="find_culprit"
-)
-def check_find_culprit(find_culprit) -> None:
-    if not callable(find_culprit):
-        raise Fail(
-            "expected a function find_culprit(model, batch) that returns a module name.",
-            "应当是函数 find_culprit(model, batch)，返回模块名。",
-        )
+def _probe_one_layer(fixed_cls, dim: int) -> dict:
+    gen = torch.Generator().manual_seed(dim)
+    x = torch.randn(2, 7, dim, generator=gen)
+    scale, shift = torch.rand(dim, generator=gen) + 0.5, torch.randn(dim, generator=gen)
+    seen: dict = {"dim": dim, "x": x, "scale": scale, "shift": shift}
+    built = observe(fixed_cls, dim)
+    if "error" in built:
+        return {**seen, "build": built}
+    layer = built["value"]
+    seen["build"] = {"value": isinstance(layer, nn.Module)}
+    if not isinstance(layer, nn.Module):
+        return seen
+    fresh = observe(layer, x)
+    seen["fresh"] = fresh if "error" in fresh else {"value": describe_tensor(fresh["value"])}
+    seen["parameters"] = sorted(name for name, _ in layer.named_parameters())
+    seen["state_keys"] = sorted(layer.state_dict())
+    loaded = observe(layer.load_state_dict, {"scale": scale, "shift": shift})
+    if "error" in loaded:
+        seen["loaded"] = loaded
+    else:
+        out = observe(layer, x)
+        seen["loaded"] = out if "error" in out else {"value": describe_tensor(out["value"])}
+    return seen
+
+
+@judged(LAB, "fix-scale", 2, "fix the module", "修好这个模块", target="FixedFeatureScale")
+def probe_fix_scale(fixed_cls) -> dict:
+    if not isinstance(fixed_cls, type) or not issubclass(fixed_cls, nn.Module):
+        return {"is_module_class": False, "type": type(fixed_cls).__name__}
+    seen: dict = {"is_module_class": True, "layers": [_probe_one_layer(fixed_cls, dim) for dim in SCALE_DIMS]}
+    if any("error" in layer["build"] for layer in seen["layers"]):
+        return seen
     target = mismatch_device()
     torch.manual_seed(0)
-    cases = [MixerTagger(), _PositionTagger(), Tagger()]
-    for model in cases:
-        model.to(target)
-        truth = _located(model, token_ids(target))
-        got = find_culprit(model, token_ids(target))
-        if got != truth:
-            raise Fail(
-                f"on a {type(model).__name__} your function answered {got!r}, which is not the module "
-                "where the devices mix. Remember which mixes the stand-in lets through without an error.",
-                f"在 {type(model).__name__} 上你的函数回答 {got!r}，但设备混用不是发生在那里。"
-                "想一想替身设备会放过哪些混用而不报错。",
-            )
-    torch.manual_seed(0)
-    healthy = Tagger(scale_cls=_BufferScale).to(target)
-    got = find_culprit(healthy, token_ids(target))
-    if got is not None:
+    built = observe(lambda: Tagger(scale_cls=fixed_cls).to(target))
+    if "error" in built:
+        return {**seen, "tagger": built}
+    model = built["value"]
+    tagger: dict = {"target": str(target), "stray_after_to": _stray(model, target)}
+    tagger["saved_keys"] = sorted(model.state_dict())
+    run_it = observe(_located, model, token_ids(target))
+    tagger["located"] = run_it if "error" in run_it else {"value": run_it["value"]}
+    # the other way round: from the accelerator back to the CPU (to_empty: meta holds no values to copy)
+    back = observe(model.to_empty, device="cpu")
+    tagger["stray_after_back"] = back if "error" in back else {"value": _stray(model, torch.device("cpu"))}
+    return {**seen, "tagger": {"value": tagger}}
+
+
+def _close(seen: dict, want: torch.Tensor) -> bool:
+    got = seen.get("value")
+    return (
+        isinstance(got, dict)
+        and got["shape"] == list(want.shape)
+        and got["dtype"] == "float32"
+        and torch.allclose(got["values"], want)
+    )
+
+
+@probe_fix_scale.judge
+def judge_fix_scale(seen: dict) -> None:
+    if not seen["is_module_class"]:
         raise Fail(
-            f"on a model without any device mix your function answered {got!r}; it should return None.",
-            f"在没有设备混用的模型上你的函数回答了 {got!r}，应当返回 None。",
+            "expected a class (an nn.Module subclass) that takes dim, like FeatureScale; "
+            f"got {seen['type']}.",
+            f"应当是一个类（nn.Module 的子类），像 FeatureScale 一样接收 dim 参数；实际是 {seen['type']}。",
+        )
+    for layer in seen["layers"]:
+        dim = layer["dim"]
+        call_en, call_zh = f"FixedFeatureScale({dim})", f"FixedFeatureScale({dim})"
+        failed_call(layer["build"], call_en, call_zh)
+        if not layer["build"]["value"]:
+            raise Fail(f"{call_en} did not return a module.", f"{call_zh} 返回的不是模块。")
+        failed_call(
+            layer["fresh"], f"{call_en} on an input of width {dim}", f"{call_zh} 作用于宽度为 {dim} 的输入时"
+        )
+        if not _close(layer["fresh"], layer["x"]):
+            raise Fail(
+                f"a fresh {call_en} must compute the same as FeatureScale({dim}) (scale 1, shift 0, "
+                "float32): "
+                "only where the scale lives should change.",
+                f"新建的 {call_zh} 要和 FeatureScale({dim}) 算出一样的结果（scale 为 1，shift 为 0，"
+                "float32）："
+                "只应改变 scale 存放的方式。",
+            )
+    tagger_obs = seen["tagger"]
+    failed_call(tagger_obs, "building Tagger with your class and moving it", "用你的类搭建 Tagger 并移动它时")
+    tagger = tagger_obs["value"]
+    target = tagger["target"]
+    if tagger["stray_after_to"]:
+        stray = ", ".join(tagger["stray_after_to"])
+        raise Fail(
+            f"after model.to({target!r}) these tensors stayed behind: {stray}. model.to() moves parameters "
+            "and buffers only.",
+            f"执行 model.to({target!r}) 之后，这些张量没有跟着移动：{stray}。model.to() 只移动参数和缓冲区（"
+            "buffer）。",
+        )
+    failed_call(tagger["stray_after_back"], "moving the model back to the CPU", "把模型移回 CPU 时")
+    if tagger["stray_after_back"]["value"]:
+        stray = ", ".join(tagger["stray_after_back"]["value"])
+        raise Fail(
+            f"moved from {target} back to the CPU, these tensors stayed on {target}: {stray}. A tensor the "
+            "module owns must move both ways with the model.",
+            f"模型从 {target} 移回 CPU 时，这些张量留在了 {target} 上：{stray}。模块自己的张量必须随模型来回"
+            "移动。",
+        )
+    failed_call(tagger["located"], "running the tagger built with your class", "运行用你的类搭出的模型时")
+    if tagger["located"]["value"] is not None:
+        raise Fail(
+            "the tagger built with your class still mixes devices somewhere (strict_devices finds it).",
+            "用你的类搭出的模型仍有设备混用的地方（strict_devices 能查出来）。",
+        )
+    if "layers.2.scale.scale" not in tagger["saved_keys"]:
+        raise Fail(
+            "the scale should be saved with the model (it is part of what the layer computes): it is missing "
+            "from state_dict().",
+            "scale 属于这个层的计算，应当随模型一起保存，但 state_dict() 里没有它。",
+        )
+    for layer in seen["layers"]:
+        if layer["state_keys"] != ["scale", "shift"] or layer["parameters"] != ["shift"]:
+            raise Fail(
+                "a drop-in replacement keeps FeatureScale's tensors: 'shift' a trained parameter, 'scale' a "
+                f"constant that the optimizer must not change, both in state_dict(). Yours has parameters "
+                f"{layer['parameters']} and state_dict keys {layer['state_keys']}.",
+                "能直接替换的类要保留 FeatureScale 的张量：'shift' 是要训练的参数，'scale' 是优化器不能改动的"
+                f"常量，两者都在 state_dict() 里。你的类的参数是 {layer['parameters']}，"
+                f"state_dict 的键是 {layer['state_keys']}。",
+            )
+        failed_call(layer["loaded"], "after load_state_dict", "load_state_dict 之后")
+        if not _close(layer["loaded"], layer["x"] * layer["scale"] + layer["shift"]):
+            raise Fail(
+                "after load_state_dict the layer must compute x * scale + shift with the loaded values.",
+                "load_state_dict 之后，这个层必须用载入的值计算 x * scale + shift。",
+            )
+
+
+# --- exercise 3 ------------------------------------------------------------------------------------------
+
+
+def _culprit_cases() -> list[tuple[str, nn.Module, torch.Tensor]]:
+    """(label, model, batch): the models the check asks about, built the same way for probe and judge."""
+    target, cpu = mismatch_device(), torch.device("cpu")
+    torch.manual_seed(0)
+    cases = [
+        ("MixerTagger", MixerTagger().to(target), token_ids(target)),
+        ("a model you have not seen", _PositionTagger().to(target), token_ids(target)),
+        ("Tagger", Tagger().to(target), token_ids(target)),
+        ("a Tagger without the bug", Tagger(scale_cls=_BufferScale).to(target), token_ids(target)),
+        ("a Tagger on the CPU, batch on the CPU", Tagger(), token_ids(cpu)),
+        (
+            f"a Tagger without the bug on {target}, batch left on the CPU",
+            Tagger(_BufferScale).to(target),
+            token_ids(),
+        ),
+    ]
+    return cases
+
+
+@judged(
+    LAB, "find-culprit", 3, "a function that names the module", "写一个找出模块的函数", target="find_culprit"
+)
+def probe_find_culprit(find_culprit) -> dict:
+    if not callable(find_culprit):
+        return {"callable": False}
+    return {
+        "callable": True,
+        "answers": [_answer_obs(observe(find_culprit, model, batch)) for _, model, batch in _culprit_cases()],
+    }
+
+
+@probe_find_culprit.judge
+def judge_find_culprit(seen: dict) -> None:
+    if not seen["callable"]:
+        raise Fail(
+            "expected a function find_culprit(model, batch) that returns a module name or None.",
+            "应当是函数 find_culprit(model, batch)，返回模块名或 None。",
+        )
+    for (label, model, batch), answer in zip(_culprit_cases(), seen["answers"], strict=True):
+        got = _expect_name(answer, f"find_culprit on {label}", f"find_culprit 作用于 {label} 时")
+        truth = _located(model, batch)
+        if got == truth:
+            continue
+        if truth is None:
+            raise Fail(
+                f"on {label}, where nothing mixes devices, your function answered {got!r}; it should return "
+                "None.",
+                f"在 {label} 上没有任何设备混用，你的函数却回答了 {got!r}，应当返回 None。",
+            )
+        raise Fail(
+            f"on {label} your function answered {got!r}, which is not the module where the devices mix. "
+            "Remember which mixes the stand-in lets through without an error, and that the model and the "
+            "batch can be the ones on different devices.",
+            f"在 {label} 上你的函数回答 {got!r}，但设备混用不是发生在那里。想一想替身设备会放过哪些混用而"
+            "不报错，也别忘了不一致的可能是模型和批次本身。",
         )
 
 
-@exercise(LAB, "fix-weights", 4, "fix the mixing weights", "修好混合权重", target="fixed_distance_weights")
-def check_fix_weights(weights_fn) -> None:
+# --- exercise 4 ------------------------------------------------------------------------------------------
+
+#: Sequence lengths the check plants: a function that hard-codes the lab's 7 shows on the other one.
+WEIGHT_STEPS = (7, 5)
+
+
+@judged(LAB, "fix-weights", 4, "fix the mixing weights", "修好混合权重", target="fixed_distance_weights")
+def probe_fix_weights(weights_fn) -> dict:
     if not callable(weights_fn):
+        return {"callable": False}
+    target = mismatch_device()
+    cases = []
+    for steps in WEIGHT_STEPS:
+        x = torch.randn(2, steps, DIM, generator=torch.Generator().manual_seed(steps))
+        on_cpu = observe(weights_fn, x)
+        on_target = observe(weights_fn, x.to(target))
+        case: dict = {
+            "steps": steps,
+            "cpu": on_cpu if "error" in on_cpu else {"value": describe_tensor(on_cpu["value"])},
+            "target": on_target if "error" in on_target else {"value": describe_tensor(on_target["value"])},
+        }
+        if "error" not in on_target:
+            case["born_on_cpu"] = _cpu_births(weights_fn, x.to(target))
+        cases.append(case)
+    torch.manual_seed(0)
+    model = MixerTagger(weights_fn).to(target)
+    located = observe(_located, model, token_ids(target))
+    return {
+        "callable": True,
+        "target": str(target),
+        "cases": cases,
+        "located": located if "error" in located else {"value": located["value"]},
+    }
+
+
+def _tensor_or_fail(seen: dict, what_en: str, what_zh: str) -> dict:
+    failed_call(seen, what_en, what_zh)
+    if seen["value"] is None:
+        raise Fail(f"{what_en}: expected a tensor back.", f"{what_zh}：应当返回一个张量。")
+    return seen["value"]
+
+
+@probe_fix_weights.judge
+def judge_fix_weights(seen: dict) -> None:
+    if not seen["callable"]:
         raise Fail(
             "expected a function like distance_weights(x).", "应当是一个类似 distance_weights(x) 的函数。"
         )
-    x = torch.randn(2, 7, DIM, generator=torch.Generator().manual_seed(2))
-    got = weights_fn(x)
-    if (
-        not isinstance(got, torch.Tensor)
-        or got.shape != (7, 7)
-        or not torch.allclose(got, distance_weights(x))
-    ):
-        raise Fail(
-            "on CPU input the weights must equal distance_weights(x): fix where they are created, "
-            "not what they are.",
-            "输入在 CPU 上时，权重必须与 distance_weights(x) 相同：要改的是它们创建在哪里，而不是它们的值。",
+    target = seen["target"]
+    for case in seen["cases"]:
+        steps = case["steps"]
+        got = _tensor_or_fail(
+            case["cpu"], f"for a CPU input with {steps} positions", f"输入在 CPU 上、有 {steps} 个位置时"
         )
-    target = mismatch_device()
-    if weights_fn(x.to(target)).device != target:
-        raise Fail(
-            f"for an input on {target} the weights are on {weights_fn(x.to(target)).device}: every "
-            "tensor created inside must follow the input.",
-            f"输入在 {target} 上时，权重却在 {weights_fn(x.to(target)).device} 上："
-            "函数里新建的每个张量都要跟着输入走。",
-        )
-    born_on_cpu = _cpu_births(weights_fn, x.to(target))
-    if born_on_cpu:
-        raise Fail(
-            f"for an input on {target} your function still creates tensors on the CPU and copies them "
-            f"(operations: {', '.join(born_on_cpu)}); on a GPU that is a host-to-device copy in every "
-            "forward pass. Create the tensors on x's device in the first place.",
-            f"输入在 {target} 上时，你的函数仍在 CPU 上创建张量再复制过去（运算：{', '.join(born_on_cpu)}）；"
-            "在 GPU 上，这意味着每次前向计算都有一次主机到设备的复制。请一开始就在 x 所在的设备上创建张量。",
-        )
-    torch.manual_seed(0)
-    model = MixerTagger(weights_fn).to(target)
-    if _located(model, token_ids(target)) is not None:
+        positions = torch.arange(steps)
+        want = torch.softmax(-(positions[:, None] - positions[None, :]).abs().float(), dim=-1)
+        if got["device"] != "cpu":
+            raise Fail(
+                f"for an input on the CPU the weights are on {got['device']}: every tensor created inside "
+                "must follow the input, wherever it is.",
+                f"输入在 CPU 上时，权重却在 {got['device']} 上：函数里新建的每个张量都要跟着输入走，无论输入"
+                "在哪里。",
+            )
+        if got["shape"] != [steps, steps] or got["dtype"] != "float32":
+            raise Fail(
+                f"for a CPU input with {steps} positions the weights must be float32 of shape "
+                f"[{steps}, {steps}], like distance_weights(x); yours are {got['dtype']} of shape "
+                f"{got['shape']}.",
+                f"输入在 CPU 上、有 {steps} 个位置时，权重应当和 distance_weights(x) 一样，是形状为 "
+                f"[{steps}, {steps}] 的 float32；你的是形状为 {got['shape']} 的 {got['dtype']}。",
+            )
+        if not torch.allclose(got["values"], want):
+            raise Fail(
+                f"for a CPU input with {steps} positions the weights hold other values than "
+                "distance_weights(x): fix where they are created, not what they are.",
+                f"输入在 CPU 上、有 {steps} 个位置时，权重的数值与 distance_weights(x) 不同："
+                "要改的是它们创建在哪里，而不是它们的值。",
+            )
+        got = _tensor_or_fail(case["target"], f"for an input on {target}", f"输入在 {target} 上时")
+        if got["device"] != target:
+            raise Fail(
+                f"for an input on {target} the weights are on {got['device']}: every tensor created inside "
+                "must follow the input.",
+                f"输入在 {target} 上时，权重却在 {got['device']} 上：函数里新建的每个张量都要跟着输入走。",
+            )
+        if got["dtype"] != "float32" or got["shape"] != [steps, steps]:
+            raise Fail(
+                f"for an input on {target} the weights are {got['dtype']} of shape {got['shape']}, not "
+                f"float32 ({steps}×{steps}).",
+                f"输入在 {target} 上时，权重是形状为 {got['shape']} 的 {got['dtype']}，而不是 "
+                f"float32（{steps}×{steps}）。",
+            )
+        if "values" in got and not torch.allclose(got["values"], want):
+            raise Fail(
+                f"for an input on {target} the weights hold other values than distance_weights(x).",
+                f"输入在 {target} 上时，权重的数值与 distance_weights(x) 不同。",
+            )
+        if case["born_on_cpu"]:
+            ops = ", ".join(case["born_on_cpu"])
+            raise Fail(
+                f"for an input on {target} your function still creates tensors on the CPU and copies them "
+                f"(operations: {ops}); on a GPU that is a host-to-device copy in every forward pass. Create "
+                "the "
+                "tensors on x's device in the first place.",
+                f"输入在 {target} 上时，你的函数仍在 CPU 上创建张量再复制过去（运算：{ops}）；在 GPU 上，这"
+                "意味着"
+                "每次前向计算都有一次主机到设备的复制。请一开始就在 x 所在的设备上创建张量。",
+            )
+    failed_call(
+        seen["located"], "running MixerTagger with your function", "运行用你的函数搭出的 MixerTagger 时"
+    )
+    if seen["located"]["value"] is not None:
         raise Fail(
             "the mixer built with your function still mixes devices (strict_devices finds it).",
             "用你的函数搭出的模型仍有设备混用（strict_devices 能查出来）。",

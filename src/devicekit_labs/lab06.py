@@ -12,10 +12,11 @@ answers ``"cuda:0"`` for chosen storages makes `torch.save` write the record a s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
+import io
 import math
 import os
-import pickle
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ import torch
 from torch import nn
 
 from devicekit.device import available_devices, mismatch_device
-from devicekit_labs import Fail, exercise
+from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
 
 LAB = "06-checkpoints"
 
@@ -179,7 +180,20 @@ def _same_device(a: torch.device, b: torch.device) -> bool:
     return a.type == b.type and (a.index or 0) == (b.index or 0)
 
 
-@exercise(
+def _described(obj: object) -> list[list]:
+    """``[[where, describe_tensor(t)], ...]`` for every tensor of a loaded checkpoint (values: CPU only)."""
+    return [[where, describe_tensor(t)] for where, t in _tensors(obj)]
+
+
+def _checkpoint_in_memory() -> dict:
+    """The checkpoint the checks plant, as it is in memory (on the CPU): the judge's own copy."""
+    return gpu_run_checkpoint(io.BytesIO())
+
+
+# --- exercise 1 ------------------------------------------------------------------------------------------
+
+
+@judged(
     LAB,
     "load-for-device",
     1,
@@ -187,54 +201,162 @@ def _same_device(a: torch.device, b: torch.device) -> bool:
     "把检查点加载到本机的设备上",
     target="load_for_device",
 )
-def check_load_for_device(load_for_device) -> None:
+def probe_load_for_device(load_for_device) -> dict:
+    if not callable(load_for_device):
+        return {"callable": False}
+    loads = []
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "gpu_run.pt"
-        saved = gpu_run_checkpoint(path)
-        for device in _target_devices():
-            loaded = load_for_device(str(path), device)
-            if not isinstance(loaded, dict) or set(loaded) != set(saved):
-                got = sorted(loaded) if isinstance(loaded, dict) else type(loaded).__name__
-                raise Fail(
-                    f"expected the checkpoint dict with the keys {sorted(saved)}, got {got}.",
-                    f"应当返回检查点字典，键为 {sorted(saved)}，实际得到的是 {got}。",
-                )
-            for where, tensor in _tensors(loaded):
-                if not _same_device(tensor.device, device):
-                    raise Fail(
-                        f"for device={device}, {where} came back on {tensor.device}. Tell torch.load where "
-                        "every storage should go, instead of moving tensors afterwards.",
-                        f"device={device} 时，{where} 加载后在 {tensor.device} 上。应当直接告诉 "
-                        "torch.load 每个存储放到哪里，而不是加载之后再移动张量。",
-                    )
-            if device.type == "cpu":
-                for (where, got), (_, want) in zip(_tensors(loaded), _tensors(saved), strict=True):
-                    if not torch.equal(got, want):
-                        raise Fail(
-                            f"{where} does not hold the saved values.",
-                            f"{where} 的值与保存时不同。",
-                        )
+        gpu_file, cpu_file = Path(tmp) / "gpu_run.pt", Path(tmp) / "cpu_run.pt"
+        saved = gpu_run_checkpoint(gpu_file)
+        torch.save(saved, cpu_file)  # the other way round: a CPU run's file, loaded onto the accelerator
+        gpu = missing_cuda_device()
+        cases = [(gpu_file, device, f"saved on {gpu}", f"在 {gpu} 上保存") for device in _target_devices()]
+        cases.append((cpu_file, mismatch_device(), "saved on the CPU", "在 CPU 上保存"))
+        for file, device, origin, origin_zh in cases:
+            got = observe(load_for_device, str(file), device)
+            seen: dict = {"device": str(device), "origin": origin, "origin_zh": origin_zh}
+            if "error" in got:
+                seen["error"] = got["error"]
+            elif isinstance(got["value"], dict):
+                seen["keys"] = sorted(map(str, got["value"]))
+                seen["tensors"] = _described(got["value"])
+            else:
+                seen["type"] = type(got["value"]).__name__
+            loads.append(seen)
         unsafe = Path(tmp) / "with_an_object.pt"
         torch.save({"args": argparse.Namespace(lr=0.01)}, unsafe)
-        try:
-            load_for_device(str(unsafe), torch.device("cpu"))
-        except pickle.UnpicklingError:
-            pass
-        else:
+        got = observe(load_for_device, str(unsafe), torch.device("cpu"))
+    refused = "error" in got and got["error"]["type"] == "UnpicklingError"
+    return {"callable": True, "loads": loads, "refused_object": refused}
+
+
+def _same_place(got: str, want: str) -> bool:
+    return _same_device(torch.device(got), torch.device(want))
+
+
+@probe_load_for_device.judge
+def judge_load_for_device(seen: dict) -> None:
+    if not seen["callable"]:
+        raise Fail(
+            "expected a function load_for_device(path, device).", "应当是函数 load_for_device(path, device)。"
+        )
+    saved = _checkpoint_in_memory()
+    want_keys = sorted(saved)
+    saved_tensors = list(_tensors(saved))
+    for load in seen["loads"]:
+        device, origin = load["device"], load["origin"]
+        failed_call(
+            load,
+            f"loading a checkpoint {origin} with device={device}",
+            f"device={device} 时加载一个{load['origin_zh']}的检查点",
+        )
+        if load.get("keys") != want_keys:
+            got = load.get("keys", load.get("type"))
             raise Fail(
-                "your function also loaded a file holding an arbitrary Python object (an "
-                "argparse.Namespace). Keep torch.load's safe default: a checkpoint you did not write "
-                "yourself can run code when it is unpickled without it.",
-                "你的函数把一个含任意 Python 对象（argparse.Namespace）的文件也加载了。请保留 torch.load 的"
-                "安全默认值：没有这层保护时，反序列化一个不是你自己保存的检查点可能执行任意代码。",
+                f"expected the checkpoint dict with the keys {want_keys}, got {got}.",
+                f"应当返回检查点字典，键为 {want_keys}，实际得到的是 {got}。",
             )
+        for where, tensor in load["tensors"]:
+            if not _same_place(tensor["device"], device):
+                raise Fail(
+                    f"for a checkpoint {origin} and device={device}, {where} came back "
+                    f"on {tensor['device']}. "
+                    "Every tensor of the checkpoint must end up on the device you were given, the ones the "
+                    "file "
+                    "records on the CPU too.",
+                    f"对一个{load['origin_zh']}的检查点、device={device} 时，{where} 加载后在 "
+                    f"{tensor['device']} 上。检查点里的每个张量都要放到给定的设备上，文件里记录在 CPU 上的那"
+                    "些也一样。",
+                )
+        if torch.device(device).type == "cpu":
+            if len(load["tensors"]) != len(saved_tensors):
+                raise Fail(
+                    "the loaded checkpoint does not hold the saved tensors.",
+                    "加载出的检查点里没有保存时的那些张量。",
+                )
+            for (where, got), (_, want) in zip(load["tensors"], saved_tensors, strict=True):
+                if got["dtype"] != str(want.dtype).removeprefix("torch.") or not torch.equal(
+                    got["values"], want
+                ):
+                    raise Fail(f"{where} does not hold the saved values.", f"{where} 的值与保存时不同。")
+    if not seen["refused_object"]:
+        raise Fail(
+            "your function also loaded a file holding an arbitrary Python object (an argparse.Namespace). "
+            "Keep "
+            "torch.load's safe default: a checkpoint you did not write yourself can run code when it is "
+            "unpickled without it.",
+            "你的函数把一个含任意 Python 对象（argparse.Namespace）的文件也加载了。请保留 torch.load 的"
+            "安全默认值：没有这层保护时，反序列化一个不是你自己保存的检查点可能执行任意代码。",
+        )
 
 
-def _param_ids(optimizer: torch.optim.Optimizer) -> set[int]:
-    return {id(p) for group in optimizer.param_groups for p in group["params"]}
+# --- exercise 2 ------------------------------------------------------------------------------------------
 
 
-@exercise(
+@contextlib.contextmanager
+def _moves_keep_parameters(device: torch.device) -> Iterator[None]:
+    """On the stand-in, make `Module.to` keep parameter objects, as a move to a GPU does.
+
+    CPU -> meta is not a move PyTorch can do in place, so by default `Module.to` puts new `Parameter`
+    objects into the module, and an optimizer built before the move keeps the old ones: correct code for a
+    GPU would fail only here. `torch.__future__.set_swap_module_params_on_conversion(True)` swaps the new
+    tensors into the existing parameter objects instead (`torch.utils.swap_tensors`).
+    """
+    if device.type != "meta":
+        yield
+        return
+    before = torch.__future__.get_swap_module_params_on_conversion()
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        yield
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(before)
+
+
+def _resume_observation(restored: object, device: torch.device, next_batch: int) -> dict:
+    if not isinstance(restored, tuple) or len(restored) != 3:
+        return {"shape": "not a tuple of three"}
+    model, optimizer, scheduler = restored
+    if not isinstance(model, nn.Module) or not isinstance(optimizer, torch.optim.Optimizer):
+        return {"shape": "not (module, optimizer, scheduler)"}
+    params = list(model.parameters())
+    in_optimizer = [p for group in optimizer.param_groups for p in group["params"]]
+    seen: dict = {
+        "shape": "ok",
+        "places": [[name, str(t.device)] for name, t in [*model.named_parameters(), *model.named_buffers()]],
+        # identity, as booleans: the optimizer updates exactly the model's parameter objects
+        "optimizer_holds_model_params": {id(p) for p in in_optimizer} == {id(p) for p in params},
+        "state": [
+            {
+                "param_device": str(p.device),
+                "exp_avg_device": (
+                    str(optimizer.state[p]["exp_avg"].device)
+                    if "exp_avg" in optimizer.state.get(p, {})
+                    else None
+                ),
+            }
+            for p in params
+        ],
+        "step_devices": [
+            str(st["step"].device)
+            for st in optimizer.state.values()
+            if isinstance(st.get("step"), torch.Tensor)
+        ],
+        "last_epoch": getattr(scheduler, "last_epoch", None),
+        "has_scheduler": scheduler is not None,
+        "lr": float(optimizer.param_groups[0]["lr"]),
+    }
+    stepped = observe(train, model, optimizer, scheduler, next_batch, 1)
+    if "error" in stepped:
+        seen["one_more_step"] = stepped
+    elif device.type == "cpu":
+        seen["one_more_step"] = {"value": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+    else:
+        seen["one_more_step"] = {"value": None}
+    return seen
+
+
+@judged(
     LAB,
     "resume",
     2,
@@ -242,101 +364,111 @@ def _param_ids(optimizer: torch.optim.Optimizer) -> set[int]:
     "在另一个设备上恢复模型、优化器和调度器",
     target="resume",
 )
-def check_resume(resume) -> None:
+def probe_resume(resume) -> dict:
+    if not callable(resume):
+        return {"callable": False}
+    runs = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "gpu_run.pt"
         saved = gpu_run_checkpoint(path)
-        saved_lr = saved["optimizer"]["param_groups"][0]["lr"]
-        # the run that never stopped: one more step after the checkpoint, on the CPU
-        reference = make_model()
-        ref_opt = make_optimizer(reference)
-        train(reference, ref_opt, make_scheduler(ref_opt), 0, saved["next_batch"] + 1)
         for device in _target_devices():
-            restored = resume(str(path), device)
-            if not isinstance(restored, tuple) or len(restored) != 3:
+            with _moves_keep_parameters(device):
+                restored = observe(resume, str(path), device)
+                if "error" in restored:
+                    runs.append({"device": str(device), "error": restored["error"]})
+                else:
+                    seen = _resume_observation(restored["value"], device, saved["next_batch"])
+                    runs.append({"device": str(device), **seen})
+    return {"callable": True, "runs": runs}
+
+
+@probe_resume.judge
+def judge_resume(seen: dict) -> None:
+    if not seen["callable"]:
+        raise Fail("expected a function resume(path, device).", "应当是函数 resume(path, device)。")
+    saved = _checkpoint_in_memory()
+    saved_lr = saved["optimizer"]["param_groups"][0]["lr"]
+    reference = None
+    for run in seen["runs"]:
+        device = run["device"]
+        failed_call(run, f"resume(path, {device!r})", f"resume(path, {device!r})")
+        if run["shape"] != "ok":
+            raise Fail(
+                "expected a tuple (model, optimizer, scheduler): a module, an optimizer, a scheduler.",
+                "应当返回 (model, optimizer, scheduler)：一个 nn.Module、一个优化器和一个调度器。",
+            )
+        for name, where in run["places"]:
+            if not _same_place(where, device):
                 raise Fail(
-                    "expected a tuple (model, optimizer, scheduler).",
-                    "应当返回一个元组 (model, optimizer, scheduler)。",
+                    f"for device={device}, the model's {name} is on {where}.",
+                    f"device={device} 时，模型的 {name} 在 {where} 上。",
                 )
-            model, optimizer, scheduler = restored
-            if not isinstance(model, nn.Module) or not isinstance(optimizer, torch.optim.Optimizer):
+        if not run["optimizer_holds_model_params"]:
+            raise Fail(
+                f"for device={device}, the optimizer updates tensors that are not the parameters of the "
+                "model "
+                "you return: build it from that model's parameters.",
+                f"device={device} 时，优化器更新的张量并不是你返回的那个模型的参数：要用这个模型的参数来创建"
+                "优化器。",
+            )
+        for state in run["state"]:
+            if state["exp_avg_device"] is None:
                 raise Fail(
-                    "expected a tuple (model, optimizer, scheduler): a module, an optimizer, a scheduler.",
-                    "应当返回 (model, optimizer, scheduler)：一个 nn.Module、一个优化器和一个调度器。",
+                    "the optimizer has no state: its state_dict from the checkpoint was not loaded.",
+                    "优化器没有状态：检查点里的优化器 state_dict 没有被加载。",
                 )
-            for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
-                if not _same_device(tensor.device, device):
-                    raise Fail(
-                        f"for device={device}, the model's {name} is on {tensor.device}.",
-                        f"device={device} 时，模型的 {name} 在 {tensor.device} 上。",
-                    )
-            if _param_ids(optimizer) != {id(p) for p in model.parameters()}:
+            if not _same_place(state["exp_avg_device"], state["param_device"]):
                 raise Fail(
-                    f"for device={device}, the optimizer updates tensors that are not the model's "
-                    "parameters. Build the optimizer from the model once the model is on its device, "
-                    "and load its state after that.",
-                    f"device={device} 时，优化器更新的张量并不是模型当前的参数。先把模型放到目标设备上，"
-                    "再用它创建优化器，然后才加载优化器的状态。",
+                    f"for device={device}, the optimizer state of a parameter on {state['param_device']} is "
+                    "on "
+                    f"{state['exp_avg_device']}. Optimizer.load_state_dict puts the state next to the "
+                    "parameters "
+                    "as they are when it runs.",
+                    f"device={device} 时，参数在 {state['param_device']} 上，它的优化器状态却在 "
+                    f"{state['exp_avg_device']} 上。Optimizer.load_state_dict 会把状态放到调用它那一刻参数所"
+                    "在的设备上。",
                 )
-            for param in model.parameters():
-                state = optimizer.state.get(param, {})
-                if "exp_avg" not in state:
-                    raise Fail(
-                        "the optimizer has no state: its state_dict from the checkpoint was not loaded.",
-                        "优化器没有状态：检查点里的优化器 state_dict 没有被加载。",
-                    )
-                if not _same_device(state["exp_avg"].device, param.device):
-                    raise Fail(
-                        f"for device={device}, the optimizer state of a parameter on {param.device} is on "
-                        f"{state['exp_avg'].device}. Optimizer.load_state_dict puts the state next to the "
-                        "parameters as they are when it runs.",
-                        f"device={device} 时，参数在 {param.device} 上，它的优化器状态却在 "
-                        f"{state['exp_avg'].device} 上。Optimizer.load_state_dict 会把状态放到调用它那一刻"
-                        "参数所在的设备上。",
-                    )
-            steps = [
-                st["step"] for st in optimizer.state.values() if isinstance(st.get("step"), torch.Tensor)
-            ]
-            if any(step.device.type != "cpu" for step in steps):
+        off_cpu = [where for where in run["step_devices"] if torch.device(where).type != "cpu"]
+        if off_cpu:
+            raise Fail(
+                f"for device={device}, Adam's step counters ended up on {off_cpu[0]}. Adam (not fused, not "
+                "capturable) keeps them on the CPU and reads them with .item() every step: on a GPU that "
+                "waits "
+                "for the GPU each time, on meta it fails. Optimizer.load_state_dict leaves them where the "
+                "checkpoint put them.",
+                f"device={device} 时，Adam 的 step 计数器被放到了 {off_cpu[0]} 上。Adam（非 fused、非 "
+                "capturable）"
+                "把它们放在 CPU 上，每一步都用 .item() 读取：放在 GPU 上时每次读取都要等 GPU，放在 meta 上则"
+                "直接出错。"
+                "Optimizer.load_state_dict 不会移动它们，它们留在检查点加载时所在的地方。",
+            )
+        if not run["has_scheduler"] or run["last_epoch"] != saved["scheduler"]["last_epoch"]:
+            raise Fail(
+                "the scheduler does not continue where the run stopped: restore its state_dict too.",
+                "调度器没有从中断处继续：它的 state_dict 也要恢复。",
+            )
+        if not math.isclose(run["lr"], saved_lr):
+            raise Fail(
+                f"the learning rate after resuming is {run['lr']:g}, the run stopped at {saved_lr:g}. "
+                "Creating a "
+                "scheduler sets the learning rate: create it before you load the optimizer's state.",
+                f"恢复后的学习率是 {run['lr']:g}，而训练中断时是 {saved_lr:g}。创建调度器时会设置学习率："
+                "要在加载优化器状态之前创建调度器。",
+            )
+        failed_call(run["one_more_step"], "one training step after resuming", "恢复后训练一步时")
+        if torch.device(device).type != "cpu":
+            continue
+        if reference is None:  # the run that never stopped: one more step after the checkpoint, on the CPU
+            reference = make_model()
+            ref_opt = make_optimizer(reference)
+            train(reference, ref_opt, make_scheduler(ref_opt), 0, saved["next_batch"] + 1)
+        got = run["one_more_step"]["value"]
+        for name, want in reference.state_dict().items():
+            if name not in got or not torch.allclose(got[name], want, atol=1e-6):
                 raise Fail(
-                    f"for device={device}, Adam's step counters ended up on {steps[0].device}. Adam (not "
-                    "fused, not capturable) keeps them on the CPU and reads them with .item() every step: "
-                    "on a GPU that waits for the GPU each time, on meta it fails. "
-                    "Optimizer.load_state_dict leaves them where the checkpoint put them. Load the "
-                    "checkpoint to the CPU and let load_state_dict place the rest.",
-                    f"device={device} 时，Adam 的 step 计数器被放到了 {steps[0].device} 上。"
-                    "Adam（非 fused、非 capturable）把它们放在 CPU 上，每一步都用 .item() 读取："
-                    "放在 GPU 上时每次读取都要等 GPU，放在 meta 上则直接出错。"
-                    "Optimizer.load_state_dict 不会移动它们。把检查点加载到 CPU，"
-                    "其余的交给 load_state_dict 去放置。",
+                    f"one training step after resuming, {name} differs from the run that never stopped: "
+                    "restore "
+                    "the model's weights and the optimizer's state from the checkpoint.",
+                    f"恢复后训练一步，{name} 与从未中断的那次训练不一致：模型权重和优化器状态都要从检查点恢"
+                    "复。",
                 )
-            if (
-                scheduler is None
-                or getattr(scheduler, "last_epoch", None) != saved["scheduler"]["last_epoch"]
-            ):
-                raise Fail(
-                    "the scheduler does not continue where the run stopped: restore its state_dict too.",
-                    "调度器没有从中断处继续：它的 state_dict 也要恢复。",
-                )
-            lr = optimizer.param_groups[0]["lr"]
-            if not math.isclose(lr, saved_lr):
-                raise Fail(
-                    f"the learning rate after resuming is {lr:g}, the run stopped at {saved_lr:g}. "
-                    "Creating a scheduler sets the learning rate: create it before you load the optimizer's "
-                    "state.",
-                    f"恢复后的学习率是 {lr:g}，而训练中断时是 {saved_lr:g}。创建调度器时会设置学习率："
-                    "要在加载优化器状态之前创建调度器。",
-                )
-            train(model, optimizer, scheduler, saved["next_batch"], 1)
-            if device.type == "cpu":
-                for (name, got), want in zip(
-                    model.state_dict().items(), reference.state_dict().values(), strict=True
-                ):
-                    if not torch.allclose(got, want, atol=1e-6):
-                        raise Fail(
-                            f"one training step after resuming, {name} differs from the run that never "
-                            "stopped: restore the model's weights and the optimizer's state from the "
-                            "checkpoint.",
-                            f"恢复后训练一步，{name} 与从未中断的那次训练不一致：模型权重和优化器状态"
-                            "都要从检查点恢复。",
-                        )

@@ -1,12 +1,25 @@
-"""Self-checks for lab 07 (mixed precision: autocast, GradScaler, bf16 and fp16)."""
+"""Self-checks for lab 07 (mixed precision: autocast, GradScaler, bf16 and fp16).
+
+Exercise 1 runs the learner's step on the CPU in bf16 and fp16 (and on the GPU when there is one) and, on a
+CPU runner, on the stand-in: meta has no autocast, so there the probe records which `torch.autocast` region
+the step opens (its device type must be the data's) and runs the step with that region empty. Exercise 2 asks
+about machines; the public judge checks the rules the lesson states (a scaler exactly for fp16, support that
+only grows with the compute capability, no question to the GPU this code runs on), the grader's hidden judge
+the choice for each machine.
+"""
 
 from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterator
 
 import torch
 from torch import nn
 
-from devicekit.device import available_devices
-from devicekit_labs import Fail, exercise
+from devicekit.device import available_devices, mismatch_device
+from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
+from devicekit_labs.standin import readable_meta
 
 LAB = "07-amp"
 
@@ -22,18 +35,7 @@ def make_batch(device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.
     return torch.randn(8, 16, generator=gen).to(device), torch.randn(8, 4, generator=gen).to(device)
 
 
-def reference_step(model, optimizer, scaler, x, y, dtype) -> torch.Tensor:
-    """One correct AMP training step: what the check compares the learner's result with."""
-    optimizer.zero_grad()
-    with torch.autocast(x.device.type, dtype=dtype):
-        loss = nn.functional.mse_loss(model(x), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
-
-
-#: How many times the check calls the learner's step, and the reference step, on one model.
+#: How many times the check calls the learner's step on one model.
 STEPS = 2
 
 
@@ -59,80 +61,223 @@ def _linear_dtypes(model: nn.Module) -> tuple[list[torch.dtype], list]:
     return seen, hooks
 
 
-@exercise(
+def _dtype_name(dtype: object) -> str | None:
+    return str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else None
+
+
+@contextlib.contextmanager
+def _recording_autocast(regions: list[dict]) -> Iterator[None]:
+    """Record every `torch.autocast` region opened inside (device type, dtype, enabled).
+
+    `torch.autocast`, `torch.amp.autocast` and the deprecated `torch.cpu.amp.autocast` /
+    `torch.cuda.amp.autocast` all initialise through `torch.amp.autocast_mode.autocast.__init__`. Meta has
+    no autocast (PyTorch refuses the device type): a region for ``"meta"`` is recorded, then opened empty.
+    """
+    cls = torch.amp.autocast_mode.autocast
+    original = cls.__init__
+
+    def init(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None) -> None:
+        regions.append(
+            {"device_type": str(device_type), "dtype": _dtype_name(dtype), "enabled": bool(enabled)}
+        )
+        if str(device_type) == "meta":
+            original(self, "cpu", dtype=None, enabled=False, cache_enabled=cache_enabled)
+        else:
+            original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    cls.__init__ = init
+    try:
+        yield
+    finally:
+        cls.__init__ = original
+
+
+def _new_scaler(device: torch.device, dtype: torch.dtype) -> torch.amp.GradScaler:
+    # fp16 needs a scaler; a small initial scale keeps this tiny model's first step finite. Meta has none.
+    enabled = dtype == torch.float16 and device.type != "meta"
+    return torch.amp.GradScaler(
+        "cpu" if device.type == "meta" else device.type, init_scale=2.0**8, enabled=enabled
+    )
+
+
+def _probe_amp_case(amp_step, device: torch.device, dtype: torch.dtype) -> dict:
+    seen: dict = {"device": str(device), "dtype": _dtype_name(dtype)}
+    model = make_model().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = _new_scaler(device, dtype)
+    x, y = make_batch(device)
+    before = [p.detach().clone() for p in model.parameters()] if device.type != "meta" else None
+    regions: list[dict] = []
+    linear_dtypes, hooks = _linear_dtypes(model)
+    reads = readable_meta() if device.type == "meta" else contextlib.nullcontext()
+    try:
+        with _recording_autocast(regions), reads:
+            first = observe(amp_step, model, optimizer, scaler, x, y, dtype)
+            if "error" in first:
+                return {**seen, "error": first["error"]}
+            twin = None
+            if device.type != "meta":
+                # The same step from the same weights, without the gradients left over from the first step:
+                # a step that clears them ends with the same weights on both copies.
+                twin = copy.deepcopy(model)
+                for p in twin.parameters():
+                    p.grad = None
+                twin_scaler = _new_scaler(device, dtype)
+                twin_scaler.load_state_dict(scaler.state_dict())
+                twin_step = observe(
+                    amp_step, twin, torch.optim.SGD(twin.parameters(), lr=0.1), twin_scaler, x, y, dtype
+                )
+            second = observe(amp_step, model, optimizer, scaler, x, y, dtype)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if "error" in second:
+        return {**seen, "error": second["error"]}
+    seen["regions"] = regions
+    seen["linear_dtypes"] = [_dtype_name(d) for d in linear_dtypes]
+    seen["param_dtypes"] = [[n, _dtype_name(p.dtype)] for n, p in model.named_parameters()]
+    loss = second["value"]
+    seen["loss"] = describe_tensor(loss) if isinstance(loss, torch.Tensor) else {"type": type(loss).__name__}
+    seen["scaler_enabled"] = scaler.is_enabled()
+    seen["growth_tracker"] = (
+        int(scaler.state_dict().get("_growth_tracker", 0)) if scaler.is_enabled() else None
+    )
+    if device.type == "meta":
+        return seen
+    seen["weights_changed"] = not all(
+        torch.equal(a, p.detach()) for a, p in zip(before, model.parameters(), strict=True)
+    )
+    if "error" in twin_step:
+        seen["clears_gradients"] = None
+    else:
+        seen["clears_gradients"] = all(
+            torch.allclose(a, b, rtol=1e-3, atol=1e-5)
+            for a, b in zip(model.parameters(), twin.parameters(), strict=True)
+        )
+    seen["params_after"] = {n: p.detach().to("cpu", copy=True) for n, p in model.named_parameters()}
+    return seen
+
+
+def _probe_cases() -> list[tuple[torch.device, torch.dtype]]:
+    cases = _amp_cases()
+    if mismatch_device().type == "meta":  # a CPU runner: the stand-in shows which region the step opens
+        cases += [(torch.device("meta"), torch.bfloat16), (torch.device("meta"), torch.float16)]
+    return cases
+
+
+@judged(
     LAB, "amp-step", 1, "write a mixed-precision training step", "写一个混合精度训练步", target="amp_step"
 )
-def check_amp_step(amp_step) -> None:
-    for device, dtype in _amp_cases():
-        model = make_model().to(device)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        # fp16 needs a scaler; a small initial scale keeps this tiny model's first step finite
-        scaler = torch.amp.GradScaler(device.type, init_scale=2.0**8, enabled=dtype == torch.float16)
-        x, y = make_batch(device)
-        before = [p.detach().clone() for p in model.parameters()]
-        seen, hooks = _linear_dtypes(model)
-        try:
-            # two steps: a step that forgets to zero the gradients only shows on the second one
-            loss = amp_step(model, optimizer, scaler, x, y, dtype)
-            if isinstance(loss, torch.Tensor):
-                loss = amp_step(model, optimizer, scaler, x, y, dtype)
-        finally:
-            for hook in hooks:
-                hook.remove()
-        label = f"{device.type} with {str(dtype).replace('torch.', '')}"
-        if not seen:
+def probe_amp_step(amp_step) -> dict:
+    if not callable(amp_step):
+        return {"callable": False}
+    return {
+        "callable": True,
+        "steps": STEPS,
+        "cases": [_probe_amp_case(amp_step, d, t) for d, t in _probe_cases()],
+    }
+
+
+@probe_amp_step.judge
+def judge_amp_step(seen: dict) -> None:
+    if not seen["callable"]:
+        raise Fail(
+            "expected a function amp_step(model, optimizer, scaler, x, y, dtype).",
+            "应当是函数 amp_step(model, optimizer, scaler, x, y, dtype)。",
+        )
+    for case in seen["cases"]:
+        label = f"{case['device']} with {case['dtype']}"
+        failed_call(case, f"({label}) your step", f"（{label}）你的训练步")
+        if case["device"] == "meta":
+            _judge_standin_case(case, label)
+            continue
+        if not case["linear_dtypes"]:
             raise Fail(
                 f"({label}) the model was never called: run its forward pass inside the step.",
                 f"（{label}）模型根本没有被调用：要在训练步里做前向计算。",
             )
-        if any(d != dtype for d in seen):
+        if any(d != case["dtype"] for d in case["linear_dtypes"]):
+            first = next(d for d in case["linear_dtypes"] if d != case["dtype"])
             raise Fail(
-                f"({label}) the linear layers computed in {seen[0]}, not {dtype}. Run the forward pass "
-                "inside torch.autocast, with the device type of the data and the dtype you were given: "
-                "an autocast for another device type leaves this device's math alone.",
-                f"（{label}）线性层是用 {seen[0]} 计算的，而不是 {dtype}。前向计算要放在 torch.autocast "
-                "里面，device_type 取自数据所在的设备，dtype 用传进来的那个：别的设备类型的 autocast "
-                "不会改变这个设备上的运算。",
+                f"({label}) the linear layers computed in {first}, not {case['dtype']}. Run the forward pass "
+                "inside torch.autocast, with the device type of the data and the dtype you were given: an "
+                "autocast for another device type leaves this device's math alone.",
+                f"（{label}）线性层是用 {first} 计算的，而不是 {case['dtype']}。前向计算要放在 "
+                "torch.autocast 里面，"
+                "device_type 取自数据所在的设备，dtype 用传进来的那个：别的设备类型的 autocast 不会改变这个"
+                "设备上的运算。",
             )
-        wrong = [(n, p.dtype) for n, p in model.named_parameters() if p.dtype != torch.float32]
+        wrong = [(n, d) for n, d in case["param_dtypes"] if d != "float32"]
         if wrong:
             raise Fail(
                 f"({label}) after the step, parameter {wrong[0][0]} is {wrong[0][1]}. autocast leaves the "
                 "weights in float32 and casts per operation: do not convert the model.",
                 f"（{label}）训练步之后，参数 {wrong[0][0]} 变成了 {wrong[0][1]}。autocast 让权重保持 "
-                "float32，按运算逐个转换：不要转换模型本身。",
+                "float32，"
+                "按运算逐个转换：不要转换模型本身。",
             )
-        if not isinstance(loss, torch.Tensor) or loss.dim() != 0 or not torch.isfinite(loss.float()):
+        _judge_loss(case, label)
+        if not case["weights_changed"]:
             raise Fail(
-                f"({label}) return the loss: a finite 0-dim tensor.",
-                f"（{label}）请返回损失：一个有限的 0 维张量。",
+                f"({label}) the weights did not change: the step must update them through the scaler.",
+                f"（{label}）权重没有变化：训练步要通过 scaler 更新权重。",
             )
-        if all(torch.equal(a, p.detach()) for a, p in zip(before, model.parameters(), strict=True)):
+        if case["scaler_enabled"] and case["growth_tracker"] != seen["steps"]:
             raise Fail(
-                f"({label}) the weights did not change: the step must update them through the scaler "
-                "(scaler.step(optimizer)).",
-                f"（{label}）权重没有变化：训练步要通过 scaler 更新权重（scaler.step(optimizer)）。",
+                f"({label}) the GradScaler did not complete each step: scale the loss before backward, step "
+                "the "
+                "optimizer through the scaler, then update the scaler.",
+                f"（{label}）GradScaler 没有完整地走完每一步：反向传播前先缩放损失，通过 scaler 执行优化器的"
+                " step，"
+                "最后更新 scaler。",
             )
-        if scaler.is_enabled() and scaler.state_dict()["_growth_tracker"] != STEPS:
+        if case["clears_gradients"] is False:
             raise Fail(
-                f"({label}) the GradScaler did not complete each step: scale the loss before backward, "
-                "step the optimizer through the scaler, then update the scaler.",
-                f"（{label}）GradScaler 没有完整地走完每一步：反向传播前先缩放损失，通过 scaler 执行优化器"
-                "的 step，最后更新 scaler。",
+                f"({label}) the second step depends on gradients left over from the first one: the same step "
+                "from the same weights ends elsewhere when the model starts without gradients. Gradients "
+                "accumulate until something clears them.",
+                f"（{label}）第二步的结果受到了第一步遗留梯度的影响：从同样的权重出发、但模型没有旧梯度时，"
+                "同一个训练步得到的权重不同。梯度会一直累加，直到有代码把它们清掉。",
             )
-        ref_model = make_model().to(device)
-        ref_opt = torch.optim.SGD(ref_model.parameters(), lr=0.1)
-        ref_scaler = torch.amp.GradScaler(device.type, init_scale=2.0**8, enabled=scaler.is_enabled())
-        for _ in range(STEPS):
-            reference_step(ref_model, ref_opt, ref_scaler, *make_batch(device), dtype)
-        for (name, got), want in zip(model.named_parameters(), ref_model.parameters(), strict=True):
-            if not torch.allclose(got, want, rtol=1e-2, atol=1e-3):
-                raise Fail(
-                    f"({label}) after two steps, {name} differs from correct mixed-precision steps: zero the "
-                    "gradients, compute the loss under autocast, and backpropagate the scaled loss once.",
-                    f"（{label}）两步之后，{name} 与两次正确的混合精度训练步的结果不同：先清零梯度，"
-                    "在 autocast 下计算损失，再对缩放后的损失做一次反向传播。",
-                )
+
+
+def _judge_loss(case: dict, label: str) -> None:
+    loss = case["loss"]
+    finite = "values" not in loss or bool(torch.isfinite(loss["values"].float()).all())
+    if "device" not in loss or loss["shape"] != [] or not finite:
+        raise Fail(
+            f"({label}) return the loss: a finite 0-dim tensor.",
+            f"（{label}）请返回损失：一个有限的 0 维张量。",
+        )
+
+
+def _judge_standin_case(case: dict, label: str) -> None:
+    opened = [r for r in case["regions"] if r["enabled"]]
+    others = [r for r in opened if r["device_type"] != "meta"]
+    if others:
+        raise Fail(
+            f"(data on meta, standing in for an accelerator) your step opened torch.autocast("
+            f"{others[0]['device_type']!r}) for data on meta. Take the region's device type from the data, "
+            "not from a string: an autocast for another device type leaves this device's math alone.",
+            f"（数据在 meta 上，meta 代替加速器）你的训练步为 meta 上的数据打开了 torch.autocast("
+            f"{others[0]['device_type']!r})。区域的 device_type 要取自数据所在的设备，不要写成固定的字符串："
+            "别的设备类型的 autocast 不会改变这个设备上的运算。",
+        )
+    if not opened or any(r["dtype"] != case["dtype"] for r in opened):
+        got = opened[0]["dtype"] if opened else None
+        raise Fail(
+            f"(data on meta, standing in for an accelerator) your step opened no autocast region in "
+            f"{case['dtype']} (dtype {got}): use the dtype you were given.",
+            f"（数据在 meta 上，meta 代替加速器）你的训练步没有打开 dtype 为 {case['dtype']} 的 autocast 区域"
+            f"（实际 dtype 为 {got}）：要用传进来的那个 dtype。",
+        )
+    wrong = [(n, d) for n, d in case["param_dtypes"] if d != "float32"]
+    if wrong:
+        raise Fail(
+            f"({label}) after the step, parameter {wrong[0][0]} is {wrong[0][1]}: do not convert the model.",
+            f"（{label}）训练步之后，参数 {wrong[0][0]} 变成了 {wrong[0][1]}：不要转换模型本身。",
+        )
+    _judge_loss(case, label)
 
 
 #: Machines the choice exercise asks about: (device type, CUDA compute capability or None).
@@ -144,15 +289,27 @@ MACHINES = {
     "H100": ("cuda", (9, 0)),
     "laptop CPU": ("cpu", None),
 }
+#: More GPUs the check asks about, unnamed in the exercise: rules that hold for all GPUs hold for these too.
+MORE_MACHINES = {"P100": ("cuda", (6, 0)), "RTX 4090": ("cuda", (8, 9)), "B200": ("cuda", (10, 0))}
 
 
-def _right_choice(device_type: str, capability) -> tuple[torch.dtype, bool]:
-    if device_type == "cuda" and capability[0] < 8:
-        return torch.float16, True
-    return torch.bfloat16, False
+@contextlib.contextmanager
+def _recording_gpu_questions(asked: list[str]) -> Iterator[None]:
+    """Record calls of `torch.cuda.is_bf16_supported`: it describes the GPU this code runs on."""
+    original = torch.cuda.is_bf16_supported
+
+    def is_bf16_supported(including_emulation: bool = True) -> bool:
+        asked.append(f"is_bf16_supported(including_emulation={including_emulation})")
+        return original(including_emulation)
+
+    torch.cuda.is_bf16_supported = is_bf16_supported
+    try:
+        yield
+    finally:
+        torch.cuda.is_bf16_supported = original
 
 
-@exercise(
+@judged(
     LAB,
     "choose-amp",
     2,
@@ -160,29 +317,79 @@ def _right_choice(device_type: str, capability) -> tuple[torch.dtype, bool]:
     "选择 autocast 的 dtype，以及要不要梯度缩放",
     target="choose_amp",
 )
-def check_choose_amp(choose_amp) -> None:
-    wrong = []
-    for name, (device_type, capability) in MACHINES.items():
-        answer = choose_amp(device_type, capability)
+def probe_choose_amp(choose_amp) -> dict:
+    if not callable(choose_amp):
+        return {"callable": False}
+    answers = {}
+    asked: list[str] = []
+    with _recording_gpu_questions(asked):
+        for name, (device_type, capability) in {**MACHINES, **MORE_MACHINES}.items():
+            got = observe(choose_amp, device_type, capability)
+            if "error" in got:
+                answers[name] = got
+                continue
+            value = got["value"]
+            if isinstance(value, tuple) and len(value) == 2:
+                answers[name] = {"value": [_dtype_name(value[0]) or repr(value[0]), value[1]]}
+            else:
+                answers[name] = {"value": repr(value)[:80]}
+    return {"callable": True, "answers": answers, "asked": asked}
+
+
+_DTYPES = ("float16", "bfloat16")
+
+
+@probe_choose_amp.judge
+def judge_choose_amp(seen: dict) -> None:
+    if not seen["callable"]:
+        raise Fail(
+            "expected a function choose_amp(device_type, capability).",
+            "应当是函数 choose_amp(device_type, capability)。",
+        )
+    machines = {**MACHINES, **MORE_MACHINES}
+    for name, answer in seen["answers"].items():
+        failed_call(answer, f"choose_amp for the {name}", f"choose_amp 作用于 {name} 时")
+        value = answer["value"]
+        if not isinstance(value, list) or value[0] not in _DTYPES or not isinstance(value[1], bool):
+            raise Fail(
+                "return a tuple (dtype, use_scaler) with a torch dtype and a bool, e.g. (torch.float16, "
+                "True); "
+                f"got {value!r} for the {name}.",
+                "请返回元组 (dtype, use_scaler)，其中是一个 torch 的 dtype 和一个 bool，例如 "
+                "(torch.float16, True)；"
+                f"{name} 得到的是 {value!r}。",
+            )
+    if seen["asked"]:
+        raise Fail(
+            f"your function asks torch.cuda.{seen['asked'][0]}. That describes the GPU this code runs on, "
+            "not "
+            "the machine given by the arguments, and with its default it also answers True on GPUs that can "
+            "only emulate bf16. Decide from device_type and capability.",
+            f"你的函数调用了 torch.cuda.{seen['asked'][0]}。它描述的是运行这段代码的那块 GPU，而不是参数所描"
+            "述的"
+            "机器；而且按默认参数，它在只能模拟 bf16 的 GPU 上也返回 True。请只根据 device_type 和 "
+            "capability 来判断。",
+        )
+    for name, answer in seen["answers"].items():
+        dtype, use_scaler = answer["value"]
+        if use_scaler != (dtype == "float16"):
+            raise Fail(
+                f"for the {name} you chose {dtype} with use_scaler={use_scaler}. What the scaler protects "
+                "against "
+                "depends on the dtype's exponent range: decide it from the dtype you chose.",
+                f"{name} 你选了 {dtype}，use_scaler={use_scaler}。梯度缩放防范的问题取决于 dtype 的指数范围："
+                "要根据你选的 dtype 来决定。",
+            )
+    gpus = sorted((cap, name) for name, (kind, cap) in machines.items() if kind == "cuda")
+    for (_, older), (_, newer) in zip(gpus, gpus[1:], strict=False):
         if (
-            not isinstance(answer, tuple)
-            or len(answer) != 2
-            or not isinstance(answer[0], torch.dtype)
-            or not isinstance(answer[1], bool)
+            seen["answers"][older]["value"][0] == "bfloat16"
+            and seen["answers"][newer]["value"][0] == "float16"
         ):
             raise Fail(
-                f"return a tuple (dtype, use_scaler), e.g. (torch.float16, True); got {answer!r} for {name}.",
-                f"请返回元组 (dtype, use_scaler)，例如 (torch.float16, True)；{name} 得到的是 {answer!r}。",
+                f"the {older} gets bf16 from your function, but the newer {newer} gets fp16. A GPU "
+                "generation keeps "
+                "the number formats of the generations before it.",
+                f"你的函数给 {older} 选了 bf16，却给更新的 {newer} 选了 fp16。新一代 GPU 保留了前几代支持的"
+                "数值格式。",
             )
-        if answer != _right_choice(device_type, capability):
-            wrong.append(name)
-    if wrong:
-        raise Fail(
-            f"{len(wrong)} of {len(MACHINES)} machines get a poor choice: {', '.join(wrong)}. Hint: bf16 has "
-            "float32's exponent range, fp16 does not; and bf16 Tensor Core math arrived with compute "
-            "capability 8.0, whatever torch.cuda.is_bf16_supported() says on older GPUs.",
-            f"{len(MACHINES)} 台机器中有 {len(wrong)} 台的选择不合适：{'、'.join(wrong)}。"
-            "提示：bf16 的指数范围与 float32 相同，fp16 不是；"
-            "bf16 的 Tensor Core 运算从计算能力 8.0 才开始支持，"
-            "不管较老的 GPU 上 torch.cuda.is_bf16_supported() 怎么说。",
-        )

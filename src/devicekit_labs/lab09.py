@@ -1,29 +1,43 @@
 """Self-checks for lab 09 (capstone: fix a broken training script).
 
-Exercise 1 checks an audit function against training states with misplaced tensors planted one at a time.
-Exercise 2 runs the learner's fixed script for real: trained on the CPU and resumed on the mismatch device
-(the GPU, or ``meta`` on a CPU runner) under ``strict_devices()`` for the places (model, loss, optimizer state
-and metric state after the resume), and on the runner's own device for the numbers (it trains, and resuming
-from the checkpoint continues exactly where an uninterrupted run would be).
+Exercise 1 checks an audit function against training states with misplaced tensors planted one at a time and
+all at once, in both directions: CPU tensors in a state on the accelerator (or ``meta``), and accelerator
+tensors in a state on the CPU. Exercise 2 runs the learner's fixed script for real, in four phases:
+
+1. trained on the CPU and resumed on the mismatch device (the GPU, or ``meta`` on a CPU runner) under
+   ``strict_devices()``, where reading values out of ``meta`` gives placeholders
+   (`devicekit_labs.standin.readable_meta`: logging ``loss.item()`` is right code) and a CPU generator
+   drawing for another device raises as CUDA does;
+2. a checkpoint saved as a GPU run saves it (every storage recorded at a GPU this machine lacks), resumed on
+   the CPU;
+3. the script's bf16 autocast region, which it opens on CUDA only, emulated on the CPU runner;
+4. on the runner's own device, the numbers: it trains, and resuming continues exactly where an uninterrupted
+   run would be.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from devicekit.check import check_devices
 from devicekit.device import best_device, mismatch_device
 from devicekit.errors import DeviceMismatchError
 from devicekit.strict import strict_devices
-from devicekit_labs import Fail, exercise
+from devicekit_labs import Fail, failed_call, judged, observe
+from devicekit_labs.lab06 import missing_cuda_device, save_as_if_on
+from devicekit_labs.standin import readable_meta
 
 LAB = "09-capstone"
 
@@ -53,222 +67,516 @@ def _reference_state(device: torch.device) -> dict[str, Any]:
     return {"model": model, "loss_fn": loss_fn, "optimizer": optimizer, "metric": metric}
 
 
-def _plant(state: dict[str, Any], what: str) -> None:
-    """Put one tensor of ``state`` on the CPU (new tensors: data cannot be copied out of ``meta``)."""
+def _plant(state: dict[str, Any], what: str, stray: torch.device) -> None:
+    """Put one tensor of ``state`` on ``stray`` (new tensors: data cannot be copied out of ``meta``)."""
 
-    def cpu_like(t: torch.Tensor) -> torch.Tensor:
-        return torch.zeros(t.shape, dtype=t.dtype, device="cpu")
+    def stray_like(t: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(t.shape, dtype=t.dtype, device=stray)
 
+    model, optimizer = state["model"], state["optimizer"]
     if what == "buffer":
-        bn = state["model"][1]
-        bn.running_mean = cpu_like(bn.running_mean)
+        model[1].running_var = stray_like(model[1].running_var)
     elif what == "loss weight":
-        state["loss_fn"].weight = cpu_like(state["loss_fn"].weight)
-    elif what == "optimizer state":
-        first = state["model"][0].weight
-        slot = state["optimizer"].state[first]
-        slot["exp_avg"] = cpu_like(slot["exp_avg"])
+        state["loss_fn"].weight = stray_like(state["loss_fn"].weight)
+    elif what == "optimizer exp_avg":
+        slot = optimizer.state[model[0].weight]
+        slot["exp_avg"] = stray_like(slot["exp_avg"])
+    elif what == "optimizer exp_avg_sq":
+        slot = optimizer.state[model[2].bias]
+        slot["exp_avg_sq"] = stray_like(slot["exp_avg_sq"])
     elif what == "metric state":
-        state["metric"].hits = cpu_like(state["metric"].hits)
+        state["metric"].seen = stray_like(state["metric"].seen)
     elif what == "parameter":
-        last = state["model"][2]
-        last.bias = nn.Parameter(cpu_like(last.bias))
+        model[2].weight = nn.Parameter(stray_like(model[2].weight))
     else:  # pragma: no cover - programming error in this module
         raise ValueError(what)
 
 
-PLANTS = ("buffer", "loss weight", "optimizer state", "metric state", "parameter")
-
-
-@exercise(LAB, "audit", 1, "list every misplaced tensor", "列出每一个放错设备的张量", target="misplaced")
-def check_audit(misplaced) -> None:
-    device = mismatch_device()
-
-    def run(state: dict[str, Any]) -> list[str]:
-        found = misplaced(state, device)
-        if not isinstance(found, list) or not all(isinstance(name, str) for name in found):
-            raise Fail(
-                "return a list of strings, one name per misplaced tensor ([] when all is well).",
-                "要返回一个字符串列表，每个放错设备的张量一个名字（全部正确时返回 []）。",
-            )
-        return found
-
-    clean = run(_reference_state(device))
-    if clean:
-        raise Fail(
-            f"on a correct state your audit reports {clean[:3]}. Adam keeps its `step` counter on the CPU "
-            "on purpose; skip that entry of the optimizer state.",
-            f"对一个完全正确的状态，你的检查函数却报告了 {clean[:3]}。Adam 有意把 `step` 计数器放在 CPU 上；"
-            "优化器状态里的这一项要跳过。",
-        )
-    for what in PLANTS:
-        state = _reference_state(device)
-        _plant(state, what)
-        found = run(state)
-        if len(found) != 1:
-            raise Fail(
-                f"one {what} tensor was put on the CPU and your audit reports {len(found)} tensor(s): "
-                f"{found[:3]}. Look at every tensor the state holds: the model's parameters and buffers, "
-                "the loss's buffers, the optimizer's per-parameter state and the metric's attributes.",
-                f"自测把一个{_ZH_PLANTS[what]}放到了 CPU 上，"
-                f"你的检查函数却报告了 {len(found)} 个张量：{found[:3]}。"
-                "要查看状态里的每一个张量：模型的参数和缓冲区、损失函数的缓冲区、优化器的逐参数状态，"
-                "以及指标对象的属性。",
-            )
-    state = _reference_state(device)
-    for what in PLANTS:
-        _plant(state, what)
-    found = run(state)
-    if len(found) != len(PLANTS):
-        raise Fail(
-            f"{len(PLANTS)} tensors were put on the CPU at once and your audit reports {len(found)}.",
-            f"自测同时把 {len(PLANTS)} 个张量放到了 CPU 上，你的检查函数却报告了 {len(found)} 个。",
-        )
-
+PLANTS = ("buffer", "loss weight", "optimizer exp_avg", "optimizer exp_avg_sq", "metric state", "parameter")
 
 _ZH_PLANTS = {
     "buffer": "缓冲区",
     "loss weight": "损失函数的权重",
-    "optimizer state": "优化器状态张量",
+    "optimizer exp_avg": "优化器的 exp_avg 状态张量",
+    "optimizer exp_avg_sq": "优化器的 exp_avg_sq 状态张量",
     "metric state": "指标状态张量",
     "parameter": "参数",
 }
 
 
-def _where_fail(what_en: str, what_zh: str, found: Any, device: torch.device) -> Fail:
-    return Fail(
-        f"after the resume, {what_en} is on {found}, not on {device}.",
-        f"恢复训练之后，{what_zh} 在 {found} 上，而不是 {device}。",
-    )
+def _audit_configs() -> list[tuple[torch.device, torch.device]]:
+    """(the state's device, where the planted strays go): both ways round."""
+    other = mismatch_device()
+    return [(other, torch.device("cpu")), (torch.device("cpu"), other)]
 
 
-def _audit_result(result: Any, device: torch.device, phase_en: str, phase_zh: str) -> None:
-    """Everything in one phase's result on ``device``; Fail names the first thing that is not."""
+def _names(got: dict) -> dict:
+    if "error" in got:
+        return got
+    found = got["value"]
+    if not isinstance(found, list) or not all(isinstance(name, str) for name in found):
+        return {"value": None}
+    return {"value": list(found)}
+
+
+@judged(LAB, "audit", 1, "list every misplaced tensor", "列出每一个放错设备的张量", target="misplaced")
+def probe_audit(misplaced) -> dict:
+    if not callable(misplaced):
+        return {"callable": False}
+    configs = []
+    for device, stray in _audit_configs():
+        seen: dict = {"device": str(device), "stray": str(stray)}
+        seen["clean"] = _names(observe(misplaced, _reference_state(device), device))
+        seen["one"] = {}
+        for what in PLANTS:
+            state = _reference_state(device)
+            _plant(state, what, stray)
+            seen["one"][what] = _names(observe(misplaced, state, device))
+        state = _reference_state(device)
+        for what in PLANTS:
+            _plant(state, what, stray)
+        seen["all"] = _names(observe(misplaced, state, device))
+        configs.append(seen)
+    return {"callable": True, "configs": configs}
+
+
+def _found(got: dict, what_en: str, what_zh: str) -> list[str]:
+    failed_call(got, what_en, what_zh)
+    if got["value"] is None:
+        raise Fail(
+            "return a list of strings, one name per misplaced tensor ([] when all is well).",
+            "要返回一个字符串列表，每个放错设备的张量一个名字（全部正确时返回 []）。",
+        )
+    return got["value"]
+
+
+@probe_audit.judge
+def judge_audit(seen: dict) -> None:
+    if not seen["callable"]:
+        raise Fail("expected a function misplaced(state, device).", "应当是函数 misplaced(state, device)。")
+    for config in seen["configs"]:
+        device, stray = config["device"], config["stray"]
+        clean = _found(
+            config["clean"], f"on a correct state on {device}", f"对一个全部在 {device} 上的正确状态"
+        )
+        if clean:
+            raise Fail(
+                f"on a correct state (everything on {device}) your audit reports {clean[:3]}. A tensor is "
+                "misplaced when its device is not the device you were given; Adam's `step` counter is the "
+                "one "
+                "entry that stays on the CPU on purpose.",
+                f"对一个完全正确的状态（全部在 {device} 上），你的检查函数却报告了 {clean[:3]}。一个张量放错"
+                "，"
+                "是指它所在的设备不是传进来的那个设备；Adam 的 `step` 计数器是唯一有意留在 CPU 上的一项。",
+            )
+        for what in PLANTS:
+            found = _found(
+                config["one"][what], f"with one {what} on {stray}", f"有一个{_ZH_PLANTS[what]}在 {stray} 上时"
+            )
+            if len(found) != 1:
+                raise Fail(
+                    f"in a state on {device}, one {what} tensor was put on {stray} and your audit reports "
+                    f"{len(found)} tensor(s): {found[:3]}. Look at every tensor the state holds: the model's "
+                    "parameters and buffers, the loss's buffers, every entry of the optimizer's "
+                    "per-parameter "
+                    "state and the metric's attributes, and compare each device with the one you were given.",
+                    f"在一个位于 {device} 上的状态里，自测把一个{_ZH_PLANTS[what]}放到了 {stray} 上，你的检"
+                    "查函数"
+                    f"却报告了 {len(found)} 个张量：{found[:3]}。要查看状态里的每一个张量：模型的参数和缓冲"
+                    "区、"
+                    "损失函数的缓冲区、优化器逐参数状态里的每一项，以及指标对象的属性，并把每个张量的设备与传进来"
+                    "的设备比较。",
+                )
+        found = _found(config["all"], f"with several tensors on {stray}", f"有多个张量在 {stray} 上时")
+        if len(found) != len(PLANTS) or len(set(found)) != len(found):
+            raise Fail(
+                f"{len(PLANTS)} different tensors were put on {stray} at once and your audit reports "
+                f"{len(set(found))} different names.",
+                f"自测同时把 {len(PLANTS)} 个不同的张量放到了 {stray} 上，你的检查函数报告了"
+                f" {len(set(found))} 个"
+                "不同的名字。",
+            )
+
+
+# --- exercise 2 ------------------------------------------------------------------------------------------
+
+#: The CUDA message for a CPU generator drawing numbers for a CUDA tensor: torch 2.11 on an H200,
+#: results/cuda-messages.json, case ``generator-cpu-for-cuda``.
+CUDA_GENERATOR_MESSAGE = "Expected a 'cuda' device type for generator but found 'cpu'"
+
+
+class _GeneratorDevices(TorchDispatchMode):
+    """Raise when a generator draws random numbers for a tensor on another device type, as CUDA does.
+
+    Meta and `strict_devices` do not check a generator's device (``torch.randint(..., generator=cpu_gen,
+    device="meta")`` runs); CUDA refuses it.
+    """
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        generators = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Generator)]
+        for gen in generators:
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.device.type != gen.device.type:
+                    raise RuntimeError(
+                        f"a generator on {gen.device} drew random numbers for a tensor on {t.device} "
+                        f"({func.overloadpacket.__name__}). On CUDA, PyTorch refuses this: "
+                        f'"{CUDA_GENERATOR_MESSAGE}" (the stand-in does not check it).'
+                    )
+        return out
+
+
+def _state_tensors(obj: Any, where: str) -> Iterator[tuple[str, torch.Tensor]]:
+    if isinstance(obj, torch.Tensor):
+        yield where, obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _state_tensors(value, f"{where}[{key!r}]")
+    elif isinstance(obj, list | tuple):
+        for index, value in enumerate(obj):
+            yield from _state_tensors(value, f"{where}[{index}]")
+
+
+@contextlib.contextmanager
+def _saves_as_on_a_gpu() -> Iterator[str]:
+    """Inside: `torch.save` records every storage (but 0-dim counters) at a GPU this machine lacks.
+
+    The file is what the same save on that GPU writes (`devicekit_labs.lab06.save_as_if_on`): loading it
+    without ``map_location`` fails here as it fails on a laptop that opens a GPU run's checkpoint.
+    """
+    original = torch.save
+    location = missing_cuda_device()
+
+    def save(obj, f, *args, **kwargs) -> None:
+        torch.save = original
+        try:
+            tensors = [t for _, t in _state_tensors(obj, "checkpoint") if t.dim() > 0]
+            save_as_if_on(obj, f, location, tensors)
+        finally:
+            torch.save = save
+
+    torch.save = save
+    try:
+        yield location
+    finally:
+        torch.save = original
+
+
+@contextlib.contextmanager
+def _script_autocast_on_the_cpu(train_and_resume) -> Iterator[bool]:
+    """Inside: the script's ``mixed_precision(device)`` opens a bf16 autocast region on the CPU too.
+
+    The script opens its region on CUDA only, so on a CPU runner the dtypes that meet the loss would never
+    be those of a GPU run. Yields whether the script has such a function (then it is swapped for the block).
+    """
+    namespace = getattr(train_and_resume, "__globals__", {})
+    original = namespace.get("mixed_precision")
+    if not callable(original):
+        yield False
+        return
+
+    def mixed_precision(device):
+        if torch.device(device).type == "cpu":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return original(device)
+
+    namespace["mixed_precision"] = mixed_precision
+    try:
+        yield True
+    finally:
+        namespace["mixed_precision"] = original
+
+
+def _placement(result: Any, device: torch.device) -> list[dict]:
+    """Where one phase's result has tensors off ``device``: findings as plain data, the first one matters."""
     if not isinstance(result, dict) or not {"model", "loss_fn", "optimizer", "metric", "losses"} <= set(
         result
     ):
-        raise Fail(
-            "train_and_resume must return the two dicts train() returns (keep the script's return values).",
-            "train_and_resume 要返回 train() 返回的那两个 dict（保持脚本原有的返回值）。",
-        )
+        return [{"kind": "shape"}]
     model, optimizer = result["model"], result["optimizer"]
+    findings: list[dict] = []
     try:
         report = check_devices(model, device=device)
     except DeviceMismatchError as err:
         first = err.findings[0]
-        raise Fail(
-            f"{phase_en}: the model holds {first.name} on {first.device}, not on {device} ({first.kind}).",
-            f"{phase_zh}：模型里的 {first.name} 在 {first.device} 上，而不是 {device}（{first.kind}）。",
-        ) from None
-    if report.warnings:
-        raise Fail(
-            f"{phase_en}: {report.warnings[0]}",
-            f"{phase_zh}：模型里有 model.to() 不会移动的张量或子模块：{report.warnings[0]}",
+        findings.append(
+            {"kind": "model", "name": first.name, "device": str(first.device), "what": first.kind}
         )
+    else:
+        if report.warnings:
+            findings.append({"kind": "model warning", "text": str(report.warnings[0])})
     for name, buf in result["loss_fn"].named_buffers():
         if buf.device != device:
-            raise _where_fail(f"the loss's {name}", f"损失函数的 {name}", buf.device, device)
+            findings.append({"kind": "loss", "name": name, "device": str(buf.device)})
     params = list(model.parameters())
     in_optimizer = [p for group in optimizer.param_groups for p in group["params"]]
     if {id(p) for p in params} != {id(p) for p in in_optimizer}:
-        raise Fail(
-            f"{phase_en}: the optimizer does not update the model's parameters (it holds "
-            f"{len(in_optimizer)} tensors, the model has {len(params)}). Build the optimizer from the "
-            "parameters of the model you train, after the model is where it belongs.",
-            f"{phase_zh}：优化器更新的不是模型的参数（它持有 {len(in_optimizer)} 个张量，模型有 "
-            f"{len(params)} 个）。要在模型到达它该在的设备之后，用这个模型的参数构造优化器。",
-        )
+        findings.append({"kind": "optimizer params", "held": len(in_optimizer), "model": len(params)})
     for param_state in optimizer.state.values():
         for key, value in param_state.items():
             if isinstance(value, torch.Tensor) and key not in CPU_STATE_KEYS and value.device != device:
-                raise _where_fail(
-                    f"the optimizer's {key!r} state", f"优化器的 {key!r} 状态", value.device, device
-                )
+                findings.append({"kind": "optimizer state", "name": str(key), "device": str(value.device)})
     for name, value in _tensors_of(result["metric"]).items():
         if value.device != device:
-            raise _where_fail(f"the metric's {name!r}", f"指标对象的 {name!r}", value.device, device)
-    for loss in result["losses"]:
-        if not isinstance(loss, torch.Tensor) or loss.device != device:
-            raise Fail(
-                f"{phase_en}: the losses must be the tensors the script computed, on {device}.",
-                f"{phase_zh}：losses 必须是脚本算出的张量，并且在 {device} 上。",
-            )
+            findings.append({"kind": "metric", "name": name, "device": str(value.device)})
+    if any(not isinstance(loss, torch.Tensor) or loss.device != device for loss in result["losses"]):
+        findings.append({"kind": "losses"})
+    return findings
 
 
-def _run(
-    train_and_resume, devices: tuple[torch.device, torch.device], steps: int, path: Path
-) -> tuple[Any, Any]:
-    out = train_and_resume(devices[0], devices[1], steps, str(path))
+def _phase(train_and_resume, first: torch.device, second: torch.device, steps: int, path: Path) -> dict:
+    """Run ``train_and_resume`` once and record the shape of its result and where the second part lives."""
+    got = observe(train_and_resume, first, second, steps, str(path))
+    if "error" in got:
+        return {"error": got["error"]}
+    out = got["value"]
     if not isinstance(out, tuple) or len(out) != 2:
+        return {"shape": "not a pair"}
+    counts = [len(part["losses"]) if isinstance(part, dict) and "losses" in part else None for part in out]
+    return {
+        "shape": "ok",
+        "steps": steps,
+        "loss_counts": counts,
+        "first": _placement(out[0], first),
+        "second": _placement(out[1], second),
+        "result": out,  # removed by the probe before it returns: learner objects never leave the probe
+    }
+
+
+def _numbers(result: dict) -> dict:
+    """Plain numbers of a phase on the runner's own device: losses, their dtypes, the metric, the schedule."""
+    first, second = result["result"]
+    losses = [*first["losses"], *second["losses"]]
+    seen: dict = {
+        "losses": [float(x) for x in losses],
+        "loss_dtypes": sorted({str(x.dtype).removeprefix("torch.") for x in losses}),
+        "last_epoch": getattr(second.get("scheduler"), "last_epoch", None),
+    }
+    seen["accuracy"] = _accuracy(second["metric"])
+    return seen
+
+
+def _accuracy(metric: Any) -> dict:
+    got = observe(metric.compute)
+    if "error" in got:
+        return got
+    value = got["value"]
+    return {"value": value if isinstance(value, float) else repr(value)[:40]}
+
+
+def _public(phase: dict) -> dict:
+    return {k: v for k, v in phase.items() if k != "result"}
+
+
+@judged(LAB, "fixed-script", 2, "fix the training script", "修好训练脚本", target="train_and_resume")
+def probe_fixed_script(train_and_resume) -> dict:
+    if not callable(train_and_resume):
+        return {"callable": False}
+    home, other = best_device(), mismatch_device()
+    cpu = torch.device("cpu")
+    seen: dict = {"callable": True, "home": str(home), "other": str(other)}
+    with tempfile.TemporaryDirectory(prefix="lab09-") as tmp:
+        folder = Path(tmp)
+        # 1. Where everything is: trained on the CPU, resumed where mixes show (the GPU, or meta, strict).
+        with strict_devices(), _GeneratorDevices(), readable_meta(), warnings.catch_warnings():
+            if other.type == "meta":  # load_state_dict: "copying ... to a meta parameter ... is a no-op"
+                warnings.simplefilter("ignore", UserWarning)
+            moved = _phase(train_and_resume, cpu, other, 2, folder / "moved.pt")
+            if moved.get("shape") == "ok":
+                metric = moved["result"][1]["metric"]
+                computed = observe(metric.compute)
+                moved["compute"] = computed if "error" in computed else {"value": None}
+        seen["moved"] = _public(moved)
+        # 2. A checkpoint from a GPU run, resumed on the CPU (a laptop without that GPU).
+        with _saves_as_on_a_gpu() as location:
+            seen["from_gpu"] = {
+                "location": location,
+                **_public(_phase(train_and_resume, cpu, cpu, 1, folder / "gpu.pt")),
+            }
+        # 3. The script's autocast region: real on a GPU runner (phase 4), emulated here on the CPU.
+        if home.type == "cpu":
+            with _script_autocast_on_the_cpu(train_and_resume) as emulated:
+                amp = _phase(train_and_resume, cpu, cpu, 1, folder / "amp.pt") if emulated else None
+            if amp is not None:
+                seen["amp"] = _public(amp)
+                if amp.get("shape") == "ok":
+                    seen["amp"]["numbers"] = _numbers(amp)
+        # 4. The numbers, on this runner's own device: it learns, and the resume loses nothing.
+        resumed = _phase(train_and_resume, home, home, STEPS, folder / "home.pt")
+        seen["resumed"] = _public(resumed)
+        if resumed.get("shape") == "ok":
+            seen["resumed"]["numbers"] = _numbers(resumed)
+            straight = _phase(train_and_resume, home, home, 2 * STEPS, folder / "straight.pt")
+            seen["straight"] = _public(straight)
+            if straight.get("shape") == "ok":
+                first, _ = straight["result"]
+                seen["straight"]["numbers"] = {
+                    "losses": [float(x) for x in first["losses"]],
+                    "last_epoch": getattr(first.get("scheduler"), "last_epoch", None),
+                    "accuracy": _accuracy(first["metric"]),
+                }
+    return seen
+
+
+def _finding_fail(finding: dict, device: str, phase_en: str, phase_zh: str) -> Fail:
+    kind = finding["kind"]
+    if kind == "shape":
+        return Fail(
+            "train_and_resume must return the two dicts train() returns (keep the script's return values).",
+            "train_and_resume 要返回 train() 返回的那两个 dict（保持脚本原有的返回值）。",
+        )
+    if kind == "model":
+        return Fail(
+            f"{phase_en}: the model holds {finding['name']} on {finding['device']}, not on {device} "
+            f"({finding['what']}).",
+            f"{phase_zh}：模型里的 {finding['name']} 在 {finding['device']} 上，而不是"
+            f" {device}（{finding['what']}）。",
+        )
+    if kind == "model warning":
+        return Fail(
+            f"{phase_en}: {finding['text']}",
+            f"{phase_zh}：模型里有 model.to() 不会移动的张量或子模块：{finding['text']}",
+        )
+    if kind == "optimizer params":
+        return Fail(
+            f"{phase_en}: the optimizer does not update the model's parameters (it holds {finding['held']} "
+            f"tensors, the model has {finding['model']}). Build the optimizer from the parameters of the "
+            "model "
+            "you train, after the model is where it belongs.",
+            f"{phase_zh}：优化器更新的不是模型的参数（它持有 {finding['held']} 个张量，模型有"
+            f" {finding['model']} 个）。"
+            "要在模型到达它该在的设备之后，用这个模型的参数构造优化器。",
+        )
+    if kind == "losses":
+        return Fail(
+            f"{phase_en}: the losses must be the tensors the script computed, on {device}.",
+            f"{phase_zh}：losses 必须是脚本算出的张量，并且在 {device} 上。",
+        )
+    what_en, what_zh = {
+        "loss": (f"the loss's {finding['name']}", f"损失函数的 {finding['name']}"),
+        "optimizer state": (
+            f"the optimizer's {finding['name']!r} state",
+            f"优化器的 {finding['name']!r} 状态",
+        ),
+        "metric": (f"the metric's {finding['name']!r}", f"指标对象的 {finding['name']!r}"),
+    }[kind]
+    return Fail(
+        f"{phase_en}, {what_en} is on {finding['device']}, not on {device}.",
+        f"{phase_zh}，{what_zh} 在 {finding['device']} 上，而不是 {device}。",
+    )
+
+
+def _judge_phase(phase: dict, first: str, second: str, what_en: str, what_zh: str) -> None:
+    failed_call(phase, what_en, what_zh)
+    if phase["shape"] != "ok":
         raise Fail(
             "train_and_resume must return (first, second), the results before and after the resume.",
             "train_and_resume 要返回 (first, second)，即恢复之前和之后的结果。",
         )
-    for part in out:
-        if isinstance(part, dict) and len(part.get("losses", ())) != steps:
+    for count in phase["loss_counts"]:
+        if count is not None and count != phase["steps"]:
             raise Fail(
-                f"each phase must train {steps} steps; one returned {len(part['losses'])} losses.",
-                f"每个阶段要训练 {steps} 步；其中一个阶段返回了 {len(part['losses'])} 个损失。",
+                f"each phase must train {phase['steps']} steps; one returned {count} losses.",
+                f"每个阶段要训练 {phase['steps']} 步；其中一个阶段返回了 {count} 个损失。",
             )
-    return out
+    if phase["first"]:
+        raise _finding_fail(phase["first"][0], first, "before the resume", "恢复之前")
+    if phase["second"]:
+        raise _finding_fail(phase["second"][0], second, "after the resume", "恢复之后")
 
 
-@exercise(LAB, "fixed-script", 2, "fix the training script", "修好训练脚本", target="train_and_resume")
-def check_fixed_script(train_and_resume) -> None:
-    home, other = best_device(), mismatch_device()
-    cpu = torch.device("cpu")
-    with tempfile.TemporaryDirectory(prefix="lab09-") as tmp:
-        folder = Path(tmp)
-        # 1. Where everything is: trained on the CPU, resumed on the device that makes mixes visible
-        #    (the GPU, or meta on a CPU runner), every operation checked by strict_devices().
-        with strict_devices(), warnings.catch_warnings():
-            if other.type == "meta":  # load_state_dict: "copying ... to a meta parameter ... is a no-op"
-                warnings.simplefilter("ignore", UserWarning)
-            first, second = _run(train_and_resume, (cpu, other), 2, folder / "moved.pt")
-        _audit_result(first, cpu, "before the resume", "恢复之前")
-        _audit_result(second, other, "after the resume", "恢复之后")
-        if other.type == "meta":
-            try:
-                second["metric"].compute()
-            except TypeError as err:  # what NumPy conversion of a non-CPU tensor raises
-                raise Fail(
-                    f"metric.compute() raised TypeError: {err}",
-                    f"metric.compute() 抛出了 TypeError：{err}",
-                ) from None
-            except (NotImplementedError, RuntimeError):
-                pass  # reading numbers out of meta is impossible; the code did move them to the CPU first
+@probe_fixed_script.judge
+def judge_fixed_script(seen: dict) -> None:
+    if not seen["callable"]:
+        raise Fail(
+            "expected the function train_and_resume(first_device, second_device, steps, checkpoint).",
+            "应当是函数 train_and_resume(first_device, second_device, steps, checkpoint)。",
+        )
+    home, other = seen["home"], seen["other"]
+    moved = seen["moved"]
+    _judge_phase(
+        moved,
+        "cpu",
+        other,
+        f"training on the CPU, then resuming on {other}",
+        f"先在 CPU 上训练、再在 {other} 上恢复时",
+    )
+    compute = moved["compute"]
+    if "error" in compute and compute["error"]["type"] == "TypeError":  # NumPy given a tensor not on the CPU
+        raise Fail(
+            f"after the resume on {other}, metric.compute() raised TypeError: {compute['error']['message']}",
+            f"在 {other} 上恢复之后，metric.compute() 抛出了 TypeError：{compute['error']['message']}",
+        )
+    failed_call(
+        compute,
+        f"metric.compute() after the resume on {other}",
+        f"在 {other} 上恢复之后调用 metric.compute() 时",
+    )
+    gpu = seen["from_gpu"]
+    _judge_phase(
+        gpu,
+        "cpu",
+        "cpu",
+        f"resuming on the CPU a checkpoint saved on a GPU (the file records {gpu['location']})",
+        f"在 CPU 上恢复一个在 GPU 上保存的检查点（文件里记录的是 {gpu['location']}）时",
+    )
+    if "amp" in seen:
+        amp = seen["amp"]
+        _judge_phase(
+            amp,
+            "cpu",
+            "cpu",
+            "with the script's bf16 autocast region (emulated on the CPU, as it runs on CUDA)",
+            "在脚本的 bf16 autocast 区域里（在 CPU 上模拟它在 CUDA 上的行为）",
+        )
+        _judge_loss_dtypes(amp["numbers"]["loss_dtypes"])
+    resumed = seen["resumed"]
+    _judge_phase(resumed, home, home, f"training and resuming on {home}", f"在 {home} 上训练并恢复时")
+    numbers = resumed["numbers"]
+    _judge_loss_dtypes(numbers["loss_dtypes"])
+    losses = numbers["losses"]
+    if not all(math.isfinite(x) for x in losses):
+        raise Fail("the loss is not finite.", "损失不是有限值。")
+    failed_call(numbers["accuracy"], "metric.compute()", "metric.compute()")
+    accuracy = numbers["accuracy"]["value"]
+    if not isinstance(accuracy, float) or not 0.0 <= accuracy <= 1.0:
+        raise Fail(
+            f"metric.compute() must return a float between 0 and 1, got {accuracy!r}.",
+            f"metric.compute() 应当返回 0 到 1 之间的 float，实际是 {accuracy!r}。",
+        )
+    straight = seen["straight"]
+    failed_call(straight, f"one uninterrupted run on {home}", f"在 {home} 上不间断训练时")
+    expected = straight["numbers"]["losses"]
+    if len(expected) != len(losses) or any(
+        abs(a - b) > 1e-4 * max(1.0, abs(b)) for a, b in zip(losses, expected, strict=True)
+    ):
+        raise Fail(
+            "training, saving, resuming and training on does not give the losses of one uninterrupted run: "
+            "the "
+            "resume does not restore everything (model, optimizer, scheduler) where it was.",
+            "训练、保存、恢复、再训练，得到的损失与一次不间断训练的不一致：恢复没有把模型、优化器、学习率调度器全部还原。",
+        )
+    # With StepLR(step_size=10) a lost scheduler state changes no loss within these steps: check it.
+    if numbers["last_epoch"] != straight["numbers"]["last_epoch"]:
+        raise Fail(
+            "after the resume the learning-rate scheduler does not continue from the step it had reached: "
+            "restore its state from the checkpoint as well.",
+            "恢复之后，学习率调度器没有从它已经走到的那一步接着走：也要从检查点还原它的状态。",
+        )
+    straight_accuracy = straight["numbers"]["accuracy"].get("value")
+    if not isinstance(straight_accuracy, float) or abs(accuracy - straight_accuracy) > 1e-6:
+        raise Fail(
+            "after the resume the metric does not count the batches seen before it: restore its state.",
+            "恢复之后，指标没有算上恢复之前见过的批次：要还原它的状态。",
+        )
 
-        # 2. The numbers, on this runner's own device: it learns, and the resume loses nothing.
-        first, second = _run(train_and_resume, (home, home), STEPS, folder / "home.pt")
-        _audit_result(second, home, "after the resume", "恢复之后")
-        losses = [float(x) for x in [*first["losses"], *second["losses"]]]
-        if not all(math.isfinite(x) for x in losses):
-            raise Fail("the loss is not finite.", "损失不是有限值。")
-        accuracy = second["metric"].compute()
-        if not isinstance(accuracy, float) or not 0.0 <= accuracy <= 1.0:
-            raise Fail(
-                f"metric.compute() must return a float between 0 and 1, got {accuracy!r}.",
-                f"metric.compute() 应当返回 0 到 1 之间的 float，实际是 {accuracy!r}。",
-            )
-        straight, _ = _run(train_and_resume, (home, home), 2 * STEPS, folder / "straight.pt")
-        expected = [float(x) for x in straight["losses"]]
-        if any(abs(a - b) > 1e-4 * max(1.0, abs(b)) for a, b in zip(losses, expected, strict=True)):
-            raise Fail(
-                "training, saving, resuming and training on does not give the losses of one uninterrupted "
-                "run: the resume does not restore everything (model, optimizer, scheduler) where it was.",
-                "训练、保存、恢复、再训练，得到的损失与一次不间断训练的不一致：恢复没有把模型、优化器、"
-                "学习率调度器全部还原。",
-            )
-        # With StepLR(step_size=10) a lost scheduler state changes no loss within these steps: check it.
-        resumed_schedule, straight_schedule = second.get("scheduler"), straight.get("scheduler")
-        if getattr(resumed_schedule, "last_epoch", None) != getattr(straight_schedule, "last_epoch", None):
-            raise Fail(
-                "after the resume the learning-rate scheduler does not continue from the step it had "
-                "reached: restore its state from the checkpoint as well.",
-                "恢复之后，学习率调度器没有从它已经走到的那一步接着走：也要从检查点还原它的状态。",
-            )
-        if abs(accuracy - straight["metric"].compute()) > 1e-6:
-            raise Fail(
-                "after the resume the metric does not count the batches seen before it: restore its state.",
-                "恢复之后，指标没有算上恢复之前见过的批次：要还原它的状态。",
-            )
+
+def _judge_loss_dtypes(dtypes: list[str]) -> None:
+    if dtypes != ["float32"]:
+        raise Fail(
+            f"the loss came out in {', '.join(dtypes)}: outside the autocast region, compute it from float32 "
+            "logits, so that it (and its gradient) keeps float32's precision.",
+            f"损失是 {', '.join(dtypes)} 类型：在 autocast 区域之外，要用 float32 的 logits 来计算损失，"
+            "这样损失（以及它的梯度）才能保持 float32 的精度。",
+        )

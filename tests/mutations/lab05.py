@@ -1,0 +1,272 @@
+"""Mutation cases for lab 05 (debugging a mismatch). WRONG: (name, answer, hint substring in English), the
+taught bug first; RIGHT: (name, answer), different right answers, one of them awkward on the stand-in."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from devicekit import locate_mismatch, mismatch_device, strict_devices
+from devicekit_labs.lab05 import FeatureScale, Tagger, distance_weights, token_ids
+
+LAB = "05-debugging"
+
+
+# --- first-module ------------------------------------------------------------------------------------------
+
+
+def first_the_block():
+    """The taught skill missed: the block that contains the culprit, not the innermost module."""
+    return "layers.2"
+
+
+def first_the_tensor():
+    return "layers.2.scale.scale"
+
+
+def first_the_class():
+    return "FeatureScale"
+
+
+def first_the_report():
+    device = mismatch_device()
+    torch.manual_seed(0)
+    return locate_mismatch(Tagger().to(device), token_ids(device))
+
+
+def first_a_number():
+    return 2
+
+
+def first_ok():
+    return "layers.2.scale"
+
+
+def first_from_the_tool():
+    device = mismatch_device()
+    torch.manual_seed(0)
+    return locate_mismatch(Tagger().to(device), token_ids(device)).module
+
+
+# --- fix-scale ---------------------------------------------------------------------------------------------
+
+
+class ScalePlainAttribute(FeatureScale):
+    """The taught bug itself: a plain tensor attribute, which Module.to() does not move."""
+
+
+class ScaleParameter(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class ScaleNotPersistent(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(dim), persistent=False)
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class ScaleHardCodedWidth(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(16))
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class ScaleIgnoresLoaded(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(dim))
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return x + self.shift
+
+
+class ScaleMadeInForward(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return x * torch.ones_like(self.shift) + self.shift
+
+
+class ScaleBuffer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(dim))
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class ScaleReRegistered(FeatureScale):
+    """Keeps the original class and turns its attribute into a buffer after the fact."""
+
+    def __init__(self, dim):
+        super().__init__(dim)
+        scale = self.scale
+        del self.scale
+        self.register_buffer("scale", scale)
+
+
+class ScaleNnBuffer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.scale = nn.Buffer(torch.ones(dim))
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return torch.addcmul(self.shift, x, self.scale)
+
+
+# --- find-culprit ------------------------------------------------------------------------------------------
+
+
+def culprit_plain(model, batch):
+    """The taught bug: the tool without strict_devices, blind to the mixes meta lets through."""
+    report = locate_mismatch(model, batch)
+    return None if report is None else report.module
+
+
+def culprit_hard_coded(model, batch):
+    return "layers.2.scale"
+
+
+def culprit_the_report(model, batch):
+    with strict_devices():
+        return locate_mismatch(model, batch)
+
+
+def culprit_top_level(model, batch):
+    with strict_devices():
+        report = locate_mismatch(model, batch)
+    return None if report is None else report.module.split(".")[0]
+
+
+def culprit_never(model, batch):
+    return None
+
+
+def culprit_ok(model, batch):
+    with strict_devices():
+        report = locate_mismatch(model, batch)
+    return None if report is None else report.module
+
+
+def culprit_plain_then_strict(model, batch):
+    report = locate_mismatch(model, batch)
+    if report is None:
+        with strict_devices():
+            report = locate_mismatch(model, batch)
+    return report and report.module
+
+
+# --- fix-weights -------------------------------------------------------------------------------------------
+
+
+def weights_copied(x):
+    """Right values and device, but built on the CPU and copied on every call."""
+    return distance_weights(x).to(x.device)
+
+
+def weights_hard_coded_steps(x):
+    positions = torch.arange(7, device=x.device)
+    return torch.softmax(-(positions[:, None] - positions[None, :]).abs().float(), dim=-1)
+
+
+def weights_float64(x):
+    positions = torch.arange(x.shape[1], device=x.device)
+    return torch.softmax(-(positions[:, None] - positions[None, :]).abs().double(), dim=-1)
+
+
+def weights_on_the_stand_in(x):
+    positions = torch.arange(x.shape[1], device=mismatch_device())
+    return torch.softmax(-(positions[:, None] - positions[None, :]).abs().float(), dim=-1)
+
+
+def weights_without_the_minus(x):
+    positions = torch.arange(x.shape[1], device=x.device)
+    return torch.softmax((positions[:, None] - positions[None, :]).abs().float(), dim=-1)
+
+
+def weights_ok(x):
+    positions = torch.arange(x.shape[1], device=x.device)
+    distance = (positions[:, None] - positions[None, :]).abs().float()
+    return torch.softmax(-distance, dim=-1)
+
+
+def weights_float_positions(x):
+    steps = torch.arange(x.shape[1], device=x.device, dtype=torch.float32)
+    return (-(steps.unsqueeze(0) - steps.unsqueeze(1)).abs()).softmax(dim=-1)
+
+
+WRONG = {
+    "first-module": [
+        ("the enclosing block", first_the_block, "not the innermost one where the devices mix"),
+        ("the tensor, not the module", first_the_tensor, "no module named"),
+        ("the class name", first_the_class, "no module named"),
+        ("the report object", first_the_report, "as a string"),
+        ("a number", first_a_number, "as a string"),
+    ],
+    "fix-scale": [
+        ("a plain tensor attribute", ScalePlainAttribute, "stayed behind"),
+        ("a trainable scale", ScaleParameter, "must not change"),
+        ("a buffer that is not saved", ScaleNotPersistent, "missing from state_dict"),
+        ("the lab's width hard-coded", ScaleHardCodedWidth, "FixedFeatureScale(6)"),
+        ("forward ignores the loaded scale", ScaleIgnoresLoaded, "after load_state_dict"),
+        ("a scale made in forward", ScaleMadeInForward, "missing from state_dict"),
+    ],
+    "find-culprit": [
+        # the exercise asks for a function that works "on this runner too": without strict_devices, meta
+        # lets the mixer's matmul through (on a GPU PyTorch raises, and the plain tool finds the module)
+        *(
+            [("locate_mismatch without strict_devices", culprit_plain, "lets through without an error")]
+            if mismatch_device().type == "meta"
+            else []
+        ),
+        ("a hard-coded name", culprit_hard_coded, "not the module where the devices mix"),
+        ("the report object", culprit_the_report, "as a string"),
+        ("the top-level module", culprit_top_level, "not the module where the devices mix"),
+        ("always None", culprit_never, "not the module where the devices mix"),
+    ],
+    "fix-weights": [
+        ("the original: positions born on the CPU", distance_weights, "the weights are on cpu"),
+        ("built on the CPU, then copied", weights_copied, "copies them"),
+        ("the lab's 7 positions hard-coded", weights_hard_coded_steps, "of shape [5, 5]"),
+        ("float64 weights", weights_float64, "yours are float64"),
+        ("always on the stand-in", weights_on_the_stand_in, "for an input on the CPU the weights are on"),
+        ("nearest positions weighted least", weights_without_the_minus, "hold other values"),
+    ],
+}
+
+RIGHT = {
+    "first-module": [("the name", first_ok), ("asks the tool", first_from_the_tool)],
+    "fix-scale": [
+        ("register_buffer", ScaleBuffer),
+        ("the original class, re-registered", ScaleReRegistered),
+        ("nn.Buffer and addcmul", ScaleNnBuffer),
+    ],
+    "find-culprit": [
+        ("locate under strict", culprit_ok),
+        ("plain first, then strict", culprit_plain_then_strict),
+    ],
+    "fix-weights": [
+        ("device=x.device", weights_ok),
+        ("float positions, Tensor.softmax", weights_float_positions),
+    ],
+}

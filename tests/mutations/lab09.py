@@ -1,0 +1,229 @@
+"""Mutation cases for lab 09 (capstone). WRONG: (name, answer, hint substring in English), the taught bug
+first; RIGHT: (name, answer), different right answers, some of them awkward on the stand-in.
+
+The script answers are the lab's fixed script (read from `solutions/09-capstone.ipynb`, so they stay the code
+the notebook teaches) with one edit each, executed in a namespace of its own as a notebook cell would be.
+"""
+
+from __future__ import annotations
+
+import nbformat
+import torch
+
+from course_tools.paths import SOLUTIONS
+
+LAB = "09-capstone"
+
+
+# --- audit -------------------------------------------------------------------------------------------------
+
+
+def audit_model_only(state, device):
+    """The taught bug: model.to() thinking, only the model is looked at."""
+    model = state["model"]
+    return [
+        f"model.{n}" for n, t in [*model.named_parameters(), *model.named_buffers()] if t.device != device
+    ]
+
+
+def audit_flags_cpu(state, device):
+    """Flags CPU tensors instead of tensors off `device`: right only when `device` is an accelerator."""
+    found = []
+    model, loss_fn = state["model"], state["loss_fn"]
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor.is_cpu:
+            found.append(f"model.{name}")
+    for name, tensor in loss_fn.named_buffers():
+        if tensor.is_cpu:
+            found.append(f"loss_fn.{name}")
+    for index, slot in enumerate(state["optimizer"].state.values()):
+        for key, tensor in slot.items():
+            if key != "step" and isinstance(tensor, torch.Tensor) and tensor.is_cpu:
+                found.append(f"optimizer.state[{index}][{key!r}]")
+    for name, tensor in vars(state["metric"]).items():
+        if isinstance(tensor, torch.Tensor) and tensor.is_cpu:
+            found.append(f"metric.{name}")
+    return found
+
+
+def audit_exp_avg_only(state, device):
+    found = []
+    model, loss_fn = state["model"], state["loss_fn"]
+    for name, tensor in [*model.named_parameters(), *model.named_buffers(), *loss_fn.named_buffers()]:
+        if tensor.device != device:
+            found.append(name)
+    for index, slot in enumerate(state["optimizer"].state.values()):
+        if slot["exp_avg"].device != device:
+            found.append(f"optimizer.state[{index}]['exp_avg']")
+    for name, tensor in vars(state["metric"]).items():
+        if isinstance(tensor, torch.Tensor) and tensor.device != device:
+            found.append(f"metric.{name}")
+    return found
+
+
+def audit_including_step(state, device):
+    found = audit_ok(state, device)
+    for index, slot in enumerate(state["optimizer"].state.values()):
+        if slot["step"].device != device:
+            found.append(f"optimizer.state[{index}]['step']")
+    return found
+
+
+def audit_one_name(state, device):
+    return ["misplaced"] * len(audit_ok(state, device))
+
+
+def audit_count(state, device):
+    return len(audit_ok(state, device))
+
+
+def audit_ok(state, device):
+    found = []
+    model, loss_fn = state["model"], state["loss_fn"]
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor.device != device:
+            found.append(f"model.{name}")
+    for name, tensor in loss_fn.named_buffers():
+        if tensor.device != device:
+            found.append(f"loss_fn.{name}")
+    for index, slot in enumerate(state["optimizer"].state.values()):
+        for key, tensor in slot.items():
+            if key != "step" and isinstance(tensor, torch.Tensor) and tensor.device != device:
+                found.append(f"optimizer.state[{index}][{key!r}]")
+    for name, tensor in vars(state["metric"]).items():
+        if isinstance(tensor, torch.Tensor) and tensor.device != device:
+            found.append(f"metric.{name}")
+    return found
+
+
+def audit_by_state_dicts(state, device):
+    """Walks the state dicts instead: the same tensors, other names."""
+    tensors = {f"model/{k}": v for k, v in state["model"].state_dict(keep_vars=True).items()}
+    tensors.update({f"loss/{k}": v for k, v in state["loss_fn"].state_dict().items()})
+    for pid, slot in state["optimizer"].state_dict()["state"].items():
+        tensors.update({f"opt/{pid}/{k}": v for k, v in slot.items() if k != "step"})
+    tensors.update({f"metric/{k}": v for k, v in vars(state["metric"]).items()})
+    return [name for name, t in tensors.items() if isinstance(t, torch.Tensor) and t.device != device]
+
+
+# --- fixed-script ------------------------------------------------------------------------------------------
+
+
+def _cells(lang: str = "en") -> list:
+    return nbformat.read(SOLUTIONS / f"{LAB}{'.zh' if lang == 'zh' else ''}.ipynb", as_version=4).cells
+
+
+def _fixed_script() -> str:
+    (cell,) = [c for c in _cells() if "### BEGIN SOLUTION" in c.source and "train_and_resume" in c.source]
+    body = cell.source.split("### BEGIN SOLUTION\n", 1)[1].split("### END SOLUTION", 1)[0]
+    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("### HINT:"))
+
+
+def _broken_script() -> str:
+    (cell,) = [c for c in _cells() if c.cell_type == "code" and c.source.startswith("# train.py")]
+    return cell.source
+
+
+def _script(source: str, *edits: tuple[str, str]):
+    """`train_and_resume` of ``source`` with each (old, new) edit made exactly once, run as its own cell."""
+    for old, new in edits:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    namespace: dict = {"__name__": "lab09_answer"}
+    exec(compile(source, "train.py", "exec"), namespace)
+    return namespace["train_and_resume"]
+
+
+FIXED = _fixed_script()
+
+WRONG = {
+    "audit": [
+        ("only the model", audit_model_only, "Look at every tensor the state holds"),
+        ("t.is_cpu instead of t.device != device", audit_flags_cpu, "on a correct state"),
+        ("only exp_avg of the optimizer state", audit_exp_avg_only, "one optimizer exp_avg_sq tensor"),
+        ("Adam's step flagged", audit_including_step, "`step` counter"),
+        ("one name for every tensor", audit_one_name, "different names"),
+        ("a count, not names", audit_count, "list of strings"),
+    ],
+    "fixed-script": [
+        ("the broken script as given", _script(_broken_script()), "strict_devices"),
+        (
+            "loss from bf16 logits (no .float())",
+            _script(FIXED, ("loss = loss_fn(logits.float(), labels)", "loss = loss_fn(logits, labels)")),
+            "expected scalar type",
+        ),
+        (
+            "a CPU generator drawing for the device",
+            _script(
+                FIXED,
+                ("def make_batch(step):", "def make_batch(step, device):"),
+                (
+                    "tokens = torch.randint(0, VOCAB, (BATCH, SEQ_LEN), generator=generator)",
+                    "tokens = torch.randint(0, VOCAB, (BATCH, SEQ_LEN), generator=generator, device=device)",
+                ),
+                ("batch = make_batch(step)", "batch = make_batch(step, device)"),
+            ),
+            "drew random numbers",
+        ),
+        (
+            "torch.load without map_location",
+            _script(FIXED, ('torch.load(path, map_location="cpu")', "torch.load(path)")),
+            "Attempting to deserialize",
+        ),
+        (
+            "metric state not moved when loaded",
+            _script(
+                FIXED,
+                ('self.hits = state["hits"].to(self.hits.device)', 'self.hits = state["hits"]'),
+                ('self.seen = state["seen"].to(self.seen.device)', 'self.seen = state["seen"]'),
+            ),
+            "aten.scatter_add_",
+        ),
+        (
+            "scheduler state not restored",
+            _script(FIXED, ('    state["scheduler"].load_state_dict(checkpoint["scheduler"])\n', "")),
+            "scheduler does not continue",
+        ),
+        (
+            "class weights on the CPU",
+            _script(
+                FIXED,
+                (
+                    "class_weights = torch.tensor([1.0, 2.0, 2.0], device=device)",
+                    "class_weights = torch.tensor([1.0, 2.0, 2.0])",
+                ),
+            ),
+            "cpu (arg 2 'weight')",
+        ),
+    ],
+}
+
+RIGHT = {
+    "audit": [("the lesson's walk", audit_ok), ("walks the state dicts", audit_by_state_dicts)],
+    "fixed-script": [
+        ("the fixed script", _script(FIXED)),
+        (
+            "logs loss.item() and the metric every step (awkward on meta: no values)",
+            _script(
+                FIXED,
+                (
+                    "        losses.append(loss.detach())\n",
+                    "        losses.append(loss.detach())\n"
+                    '        state.setdefault("log", []).append('
+                    '(step, loss.item(), state["metric"].compute()))\n',
+                ),
+            ),
+        ),
+        (
+            "metric read with .item() (awkward on meta)",
+            _script(
+                FIXED,
+                (
+                    "hits, seen = self.hits.cpu().numpy(), self.seen.cpu().numpy()\n"
+                    "        return float(hits.sum() / max(seen.sum(), 1.0))",
+                    "return self.hits.sum().item() / max(self.seen.sum().item(), 1.0)",
+                ),
+            ),
+        ),
+    ],
+}
