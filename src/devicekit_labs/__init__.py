@@ -125,7 +125,15 @@ def observe_error(exc: BaseException) -> dict:
         kind = "standin"
     else:
         kind = "error"
-    return {"kind": kind, "type": type(exc).__name__, "message": message[:2000], "line": learner_line(exc)}
+    # devicekit's own errors carry both languages: keep each, so the feedback reads in one
+    en, zh = getattr(exc, "en", None), getattr(exc, "zh", None)
+    return {
+        "kind": kind,
+        "type": type(exc).__name__,
+        "message": (en if isinstance(en, str) else message)[:2000],
+        "message_zh": (zh if isinstance(zh, str) else message)[:2000],
+        "line": learner_line(exc),
+    }
 
 
 def observe(fn: Callable[..., object], *args, **kwargs) -> dict:
@@ -165,6 +173,7 @@ def failed_call(observation: dict, what_en: str, what_zh: str) -> None:
     where_en = f" (line {error['line']} of your cell)" if error.get("line") else ""
     where_zh = f"（你的单元格第 {error['line']} 行）" if error.get("line") else ""
     what = f"{error['type']}: {error['message']}"
+    what_zh_text = f"{error['type']}: {error.get('message_zh', error['message'])}"
     if error["kind"] == "stub":
         hint = f" ({error['message']})" if error["message"] else ""  # the stub's hint, in the lab's language
         raise Fail(
@@ -176,12 +185,13 @@ def failed_call(observation: dict, what_en: str, what_zh: str) -> None:
         raise Fail(
             f"{what_en}: the CPU stand-in (meta) cannot run this ({what}). It is not necessarily wrong: "
             "on a GPU it may pass. Run the lab on a GPU runtime to check it fully.",
-            f"{what_zh}：CPU 替身（meta）运行不了这段代码（{what}）。这不一定是错的，在 GPU 上可能就能通过。"
+            f"{what_zh}：CPU 替身（meta）运行不了这段代码（{what_zh_text}）。这不一定是错的，"
+            "在 GPU 上可能就能通过。"
             "请在 GPU 运行时上再检查一遍。",
         )
     raise Fail(
         f"{what_en}: your code raised {what}{where_en}. Read the message, fix the code, run again.",
-        f"{what_zh}：你的代码抛出了 {what}{where_zh}。读一读报错信息，改好后再运行。",
+        f"{what_zh}：你的代码抛出了 {what_zh_text}{where_zh}。读一读报错信息，改好后再运行。",
     )
 
 

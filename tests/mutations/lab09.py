@@ -163,7 +163,7 @@ WRONG = {
                 ),
                 ("batch = make_batch(step)", "batch = make_batch(step, device)"),
             ),
-            "drew random numbers",
+            "numbers for",  # strict_devices or the check: a generator belongs where it draws
         ),
         (
             "torch.load without map_location",
