@@ -29,7 +29,7 @@ from devicekit_grade import lms, sandbox
 from devicekit_grade.discover import UsageError, find
 from devicekit_grade.released import Released, default_folders
 from devicekit_grade.report import MergeError, load, write_all
-from devicekit_grade.run import Context, Grade, Options, grade_submission, kill_all
+from devicekit_grade.run import Context, Grade, Options, default_hidden, grade_submission, kill_all
 
 USAGE_ERROR, TAMPERED = 2, 3
 _ARGS_FD = "--args-fd"
@@ -149,6 +149,18 @@ def _parser() -> argparse.ArgumentParser:
         help="the released labs, to compare check cells (default: ./labs)",
     )
     add("--solutions", type=Path, help="the published solutions, to recognise them (default: ./solutions)")
+    add(
+        "--hidden",
+        type=Path,
+        metavar="DIR",
+        help="the hidden judges: labNN.py files with HIDDEN = {key: judge} (default: ./grading/hidden)",
+    )
+    add("--checks", type=Path, metavar="DIR", help="labNN.py check modules to use instead of the installed")
+    add(
+        "--trust-submissions",
+        action="store_true",
+        help="run notebooks without a user of their own or a sandbox when neither is available",
+    )
     add("--quiet", "-q", action="store_true", help="no progress output")
     return parser
 
@@ -193,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         base = Path(args.display_root)
         args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
         args.out = base / args.out if not args.out.is_absolute() else args.out
-        for name in ("roster", "labs", "solutions"):
+        for name in ("roster", "labs", "solutions", "hidden", "checks"):
             value = getattr(args, name)
             if value is not None and not value.is_absolute():
                 setattr(args, name, base / value)
@@ -210,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, MergeError, lms.RosterError, ValueError) as exc:
         print(f"devicekit-grade: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    default_labs, default_solutions = default_folders()
+    default_labs, default_solutions = default_folders(Path(args.display_root) if args.display_root else None)
     options = Options(
         cell_timeout=args.timeout,
         notebook_timeout=args.notebook_timeout or 10 * args.timeout,
@@ -219,6 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         same_user=args.same_user,
         isolation="bwrap" if args.sandbox else args.isolation,
         released=Released(args.labs or default_labs, args.solutions or default_solutions),
+        hidden=args.hidden or default_hidden(Path(args.display_root) if args.display_root else None),
+        checks=args.checks,
+        trust=args.trust_submissions,
     )
     if args.display_root:
         for sub in submissions:  # show the names as the instructor typed them

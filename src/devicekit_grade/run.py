@@ -1,5 +1,6 @@
-"""Grade one submission: run it sealed off to collect its answers, then score the answers with the
-released checks in a process of the grader's own.
+"""Grade one submission: run it sealed off to collect its answers as data, then judge the data in a
+process of the grader's own. One rule: no code from a submission runs in a process that computes, holds
+or writes a score.
 
 1. **Run.** The notebook, with its outputs cleared, runs in a fresh kernel inside the submission's own
    `devicekit_grade.sandbox.Box` (``_worker.py`` drives it, one cell at a time, with a per-cell and a
@@ -7,10 +8,11 @@ released checks in a process of the grader's own.
 2. **Answer.** The copy ends with one cell added by the grader: the kernel connects to a socket the grader
    opened and answers questions about the notebook's final state (`devicekit_grade._kernel`).
 3. **Score.** The evaluator (`devicekit_grade._evaluator`), a fresh ``python -I -S`` process that loads
-   devicekit from the copy the grader took when it started, runs each exercise's check on the lab's
-   ``target``; the learner's functions are called in the kernel and only their results, as plain data,
-   come back. Nothing the notebook does to ``devicekit_labs``, its results list, or its check cells
-   changes the score.
+   devicekit from the copy the grader took when it started, asks the kernel to run each exercise's probe
+   (the grader's copy of the lab module, placed in the box) on the lab's ``target``; the observations come
+   back as plain data (`torch.save` bytes, loaded with ``weights_only=True``), and the public and hidden
+   judges read them. Nothing the notebook does to ``devicekit_labs``, its results list, or its check
+   cells changes the judges; a forged answer is only data, judged like any other.
 4. **Clean up.** Every process of the submission is killed (its own user in root mode; otherwise the
    worker's descendants, including detached ones, which the worker adopts as a subreaper) and its folder
    removed.
@@ -80,6 +82,12 @@ class Options:
     isolation: str = "auto"
     uid_base: int = 1_990_000_000
     released: Released = field(default_factory=lambda: Released(None, None))
+    #: the instructor's hidden judges: a folder of ``labNN.py`` with ``HIDDEN = {key: judge}``
+    hidden: Path | None = None
+    #: check modules (``labNN.py``) used instead of the installed devicekit_labs' ones (testing new checks)
+    checks: Path | None = None
+    #: run submissions without a user of their own or a sandbox (the instructor said so)
+    trust: bool = False
 
 
 @dataclass
@@ -89,8 +97,9 @@ class ExerciseGrade:
     number: int
     key: str
     passed: bool
-    #: "checked": the grader ran the released check on the notebook's answer; "not-reached": the run
-    #: stopped before the answer existed; "not-run": no answer for another reason (the feedback says which)
+    #: "judged": the public (and hidden) judges read the probe's observations; "legacy": a one-piece
+    #: check ran on remote calls into the kernel; "not-reached": the run stopped before the answer existed;
+    #: "not-run": no answer for another reason (the feedback says which)
     how: str
     en: str
     zh: str
@@ -181,7 +190,8 @@ class Context:
                     "read it, or use --sandbox."
                 )
         self.uids = sandbox.UidPool(options.uid_base)
-        self.snapshot = _snapshot_sources()
+        self.snapshot = _snapshot_sources(options.checks)
+        self.hidden = _read_hidden(options.hidden)
         self.site = [p for p in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))]
         self.tampered: str = ""
         self.lock = threading.Lock()
@@ -229,6 +239,11 @@ class Context:
                 PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(private), PYTHONIOENCODING="utf-8"
             )
             env.update(TMPDIR=str(private), PYTHONDONTWRITEBYTECODE="1")
+            if self.hidden:
+                (private / "hidden").mkdir()
+                for name, data in self.hidden.items():
+                    (private / "hidden" / name).write_bytes(data)
+                args = [*args, "--hidden", str(private / "hidden")]
             cmd = [sys.executable, "-I", "-S", "-c", boot, str(private), *self.site, "--", *args]
             try:
                 done = subprocess.run(
@@ -247,7 +262,22 @@ class Context:
             shutil.rmtree(private, ignore_errors=True)
 
 
-def _snapshot_sources() -> dict[str, bytes]:
+def _read_hidden(folder: Path | None) -> dict[str, bytes]:
+    """The hidden judges' files (``labNN.py``), read once at the start: {file name: bytes}."""
+    if folder is None:
+        return {}
+    if not folder.is_dir():
+        raise RuntimeError(f"--hidden {folder}: no such folder")
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("lab[0-9][0-9].py"))}
+
+
+def default_hidden(cwd: Path | None = None) -> Path | None:
+    """``./grading/hidden`` when the grader runs from a course checkout that has it."""
+    folder = (Path.cwd() if cwd is None else cwd) / "grading" / "hidden"
+    return folder if folder.is_dir() else None
+
+
+def _snapshot_sources(checks: Path | None = None) -> dict[str, bytes]:
     import devicekit
     import devicekit_grade
     import devicekit_labs
@@ -262,6 +292,11 @@ def _snapshot_sources() -> dict[str, bytes]:
                 and path.suffix in (".py", ".json", ".toml")
             ):
                 files[str(Path(folder.name) / path.relative_to(folder))] = path.read_bytes()
+    if checks is not None:
+        if not checks.is_dir():
+            raise RuntimeError(f"--checks {checks}: no such folder")
+        for path in sorted(checks.glob("lab[0-9][0-9].py")):
+            files[str(Path("devicekit_labs") / path.name)] = path.read_bytes()
     return files
 
 
@@ -330,7 +365,14 @@ def copy_folder(src: Path, dest: Path) -> str:
     return "; ".join(notes[:5])
 
 
-def prepare(nb: nbformat.NotebookNode, expected: set[int], address: str, upto: int | None) -> Any:
+def prepare(
+    nb: nbformat.NotebookNode,
+    expected: set[int],
+    address: str,
+    upto: int | None,
+    lab: str = "",
+    probes: str = "",
+) -> Any:
     """The copy that runs: outputs cleared, the grader's setup cell first and its answer cell last.
     ``upto``: keep only the learner's cells before that index (the second run after a fatal cell)."""
     ready = copy.deepcopy(nb)
@@ -344,7 +386,9 @@ def prepare(nb: nbformat.NotebookNode, expected: set[int], address: str, upto: i
     ready.cells = [
         nbformat.v4.new_code_cell(f"{kernel}.setup()", metadata={"devicekit-grade": "setup"}),
         *cells,
-        nbformat.v4.new_code_cell(f"{kernel}.serve({address!r})", metadata={"devicekit-grade": "serve"}),
+        nbformat.v4.new_code_cell(
+            f"{kernel}.serve({address!r}, {lab!r}, {probes!r})", metadata={"devicekit-grade": "serve"}
+        ),
     ]
     ready.nbformat, ready.nbformat_minor = 4, max(int(ready.get("nbformat_minor", 5) or 5), 5)
     for number, cell in enumerate(ready.cells):
@@ -471,7 +515,7 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
                     args += ["--uid", str(box.uid)]
                 budget = 120 + ex_count * 4 * options.cell_timeout
                 answers = ctx.evaluate(args, timeout=budget, fds=(listener.fileno(),))
-            if not stopped:
+            if not stopped and not ready_fds:  # answered: the notebook is done, nothing to wait for
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=max(5.0, deadline - time.monotonic()))
                 stopped = proc.poll() is None
@@ -537,10 +581,6 @@ def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
     second = None
     if fatal is not None and fatal <= len(nb.cells):
         second = _run_once(ctx, sub, nb, lab, identity.lang, expected, fatal - 1)
-    answers = (second or first).answers
-    replay = [r["key"] for r in answers.get("results", []) if r.get("status") == "replay"]
-    if replay:
-        answers["replayed"] = _replay(ctx, nb, lab, identity.lang, replay, fatal)
     _score(grade, nb, ctx, first, second, fatal)
     grade.flags = flags + [f for f in grade.flags if f not in flags]
     if published:
@@ -561,7 +601,8 @@ def _run_once(
     box = sandbox.make_box(ctx.root, uid)
     try:
         note = copy_folder(sub.folder, box.work) if sub.folder is not None else ""
-        ready = prepare(nb, expected, "__ADDRESS__", upto)
+        probes = _place_probes(ctx, box, lab)
+        ready = prepare(nb, expected, "__ADDRESS__", upto, lab, probes)
         execution = _execute(ctx, ready, box, lab, lang)
         if note:
             execution.log = note + "\n" + execution.log
@@ -571,73 +612,19 @@ def _run_once(
         sandbox.remove_box(box)
 
 
-def _replay(ctx: Context, nb: Any, lab: str, lang: str, keys: list[str], fatal: int | None) -> dict[str, Any]:
-    """Score ``keys`` in a sealed-off replay process (`devicekit_grade._replay`); {key: result row}."""
-    options = ctx.options
-    uid = ctx.uids.take() if ctx.as_root else None
-    box = sandbox.make_box(ctx.root, uid)
-    read, write = os.pipe()
-    try:
-        code = box.root / "code"
-        for relative, data in ctx.snapshot.items():
-            (code / relative).parent.mkdir(parents=True, exist_ok=True)
-            (code / relative).write_bytes(data)
-        learner = copy.deepcopy(nb)
-        if fatal is not None:
-            learner.cells = learner.cells[: fatal - 1]
-        for cell in learner.cells:
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
-        notebook = box.work / "notebook.ipynb"
-        nbformat.write(learner, notebook)
-        if uid is not None:
-            sandbox.chown_tree(box.root, uid)
-        boot = (
-            "import sys; n = sys.argv.index('--'); sys.path[:0] = sys.argv[1:n]; "
-            "from devicekit_grade._replay import main; main(sys.argv[n + 1:])"
-        )
-        cmd = [
-            sys.executable, "-I", "-S", "-c", boot, str(code), *ctx.site, "--", "--lab", lab,
-            "--keys", ",".join(keys), "--notebook", str(notebook), "--fd", str(write),
-            "--cell-timeout", str(options.cell_timeout),
-        ]  # fmt: skip
-        cmd, drop = _isolated(ctx, box, cmd)
-        with ctx.lock:
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                env=box.env({"DEVICEKIT_LANG": lang}), cwd=box.work, pass_fds=(write,),
-                preexec_fn=sandbox.preexec(options.limits, drop),
-            )  # fmt: skip
-            with _RUNNING_LOCK:
-                _RUNNING[proc.pid] = (proc, uid)
-        os.close(write)
-        write = -1
-        chunks: list[bytes] = []
-        deadline = time.monotonic() + options.notebook_timeout
-        try:
-            while time.monotonic() < deadline:
-                ready, _, _ = select.select([read], [], [], 0.5)
-                if ready:
-                    chunk = os.read(read, 1 << 16)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                elif proc.poll() is not None:
-                    break
-        finally:
-            _stop(proc, uid)
-            with _RUNNING_LOCK:
-                _RUNNING.pop(proc.pid, None)
-        try:
-            rows = json.loads(b"".join(chunks).decode("utf-8"))["results"]
-            return {str(r["key"]): r for r in rows if isinstance(r, dict) and "key" in r}
-        except (ValueError, KeyError, TypeError):
-            return {}
-    finally:
-        os.close(read)
-        if write >= 0:
-            os.close(write)
-        sandbox.remove_box(box)
+def _place_probes(ctx: Context, box: sandbox.Box, lab: str) -> str:
+    """Put the grader's copy of ``lab``'s check module in the box (read-only): the kernel runs its probes,
+    the evaluator its judges, so both are the same version. Returns its path ("" when there is none)."""
+    name = f"lab{lab[:2]}.py"
+    data = ctx.snapshot.get(str(Path("devicekit_labs") / name))
+    if data is None:
+        return ""
+    folder = box.root / "probes"
+    folder.mkdir(mode=0o755)
+    path = folder / name
+    path.write_bytes(data)
+    os.chmod(path, 0o444)
+    return str(path)
 
 
 def _fatal_cell(execution: Execution) -> int | None:
@@ -777,32 +764,17 @@ def _score(
     mine, theirs = grade.versions.get("checked_torch", ""), grade.versions.get("notebook_torch", "")
     if mine and theirs and mine.split(".")[:2] != theirs.split(".")[:2]:
         reasons.append(f"the notebook was last run with torch {theirs}; graded with torch {mine}")
-    replayed = answers.get("replayed", {})
     for row in answers["results"]:
         number, key, target = int(row["number"]), str(row["key"]), row.get("target")
         head_en, head_zh = f"✗ Exercise {number}: ", f"✗ 练习 {number}："
-        if row.get("status") == "replay":
-            again = replayed.get(key, {"status": "not-evaluated", "why": "the replay did not finish"})
-            if "replayed" not in grade.flags:
-                grade.flags.append("replayed")
-            if again.get("status") == "checked":
-                en, zh = str(again["en"]), str(again["zh"])
-                grade.exercises.append(ExerciseGrade(number, key, bool(again["passed"]), "replayed", en, zh))
-                continue
-            if again.get("status") == "tampered":
-                if "touches-checks" not in grade.flags:
-                    grade.flags.append("touches-checks")
-                reasons.append(f"exercise {number}: the notebook changed {again.get('why')} (not scored)")
-                row = {
-                    **row,
-                    "status": "not-evaluated",
-                    "why": "the notebook changed devicekit or torch while it ran",
-                }
-            else:
-                row = {**row, **again}
+        if row.get("flag") and row["flag"] not in grade.flags:
+            grade.flags.append(str(row["flag"]))
+        if row.get("legacy") and "legacy-check" not in grade.flags:
+            grade.flags.append("legacy-check")
         if row.get("status") == "checked":
             en, zh = str(row["en"]), str(row["zh"])
-            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), "checked", en, zh))
+            how = "judged" if row.get("how") == "judged" else "legacy"
+            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), how, en, zh))
             continue
         why = str(row.get("status"))
         if fatal is not None and why in ("target-missing", "not-evaluated"):
