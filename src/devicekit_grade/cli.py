@@ -137,11 +137,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     add(
         "--isolation",
-        choices=["auto", "none"],
+        choices=["auto", "user", "bwrap", "none"],
         default="auto",
-        help="auto: a PID namespace per notebook when the machine allows",
+        help="auto: a user per notebook (as root, when other users can run this Python), else bubblewrap, "
+        "else refuse; none needs --trust-submissions",
     )
-    add("--sandbox", action="store_true", help="run each notebook under bubblewrap (bwrap) when installed")
+    add("--sandbox", action="store_true", help="the same as --isolation bwrap")
     add("--same-user", action="store_true", help="as root, do not give each notebook a user of its own")
     add(
         "--labs",
@@ -234,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hidden=args.hidden or default_hidden(Path(args.display_root) if args.display_root else None),
         checks=args.checks,
         trust=args.trust_submissions,
+        hide=[out, *(Path(p) if Path(p).is_dir() else Path(p).parent for p in args.inputs)],
     )
     if args.display_root:
         for sub in submissions:  # show the names as the instructor typed them
@@ -241,6 +243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.shown = sub.shown[len(base) :] if sub.shown.startswith(base) else sub.shown
     try:
         ctx = Context(options)
+    except sandbox.Refused as refused:
+        print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
+        return USAGE_ERROR
     except Exception as exc:
         print(f"devicekit-grade: cannot start: {exc}", file=sys.stderr)
         return USAGE_ERROR

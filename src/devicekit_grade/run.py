@@ -88,6 +88,8 @@ class Options:
     checks: Path | None = None
     #: run submissions without a user of their own or a sandbox (the instructor said so)
     trust: bool = False
+    #: more folders a sandboxed submission must not see (the inputs, the output folder)
+    hide: list[Path] = field(default_factory=list)
 
 
 @dataclass
@@ -166,37 +168,36 @@ class Context:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        if options.isolation == "bwrap" and not shutil.which("bwrap"):
-            raise RuntimeError(
-                "--sandbox needs bubblewrap (bwrap), which is not installed: install it, or grade in a "
-                "container (see the grading guide)"
+        self.warnings: list[str] = []
+        as_root = sandbox.running_as_root() and not options.same_user
+        private = ""
+        if as_root:
+            import nbclient
+
+            private = sandbox.usable_by_others(
+                [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER)]
+            )
+        bwrap_ok = options.isolation in ("auto", "bwrap") and sandbox.bwrap_works()
+        self.mode, self.as_root = sandbox.choose_isolation(
+            options.isolation, as_root, private, bwrap_ok, options.trust
+        )
+        if self.mode == "none":
+            self.warnings.append(
+                "--trust-submissions: notebooks run as the grader's own user, without a sandbox; they can read "
+                "what this user can read (solutions, hidden checks, other submissions)"
+                + ("; as root, the process limit is held by the grader's watchdog only" if as_root else "")
             )
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
         os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
-        self.as_root = sandbox.running_as_root() and not options.same_user
-        self.warnings: list[str] = []
-        if self.as_root:
-            import nbclient
-
-            blocked = sandbox.usable_by_others(
-                [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER)]
-            )
-            if blocked:
-                self.as_root = False
-                self.warnings.append(
-                    f"running as root, but another user cannot use this Python ({blocked} is private): the "
-                    "notebooks run as root, without a user of their own. Install Python where other users "
-                    "can "
-                    "read it, or use --sandbox."
-                )
         self.uids = sandbox.UidPool(options.uid_base)
         self.snapshot = _snapshot_sources(options.checks)
         self.hidden = _read_hidden(options.hidden)
         self.site = [p for p in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))]
         self.tampered: str = ""
         self.lock = threading.Lock()
-        self.namespaces = options.isolation == "auto" and sandbox.namespaces_work()
-        if options.isolation == "auto" and not self.namespaces:
+        self.namespaces = self.mode in ("user", "none") and sandbox.namespaces_work()
+        self.hide = _hidden_paths(options)
+        if self.mode in ("user", "none") and not self.namespaces:
             self.warnings.append(
                 "this machine cannot give each notebook a PID namespace of its own (util-linux unshare, "
                 "user namespaces): notebooks can see the grader's processes in /proc"
@@ -260,6 +261,24 @@ class Context:
                 return {"error": f"the grader's evaluator failed (exit {done.returncode}): {tail}"}
         finally:
             shutil.rmtree(private, ignore_errors=True)
+
+
+def _hidden_paths(options: Options) -> list[str]:
+    """Folders a sandboxed submission must not see: solutions, hidden judges, submissions, the output;
+    never one that holds the Python installation or the packages the kernel imports."""
+    import devicekit_labs
+
+    needed = [sys.prefix, sys.base_prefix, str(Path(devicekit_labs.__file__).resolve().parent)]
+    folders = [options.released.solutions, options.hidden, *options.hide]
+    out = []
+    for folder in folders:
+        if folder is None:
+            continue
+        path = os.path.realpath(folder)
+        if any(n == path or n.startswith(path.rstrip("/") + "/") for n in map(os.path.realpath, needed)):
+            continue
+        out.append(path)
+    return out
 
 
 def _read_hidden(folder: Path | None) -> dict[str, bytes]:
@@ -446,9 +465,13 @@ class Execution:
 def _isolated(ctx: Context, box: sandbox.Box, cmd: list[str]) -> tuple[list[str], int | None]:
     """The command wrapped for the chosen isolation, and the user to switch to before exec (None: the
     wrapper switches, or the grader's own user)."""
-    if ctx.options.isolation == "bwrap":
+    if ctx.mode == "bwrap":
         keep = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), *ctx.site]
-        return [*sandbox.bwrap_prefix(box, keep), *cmd], box.uid  # the user switches before bwrap
+        prefix = sandbox.bwrap_prefix(box, keep, ctx.hide)
+        if not prefix:
+            raise RuntimeError("bubblewrap (or setpriv) disappeared during the run")
+        # as root, setpriv switches to the box's user inside; otherwise bwrap runs as the grader's user
+        return [*prefix, *cmd], None
     if ctx.namespaces:
         return [*sandbox.namespace_prefix(box.uid), *cmd], None
     return cmd, box.uid
@@ -487,10 +510,12 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
         with ctx.lock:  # no fork while another thread changes the set of running workers
             proc = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
-                preexec_fn=sandbox.preexec(options.limits, drop) if os.name == "posix" else None,
+                preexec_fn=sandbox.preexec(options.limits, drop, box.uid) if os.name == "posix" else None,
             )  # fmt: skip
             with _RUNNING_LOCK:
                 _RUNNING[proc.pid] = (proc, box.uid)
+        watchdog = sandbox.Watchdog(proc.pid, options.limits.processes, box.uid)
+        watchdog.start()
         try:
             deadline = time.monotonic() + options.notebook_timeout
             while True:
@@ -520,10 +545,13 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
                     proc.wait(timeout=max(5.0, deadline - time.monotonic()))
                 stopped = proc.poll() is None
         finally:
+            watchdog.stop()
             listener.close()
             _stop(proc, box.uid)
             with _RUNNING_LOCK:
                 _RUNNING.pop(proc.pid, None)
+    if watchdog.tripped:
+        answers.setdefault("processes", options.limits.processes)
     tail = ""
     with contextlib.suppress(OSError):
         tail = log_path.read_bytes()[-2000:].decode("utf-8", errors="replace")
@@ -610,6 +638,8 @@ def _run_once(
         return execution
     finally:
         sandbox.remove_box(box)
+        if uid is not None:
+            ctx.uids.release(uid)
 
 
 def _place_probes(ctx: Context, box: sandbox.Box, lab: str) -> str:
@@ -760,6 +790,16 @@ def _score(
         raise BadSubmission("error", f"could not check the answers: {answers.get('error', 'no reply')}")
     if answers.get("copy_note"):
         reasons.append(str(answers["copy_note"]))
+    if first.answers.get("processes") or answers.get("processes"):
+        limit = first.answers.get("processes") or answers.get("processes")
+        grade.flags.append("process-limit")
+        grade.notes.append(
+            (
+                f"the notebook started more than {limit} processes and threads: all of them were stopped.",
+                f"notebook 启动的进程和线程超过了 {limit} 个：已全部终止。",
+            )
+        )
+        reasons.append(f"more than {limit} processes: stopped")
     grade.versions.update({f"checked_{k}": v for k, v in answers.get("versions", {}).items()})
     mine, theirs = grade.versions.get("checked_torch", ""), grade.versions.get("notebook_torch", "")
     if mine and theirs and mine.split(".")[:2] != theirs.split(".")[:2]:
