@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from devicekit_grade import lms, sandbox
+from devicekit_grade import integrity, lms, sandbox
 from devicekit_grade.discover import UsageError, find
 from devicekit_grade.released import Released, default_folders
 from devicekit_grade.report import MergeError, load, write_all
@@ -267,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         merged = [g for g in earlier if g.file not in names] + done
         lms.attribute(merged, roster, labs)
         lms.keep_latest(merged)
+        integrity.class_flags(merged)
         lms.assign_points(merged, weights, args.points)
         return merged
 

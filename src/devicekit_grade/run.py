@@ -48,7 +48,7 @@ from devicekit_grade import sandbox
 from devicekit_grade._kernel import INJECTED
 from devicekit_grade.discover import Submission
 from devicekit_grade.identify import BadSubmission, identify, loads
-from devicekit_grade.released import Released, expected_error_cells, integrity
+from devicekit_grade.released import Released, code_fingerprint, expected_error_cells, integrity
 
 #: Every status a row can have. ``graded`` rows have a score; the others say why not (or not fully).
 STATUSES = (
@@ -132,6 +132,8 @@ class Grade:
     points: float | None = None
     points_possible: float | None = None
     percent: float | None = None
+    code_hash: str = ""  # the learner's own code, normalised (`devicekit_grade.integrity`)
+    code_sig: list[int] = field(default_factory=list)
 
     def feedback(self) -> list[str]:
         """The lines to show the learner, in the submission's language."""
@@ -183,8 +185,8 @@ class Context:
         )
         if self.mode == "none":
             self.warnings.append(
-                "--trust-submissions: notebooks run as the grader's own user, without a sandbox; they can read "
-                "what this user can read (solutions, hidden checks, other submissions)"
+                "--trust-submissions: notebooks run as the grader's own user, without a sandbox; they can "
+                "read what this user can read (solutions, hidden checks, other submissions)"
                 + ("; as root, the process limit is held by the grader's watchdog only" if as_root else "")
             )
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
@@ -602,6 +604,7 @@ def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
     if isinstance(executed, dict) and executed.get("torch"):
         grade.versions["notebook_torch"] = str(executed.get("torch"))[:40]
     flags, reasons, published = integrity(nb, lab, ctx.options.released)
+    grade.code_hash, grade.code_sig = code_fingerprint(nb, lab, ctx.options.released)
     expected = expected_error_cells(nb, lab, ctx.options.released)
     first = _run_once(ctx, sub, nb, lab, identity.lang, expected, None)
     fatal = _fatal_cell(first)
