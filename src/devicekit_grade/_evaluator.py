@@ -283,6 +283,17 @@ def evaluate(
                 continue
             except Exception as exc:  # the probe itself failed in the kernel (not the learner's call)
                 row.update(status="checked", how="judged", passed=False)
+                if type(exc).__name__ == "ProbeTimeout":
+                    row["en"] = (
+                        f"✗ Exercise {ex.number} ({ex.title_en}): your code {exc} (an endless loop, or "
+                        "waiting for something that never comes); the check was stopped."
+                    )
+                    row["zh"] = (
+                        f"✗ 练习 {ex.number}（{ex.title_zh}）：你的代码运行超时（{exc}），可能是死循环，"
+                        "或在等待永远不会到来的东西；检查已被中止。"
+                    )
+                    out.append(row)
+                    continue
                 row["en"] = (
                     f"✗ Exercise {ex.number} ({ex.title_en}): the check could not run on your answer "
                     f"({type(exc).__name__}: {str(exc)[:300]})."

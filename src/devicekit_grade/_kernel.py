@@ -57,11 +57,38 @@ def _load_probes(path: str, lab: str) -> dict[str, Any]:
     return {key: ex.probe for key, ex in exercises.items() if getattr(ex, "probe", None) is not None}
 
 
+class ProbeTimeout(BaseException):
+    """A probe ran past its time limit (raised by a timer signal inside the learner's code)."""
+
+
+def _with_time_limit(seconds: float, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, stopped with `ProbeTimeout` after ``seconds`` (a ``SIGALRM`` timer; main thread)."""
+    import signal
+    import threading
+
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+
+    def expire(signum: int, frame: Any) -> None:
+        raise ProbeTimeout(f"did not finish within {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class _Server:
-    def __init__(self, namespace: dict[str, Any], probes: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, namespace: dict[str, Any], probes: dict[str, Any] | None = None, timeout: float = 0
+    ) -> None:
         self.namespace = namespace
         self.handles: dict[int, Any] = {}
         self.probes = probes or {}
+        self.timeout = timeout
 
     def _wrap(self, value: Any) -> dict[str, Any]:
         try:
@@ -103,7 +130,10 @@ class _Server:
                     return {"kind": "missing"}
                 if key not in self.probes:
                     return {"kind": "error", "type": "LookupError", "message": f"no probe {key!r}", "line": 0}
-                observations = self.probes[key](self.namespace[name])
+                try:
+                    observations = _with_time_limit(self.timeout, self.probes[key], self.namespace[name])
+                except ProbeTimeout as late:
+                    return {"kind": "error", "type": "ProbeTimeout", "message": str(late), "line": 0}
                 try:
                     wire.decode(wire.encode(observations))
                 except Exception as exc:
@@ -137,9 +167,10 @@ class _Server:
             }
 
 
-def serve(address: str, lab: str = "", probes: str = "") -> None:
+def serve(address: str, lab: str = "", probes: str = "", timeout: float = 0) -> None:
     """Last injected cell: answer the evaluator until it says goodbye or hangs up. ``probes``: the grader's
-    copy of the lab's check module (a file in the submission's box), whose probes ``probe`` runs."""
+    copy of the lab's check module (a file in the submission's box), whose probes ``probe`` runs, each
+    stopped after ``timeout`` seconds so that one hanging answer costs its exercise only."""
     from IPython import get_ipython
 
     table: dict[str, Any] = {}
@@ -148,7 +179,7 @@ def serve(address: str, lab: str = "", probes: str = "") -> None:
             table = _load_probes(probes, lab)
         except Exception:  # no probes: the evaluator reports the exercises as not checked
             table = {}
-    server = _Server(get_ipython().user_ns, table)
+    server = _Server(get_ipython().user_ns, table, timeout)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(address)
     try:

@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in ctx.warnings:
         if not args.quiet:
             print(f"devicekit-grade: warning: {warning}", file=sys.stderr)
-    notes = list(ctx.warnings)
+    notes = [" ".join(sandbox.MODES[ctx.mode]), *ctx.warnings]
     if not options.released.available:
         notes.append(
             "No released labs found (--labs): edited check cells and copied solutions are not flagged."

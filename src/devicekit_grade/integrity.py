@@ -50,12 +50,22 @@ def tokens(source: str) -> list[str]:
     out: list[str] = []
     previous = ""
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        stream = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER)
+        ]
+        depth = 0
+        for number, token in enumerate(stream):
             kind, value = token.type, token.string
-            if kind in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER):
-                continue
+            if value in "([{" and kind == tokenize.OP:
+                depth += 1
+            elif value in ")]}" and kind == tokenize.OP:
+                depth -= 1
+            following = stream[number + 1].string if number + 1 < len(stream) else ""
+            keyword_argument = depth > 0 and following == "="  # an API's parameter name: keep it
             if kind == tokenize.NAME and not keyword.iskeyword(value) and value not in _BUILTINS:
-                if previous != ".":
+                if previous != "." and not keyword_argument:
                     value = names.setdefault(value, f"v{len(names)}")
             elif kind == tokenize.STRING:
                 value = "S"

@@ -28,6 +28,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import secrets
 import select
 import shutil
@@ -64,6 +65,10 @@ STATUSES = (
     "error",
 )
 MAX_FOLDER_BYTES = 50 * 1024 * 1024
+#: A cell that only calls self-checks, ``check("01-devices", "move-batch", move_batch)`` (one per line).
+SELF_CHECK_CELL = re.compile(
+    r"""^(\s*check\(\s*["'][\w.-]+["']\s*,\s*["'][\w.-]+["']\s*,[^\n]*\)\s*(#[^\n]*)?\n?)+\Z"""
+)
 
 
 @dataclass
@@ -393,6 +398,7 @@ def prepare(
     upto: int | None,
     lab: str = "",
     probes: str = "",
+    timeout: float = 0,
 ) -> Any:
     """The copy that runs: outputs cleared, the grader's setup cell first and its answer cell last.
     ``upto``: keep only the learner's cells before that index (the second run after a fatal cell)."""
@@ -400,6 +406,12 @@ def prepare(
     for index, cell in enumerate(ready.cells):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if SELF_CHECK_CELL.match(cell.source):
+                # the grader judges the answers itself: the notebook's own self-checks would only run the
+                # learner's code once more (and a hanging answer would hang here first)
+                cell.source = "# devicekit-grade: the self-check is run by the grader\n" + "\n".join(
+                    "# " + line for line in cell.source.splitlines()
+                )
             if index in expected:
                 cell.metadata["devicekit-grade-expected"] = True
     cells = ready.cells if upto is None else ready.cells[:upto]
@@ -408,7 +420,8 @@ def prepare(
         nbformat.v4.new_code_cell(f"{kernel}.setup()", metadata={"devicekit-grade": "setup"}),
         *cells,
         nbformat.v4.new_code_cell(
-            f"{kernel}.serve({address!r}, {lab!r}, {probes!r})", metadata={"devicekit-grade": "serve"}
+            f"{kernel}.serve({address!r}, {lab!r}, {probes!r}, {timeout!r})",
+            metadata={"devicekit-grade": "serve"},
         ),
     ]
     ready.nbformat, ready.nbformat_minor = 4, max(int(ready.get("nbformat_minor", 5) or 5), 5)
@@ -535,7 +548,7 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
             else:
                 ex_count = len(ctx.labs.get(lab, []))
                 args = [
-                    "--lab", lab, "--fd", str(listener.fileno()), "--timeout", str(options.cell_timeout),
+                    "--lab", lab, "--fd", str(listener.fileno()), "--timeout", str(options.cell_timeout + 5),
                     "--connect-timeout", "2" if not ready_fds else "60",
                 ]  # fmt: skip
                 if box.uid is not None:
@@ -633,7 +646,7 @@ def _run_once(
     try:
         note = copy_folder(sub.folder, box.work) if sub.folder is not None else ""
         probes = _place_probes(ctx, box, lab)
-        ready = prepare(nb, expected, "__ADDRESS__", upto, lab, probes)
+        ready = prepare(nb, expected, "__ADDRESS__", upto, lab, probes, ctx.options.cell_timeout)
         execution = _execute(ctx, ready, box, lab, lang)
         if note:
             execution.log = note + "\n" + execution.log

@@ -403,6 +403,30 @@ REFUSAL = (
 )
 
 
+#: What each isolation mode gives a submission (en, zh): the report's note.
+MODES = {
+    "user": (
+        "Isolation: a user of its own per notebook (and its own PID namespace where the machine allows): it "
+        "cannot write the grader's files or read files other users cannot read.",
+        "隔离方式：每份 notebook 使用单独的用户（机器允许时还有独立的 PID 命名空间）：它不能改写评分器的"
+        "文件，也读不到其他用户读不到的文件。",
+    ),
+    "bwrap": (
+        "Isolation: bubblewrap per notebook: read-only system, empty /tmp, /home, /root, no view of the "
+        "solutions, hidden checks, submissions or output folder, its own PID namespace"
+        " (as root: and a user of its own).",
+        "隔离方式：每份 notebook 运行在 bubblewrap 沙箱中：系统只读，/tmp、/home、/root 为空，"
+        "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间（以 root 运行时还使用单独的用户）。",
+    ),
+    "none": (
+        "Isolation: none (--trust-submissions): notebooks ran as the grader's own user and could read "
+        "what it can read; the resource limits still held.",
+        "隔离方式：无（--trust-submissions）：notebook 以评分器自己的用户运行，能读到评分器能读的文件；"
+        "资源限制仍然有效。",
+    ),
+}
+
+
 class Refused(RuntimeError):
     """No isolation is available and the instructor did not pass ``--trust-submissions``."""
 
