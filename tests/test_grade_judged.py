@@ -143,10 +143,11 @@ def test_check_cells_faked_or_deleted_are_flagged_and_change_nothing(graded):
 def test_a_hang_inside_a_graded_function_costs_at_most_its_timeout(graded):
     hang, normal = row(graded, "mallory-hangs.ipynb"), row(graded, "alice-mine.ipynb")
     assert passed(hang)[0] is False
-    assert "did not answer within" in hang["exercises"][0]["en"] or hang["exercises"][0]["how"] == "not-run"
+    assert "did not finish within" in hang["exercises"][0]["en"]
     assert passed(hang)[1:] == [True, True], "one hanging answer costs its own exercise only"
-    extra = hang["duration_s"] - normal["duration_s"]
-    assert extra <= 1.2 * TIMEOUT, f"the hang cost {extra:.0f} s more than a normal run (--timeout {TIMEOUT})"
+    cost = hang["exercises"][0]["seconds"]  # measured by the evaluator, whatever the machine's load
+    assert TIMEOUT <= cost <= 1.2 * TIMEOUT, f"the hang cost {cost:.0f} s (--timeout {TIMEOUT})"
+    assert normal["exercises"][0]["seconds"] < TIMEOUT
 
 
 def test_the_isolation_of_this_run_is_reported(graded):

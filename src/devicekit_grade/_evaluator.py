@@ -265,7 +265,10 @@ def evaluate(
 
     hidden = hidden or {}
     out = []
+    import time
+
     for ex in exercises_for(lab):
+        started = time.monotonic()
         row: dict[str, Any] = {"key": ex.key, "number": ex.number, "target": ex.target}
         is_judged = ex.probe is not None and ex.judge is not None
         if not is_judged:
@@ -279,6 +282,7 @@ def evaluate(
                 value = channel.request({"op": "probe", "key": ex.key, "name": ex.target})
             except KernelGone as gone:
                 row["status"], row["why"] = "not-evaluated", str(gone)
+                row["seconds"] = round(time.monotonic() - started, 2)
                 out.append(row)
                 continue
             except Exception as exc:  # the probe itself failed in the kernel (not the learner's call)
@@ -292,6 +296,7 @@ def evaluate(
                         f"✗ 练习 {ex.number}（{ex.title_zh}）：你的代码运行超时（{exc}），可能是死循环，"
                         "或在等待永远不会到来的东西；检查已被中止。"
                     )
+                    row["seconds"] = round(time.monotonic() - started, 2)
                     out.append(row)
                     continue
                 row["en"] = (
@@ -302,6 +307,7 @@ def evaluate(
                     f"✗ 练习 {ex.number}（{ex.title_zh}）：检查无法在你的答案上运行"
                     f"（{type(exc).__name__}: {str(exc)[:300]}）。"
                 )
+                row["seconds"] = round(time.monotonic() - started, 2)
                 out.append(row)
                 continue
             if value is _MISSING:
@@ -313,6 +319,7 @@ def evaluate(
                 value = channel.request({"op": "get", "name": ex.target})
             except KernelGone as gone:
                 row["status"], row["why"] = "not-evaluated", str(gone)
+                row["seconds"] = round(time.monotonic() - started, 2)
                 out.append(row)
                 continue
             except Exception as exc:  # getting the name raised in the kernel
@@ -334,6 +341,7 @@ def evaluate(
                 if channel.broken:
                     row["why"] = channel.broken
             channel.nondata = channel.raised = False
+        row["seconds"] = round(time.monotonic() - started, 2)
         out.append(row)
     return out
 

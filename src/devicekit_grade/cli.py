@@ -162,6 +162,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run notebooks without a user of their own or a sandbox when neither is available",
     )
+    add("--due", metavar="WHEN", help="due time, e.g. 2026-03-01T23:59+08:00: later files are flagged late")
+    add("--shard", metavar="K/N", help="grade only the K-th of N equal parts of the files (CI matrix, Slurm)")
+    add("--no-cache", action="store_true", help="grade again files whose grade --out already holds")
     add("--quiet", "-q", action="store_true", help="no progress output")
     return parser
 
@@ -197,8 +200,121 @@ def _absolute(argv: list[str]) -> list[str]:
     return [*argv, "--display-root", os.getcwd()]
 
 
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: K/N with whole numbers, e.g. 2/8") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard {text!r}: K must be between 1 and N")
+    return k, n
+
+
+#: Flags computed over the whole class, recomputed on every write (never carried by a cached row).
+CLASS_FLAGS = ("identical-file", "identical-code", "near-identical-code", "late", "not-in-roster")
+
+
+def _from_cache(sub, earlier: list[Grade], digest: str) -> Grade | None:
+    """An earlier row of the same bytes graded by the same grader, checks and limits, for ``sub``."""
+    import hashlib
+
+    if sub.data is None or sub.status != "pending":
+        return None
+    sha = hashlib.sha256(sub.data).hexdigest()
+    for old in earlier:
+        if old.sha256 == sha and old.graded_with == digest and old.status not in ("error", "superseded"):
+            again = Grade.from_dict(old.to_dict())
+            again.file, again.submitted = sub.shown, sub.mtime
+            again.folder = sub.folder.name if sub.folder else ""
+            again.flags = [f for f in again.flags if f not in CLASS_FLAGS]
+            computed = ("identical ", "near identical", "submitted late", "marked LATE")
+            parts = [p for p in again.reason.split("; ") if not p.startswith(computed)]
+            again.reason = "; ".join(parts)
+            again.duration_s = 0.0
+            return again
+    return None
+
+
+def merge_main(argv: Sequence[str]) -> int:
+    """``devicekit-grade merge --out DIR [--roster CSV] SHARD_DIR...``: one set of grades from the
+    ``grades.json`` of several runs (``--shard`` parts); later folders win for the same file."""
+    parser = argparse.ArgumentParser(prog="devicekit-grade merge", description=merge_main.__doc__)
+    parser.add_argument("parts", nargs="+", type=Path, metavar="SHARD_DIR")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--roster", type=Path)
+    parser.add_argument("--points", type=float)
+    parser.add_argument("--weights")
+    parser.add_argument("--assignment", default="Lab")
+    parser.add_argument("--due")
+    args = parser.parse_args(argv)
+    try:
+        rows: dict[str, Grade] = {}
+        for part in args.parts:
+            if not (part / "grades.json").is_file():
+                raise UsageError(f"{part}: no grades.json (is it the --out of a devicekit-grade run?)")
+            for grade in load(part):
+                if grade.status != "missing":
+                    rows[grade.file] = grade
+        _prepare_out(args.out)
+        roster = lms.read_roster(args.roster) if args.roster else None
+        weights = lms.parse_weights(args.weights)
+        due = lms.parse_due(args.due)
+    except (UsageError, MergeError, lms.RosterError, ValueError) as exc:
+        print(f"devicekit-grade merge: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    merged = list(rows.values())
+    labs = sorted({g.lab for g in merged if g.lab})
+    finish(merged, roster, labs, weights, args.points, due)
+    write_all(args.out, merged, assignment=args.assignment, notes=_lms_notes(merged))
+    print(f"{len(merged)} row(s) from {len(args.parts)} folder(s) in {args.out}")
+    return 0
+
+
+def finish(
+    merged: list[Grade],
+    roster: list | None,
+    labs: list[str],
+    weights: dict,
+    points: float | None,
+    due: float | None,
+) -> None:
+    """Everything computed over the whole class, in place: students, latest files, copies, lateness,
+    missing roster students, points."""
+    merged[:] = [g for g in merged if g.status != "missing"]
+    lms.attribute(merged, roster, labs)
+    lms.keep_latest(merged)
+    integrity.class_flags(merged)
+    lms.mark_late(merged, due)
+    merged += lms.missing_rows(merged, roster, labs)
+    lms.assign_points(merged, weights, points)
+
+
+def _lms_notes(grades: list[Grade]) -> list[str]:
+    from devicekit_grade.report import left_out, main_lab
+
+    others = left_out(grades)
+    if not others:
+        return []
+    shown = ", ".join(sorted({g.file for g in others})[:5])
+    return [
+        f"canvas.csv and moodle.csv hold lab {main_lab(grades)} only: {len(others)} row(s) of another lab "
+        f"left out ({shown}). · canvas.csv 和 moodle.csv 只包含实验 {main_lab(grades)}："
+        f"另有 {len(others)} 行属于其他实验，未导出（{shown}）。"
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the grader; returns the exit status (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["merge"]:
+        rest = argv[1:]
+        if "--display-root" in rest:
+            at = rest.index("--display-root")
+            os.chdir(rest[at + 1])  # merge runs no submission: relative paths are the instructor's
+            rest = rest[:at] + rest[at + 2 :]
+        return merge_main(rest)
     parser = _parser()
     parser.add_argument("--display-root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -220,9 +336,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         earlier = [] if args.replace else load(out)
         roster = lms.read_roster(args.roster) if args.roster else None
         weights = lms.parse_weights(args.weights)
+        due = lms.parse_due(args.due)
+        shard = _shard(args.shard)
     except (UsageError, MergeError, lms.RosterError, ValueError) as exc:
         print(f"devicekit-grade: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    if shard is not None:
+        k, n = shard
+        submissions = [s for i, s in enumerate(sorted(submissions, key=lambda s: s.shown)) if i % n == k - 1]
     default_labs, default_solutions = default_folders(Path(args.display_root) if args.display_root else None)
     options = Options(
         cell_timeout=args.timeout,
@@ -258,23 +379,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             "No released labs found (--labs): edited check cells and copied solutions are not flagged."
         )
     fresh: list[Grade | None] = [None] * len(submissions)
-    progress = Progress(len(submissions), args.quiet)
     labs = list(ctx.labs)
 
     def rows() -> list[Grade]:
         done = [g for g in fresh if g is not None]
         names = {g.file for g in done}
         merged = [g for g in earlier if g.file not in names] + done
-        lms.attribute(merged, roster, labs)
-        lms.keep_latest(merged)
-        integrity.class_flags(merged)
-        lms.assign_points(merged, weights, args.points)
+        finish(merged, roster if shard is None else None, labs, weights, args.points, due)
         return merged
 
     def save() -> None:
-        write_all(out, rows(), assignment=args.assignment, notes=notes)
+        final = rows()
+        write_all(out, final, assignment=args.assignment, notes=notes + _lms_notes(final))
 
-    pending = [(i, s) for i, s in enumerate(submissions)]
+    pending = []
+    for i, sub in enumerate(submissions):
+        cached = None if args.no_cache else _from_cache(sub, earlier, ctx.digest)
+        if cached is not None:
+            fresh[i] = cached
+        else:
+            pending.append((i, sub))
+    if len(pending) < len(submissions) and not args.quiet:
+        print(
+            f"devicekit-grade: {len(submissions) - len(pending)} file(s) already graded in {out} "
+            "(same bytes, same checks): not run again (--no-cache to run them)",
+            file=sys.stderr,
+        )
+    progress = Progress(len(pending), args.quiet)
     pool = ThreadPoolExecutor(max_workers=args.jobs)
     try:
         futures = {pool.submit(grade_submission, s, ctx): i for i, s in pending}
@@ -299,7 +430,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     ctx.close()
+    try:
+        save()
+    except OSError as exc:
+        print(f"devicekit-grade: cannot write the grades to {out}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     final = rows()
+    for note in _lms_notes(final):
+        print(f"devicekit-grade: warning: {note}", file=sys.stderr)
     if not args.quiet:
         counts = ", ".join(f"{s} {n}" for s, n in Counter(g.status for g in final).most_common())
         merged = f" (merged with {len(earlier)} earlier row(s))" if earlier else ""

@@ -2,8 +2,8 @@
 published solution, deleted or faked check cells, reads of course files, imports of check internals.
 
 Code is compared *normalised*: comments, blank lines, spacing and string contents do not count, and
-every name a learner chose is replaced by its order of first appearance (``v0``, ``v1``…), so renaming
-variables or rewording comments does not hide a copy. Keywords, builtins and attribute names stay (they
+every name a learner chose is replaced by one placeholder, so renaming variables or rewording comments
+does not hide a copy. Keywords, builtins and attribute names stay (they
 are the code's meaning). A flag changes no score: it tells the instructor which files to read.
 """
 
@@ -46,7 +46,6 @@ CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([\w.-]+)["']\s*,\s*["']([\w.-]+)["'
 def tokens(source: str) -> list[str]:
     """The normalised tokens of ``source`` (IPython magics and shell lines dropped)."""
     text = "\n".join(line for line in source.splitlines() if not _MAGIC.match(line)) + "\n"
-    names: dict[str, str] = {}
     out: list[str] = []
     previous = ""
     try:
@@ -66,7 +65,7 @@ def tokens(source: str) -> list[str]:
             keyword_argument = depth > 0 and following == "="  # an API's parameter name: keep it
             if kind == tokenize.NAME and not keyword.iskeyword(value) and value not in _BUILTINS:
                 if previous != "." and not keyword_argument:
-                    value = names.setdefault(value, f"v{len(names)}")
+                    value = "_"  # any name the learner chose
             elif kind == tokenize.STRING:
                 value = "S"
             elif kind == tokenize.NEWLINE:

@@ -29,6 +29,8 @@ FIXED = [
     "score", "max", "points", "points_possible", "percent",
 ]  # fmt: skip
 COUNTED = ("graded", "timeout", "kernel-died")
+#: Rows exported to an LMS: the counted ones, and roster students with no gradable file (0 points).
+EXPORTED = (*COUNTED, "missing")
 
 #: What each status means (en, zh): the report's legend.
 STATUS_HELP = {
@@ -61,6 +63,10 @@ STATUS_HELP = {
     "superseded": (
         "An older submission of the same student; the newest counts.",
         "同一学生较早的提交；以最新的为准。",
+    ),
+    "missing": (
+        "A roster student with no gradable submission: 0 points; the reason says what was found.",
+        "名单上的学生没有可评分的提交：0 分；原因见说明。",
     ),
     "error": (
         "The grader could not handle this file; the reason says why.",
@@ -125,13 +131,32 @@ def to_json(grades: Sequence[Grade]) -> bytes:
     return (json.dumps([g.to_dict() for g in grades], ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
+def main_lab(grades: Sequence[Grade]) -> str | None:
+    """The lab of the LMS files: the one most counted rows are of."""
+    labs = Counter(g.lab for g in grades if g.status in COUNTED and g.lab)
+    return labs.most_common(1)[0][0] if labs else None
+
+
 def _counted(grades: Sequence[Grade]) -> list[Grade]:
-    return [g for g in grades if g.status in COUNTED and g.points is not None]
+    """The rows of the LMS files: counted rows of the main lab (`main_lab`), and missing students."""
+    lab = main_lab(grades)
+    return [
+        g
+        for g in grades
+        if (g.status in COUNTED and g.points is not None or g.status == "missing")
+        and (lab is None or g.lab == lab)
+    ]
+
+
+def left_out(grades: Sequence[Grade]) -> list[Grade]:
+    """Counted rows of another lab than the LMS files' (`main_lab`): not exported, with a warning."""
+    lab = main_lab(grades)
+    return [g for g in grades if g.status in COUNTED and g.lab and g.lab != lab]
 
 
 def to_canvas(grades: Sequence[Grade], assignment: str) -> bytes:
     """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment."""
-    rows = [[g.student_name, "", g.student, "", "", g.points] for g in _counted(grades)]
+    rows = [[g.student_name, g.canvas_id, g.student, "", "", _points(g)] for g in _counted(grades)]
     possible = max((g.points_possible or 0 for g in _counted(grades)), default=0)
     return _csv(
         ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment],
@@ -142,8 +167,15 @@ def to_canvas(grades: Sequence[Grade], assignment: str) -> bytes:
 def to_moodle(grades: Sequence[Grade]) -> bytes:
     """Moodle grade import (Grades → Import → CSV file): map "ID number" to the user, "Grade" and
     "Feedback" to the assignment."""
-    rows = [[g.student, g.student_name, g.points, " | ".join(g.feedback())] for g in _counted(grades)]
+    rows = [
+        [g.student, g.student_name, _points(g), " | ".join(g.feedback()) or g.reason]
+        for g in _counted(grades)
+    ]
     return _csv(["ID number", "Full name", "Grade", "Feedback"], rows)
+
+
+def _points(g: Grade) -> float | None:
+    return 0.0 if g.status == "missing" else g.points
 
 
 def feedback_text(g: Grade) -> str:
@@ -296,7 +328,7 @@ def write_all(
     folder.mkdir(exist_ok=True)
     wanted = {}
     for g in grades:
-        if g.status in COUNTED:
+        if g.status in COUNTED or (g.student_name and g.status not in ("superseded", "ignored")):
             wanted[f"{_safe_name(g.student or Path(g.file).stem)}-{_safe_name(g.lab or '')}.txt"] = (
                 feedback_text(g)
             )

@@ -62,6 +62,7 @@ STATUSES = (
     "refused",
     "ignored",
     "superseded",
+    "missing",
     "error",
 )
 MAX_FOLDER_BYTES = 50 * 1024 * 1024
@@ -110,6 +111,7 @@ class ExerciseGrade:
     how: str
     en: str
     zh: str
+    seconds: float = 0.0  # time the grader spent getting and judging this answer
 
 
 @dataclass
@@ -137,6 +139,8 @@ class Grade:
     points: float | None = None
     points_possible: float | None = None
     percent: float | None = None
+    canvas_id: str = ""  # the student's Canvas user id (roster, or the Canvas file name)
+    graded_with: str = ""  # fingerprint of the grader, checks and limits that produced this row (cache key)
     code_hash: str = ""  # the learner's own code, normalised (`devicekit_grade.integrity`)
     code_sig: list[int] = field(default_factory=list)
 
@@ -216,6 +220,7 @@ class Context:
         self.labs: dict[str, list[dict[str, Any]]] = probe["labs"]
         self.versions: dict[str, str] = probe["versions"]
         self.fingerprint = _fingerprint(probe["modules"], self.site)
+        self.digest = _run_digest(self.snapshot, self.hidden, options)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -268,6 +273,15 @@ class Context:
                 return {"error": f"the grader's evaluator failed (exit {done.returncode}): {tail}"}
         finally:
             shutil.rmtree(private, ignore_errors=True)
+
+
+def _run_digest(snapshot: dict[str, bytes], hidden: dict[str, bytes], options: Options) -> str:
+    """What a row's grade depends on besides the file: the checks, hidden judges, grader and limits."""
+    h = hashlib.sha256()
+    for name, data in sorted({**snapshot, **{f"hidden/{k}": v for k, v in hidden.items()}}.items()):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    h.update(f"{options.cell_timeout}/{options.notebook_timeout}/{options.limits}".encode())
+    return h.hexdigest()[:20]
 
 
 def _hidden_paths(options: Options) -> list[str]:
@@ -577,6 +591,7 @@ def grade_submission(sub: Submission, ctx: Context) -> Grade:
     """Grade one submission (its bytes were read when it was found); never raises."""
     started = time.monotonic()
     grade = Grade(file=sub.shown, submitted=sub.mtime, folder=sub.folder.name if sub.folder else "")
+    grade.graded_with = ctx.digest
     if sub.data is not None:
         grade.sha256 = hashlib.sha256(sub.data).hexdigest()
     if sub.status != "pending":
@@ -592,6 +607,9 @@ def grade_submission(sub: Submission, ctx: Context) -> Grade:
         _grade(sub, grade, ctx)
     except BadSubmission as bad:
         grade.status, grade.reason = bad.status, bad.reason
+    except RecursionError:
+        grade.status = "not-a-notebook"
+        grade.reason = "a notebook nested too deeply to handle (cells or outputs inside each other)"
     except Exception as exc:  # the grader's own failure for this one file: a row, and on to the next
         grade.status = "error"
         grade.reason = f"the grader failed on this file: {type(exc).__name__}: {exc}"[:500]
@@ -830,7 +848,8 @@ def _score(
         if row.get("status") == "checked":
             en, zh = str(row["en"]), str(row["zh"])
             how = "judged" if row.get("how") == "judged" else "legacy"
-            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), how, en, zh))
+            seconds = float(row.get("seconds") or 0.0)
+            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), how, en, zh, seconds))
             continue
         why = str(row.get("status"))
         if fatal is not None and why in ("target-missing", "not-evaluated"):

@@ -416,7 +416,8 @@ MODES = {
         "solutions, hidden checks, submissions or output folder, its own PID namespace"
         " (as root: and a user of its own).",
         "隔离方式：每份 notebook 运行在 bubblewrap 沙箱中：系统只读，/tmp、/home、/root 为空，"
-        "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间（以 root 运行时还使用单独的用户）。",
+        "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间"
+        "（以 root 运行时还使用单独的用户）。",
     ),
     "none": (
         "Isolation: none (--trust-submissions): notebooks ran as the grader's own user and could read "
