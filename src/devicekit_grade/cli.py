@@ -30,6 +30,7 @@ from devicekit_grade.discover import UsageError, find
 from devicekit_grade.released import Released, default_folders
 from devicekit_grade.report import MergeError, load, write_all
 from devicekit_grade.run import Context, Grade, Options, default_hidden, grade_submission, kill_all
+from devicekit_grade.zh import lab_titles
 
 USAGE_ERROR, TAMPERED = 2, 3
 _ARGS_FD = "--args-fd"
@@ -267,7 +268,8 @@ def merge_main(argv: Sequence[str]) -> int:
     merged = list(rows.values())
     labs = sorted({g.lab for g in merged if g.lab})
     finish(merged, roster, labs, weights, args.points, due)
-    write_all(args.out, merged, assignment=args.assignment, notes=_lms_notes(merged))
+    titles = lab_titles(default_folders(Path.cwd())[0], labs)
+    write_all(args.out, merged, assignment=args.assignment, notes=_lms_notes(merged), titles=titles)
     print(f"{len(merged)} row(s) from {len(args.parts)} folder(s) in {args.out}")
     return 0
 
@@ -388,9 +390,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         finish(merged, roster if shard is None else None, labs, weights, args.points, due)
         return merged
 
+    titles = lab_titles(options.released.labs, labs)
+
     def save() -> None:
         final = rows()
-        write_all(out, final, assignment=args.assignment, notes=notes + _lms_notes(final))
+        write_all(out, final, assignment=args.assignment, notes=notes + _lms_notes(final), titles=titles)
 
     pending = []
     for i, sub in enumerate(submissions):

@@ -149,7 +149,7 @@ def keep_latest(grades: list[Grade]) -> None:
         newest = rows[-1]
         for old in rows[:-1]:
             old.status = "superseded"
-            old.reason = f"an older submission by the same student; {newest.file} counts"
+            old.reason = f"an older submission by the same student: {newest.file} counts"
 
 
 def _canvas_submission(shown: str) -> int:
@@ -174,6 +174,8 @@ def parse_weights(text: str | None) -> dict[str, list[float]]:
 def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: float | None) -> None:
     """Points and percentage of every row that has a score. ``total``: scale each lab to that many points."""
     for grade in grades:
+        if grade.status == "missing":
+            continue
         if grade.score is None or not grade.max:
             grade.points = grade.points_possible = grade.percent = None
             continue
@@ -188,6 +190,11 @@ def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: f
         grade.points = round(earned * scale, 2)
         grade.points_possible = round(possible * scale, 2)
         grade.percent = round(100 * earned / possible, 1)
+    for grade in grades:  # a roster student without a gradable file: 0 of what the lab is worth
+        if grade.status == "missing":
+            others = [g.points_possible for g in grades if g.lab == grade.lab and g.points_possible]
+            grade.points, grade.percent = 0.0, 0.0
+            grade.points_possible = max(others) if others else total
 
 
 def missing_rows(grades: list[Grade], roster: list[Student] | None, labs: list[str]) -> list[Grade]:

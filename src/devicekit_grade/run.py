@@ -197,6 +197,10 @@ class Context:
                 "--trust-submissions: notebooks run as the grader's own user, without a sandbox; they can "
                 "read what this user can read (solutions, hidden checks, other submissions)"
                 + ("; as root, the process limit is held by the grader's watchdog only" if as_root else "")
+                + " · --trust-submissions：notebook 以评分器自己的用户运行，没有沙箱，能读到这个用户能读的"
+                "一切（参考答案、隐藏检查、其他提交）"
+                + ("；以 root 运行时，进程数上限只由评分器的监视线程保证" if as_root else "")
+                + "。"
             )
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
         os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
@@ -211,7 +215,9 @@ class Context:
         if self.mode in ("user", "none") and not self.namespaces:
             self.warnings.append(
                 "this machine cannot give each notebook a PID namespace of its own (util-linux unshare, "
-                "user namespaces): notebooks can see the grader's processes in /proc"
+                "user namespaces): notebooks can see the grader's processes in /proc · 这台机器无法给每份 "
+                "notebook 单独的 PID 命名空间（util-linux 的 unshare、用户命名空间）：notebook 能在 /proc "
+                "中看到评分器的进程"
             )
         probe = self.evaluate(["--probe"], timeout=600)
         if "labs" not in probe:
