@@ -269,7 +269,9 @@ def to_html(
     def lab_cell(lab: str | None) -> str:
         if not lab:
             return ""
-        en, zh = titles.get(lab, (lab, lab))
+        if lab not in titles:
+            return e(lab)
+        en, zh = titles[lab]
         return f'{e(en)}<br><span class="zh">{e(zh)}</span>'
 
     for lab, rows in pass_rates(grades).items():
