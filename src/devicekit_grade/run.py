@@ -710,6 +710,10 @@ def _fatal_cell(execution: Execution) -> int | None:
     if not execution.stopped or not cells or cells[-1] <= 0:
         return None
     timeouts = {e.get("index") for e in events if e.get("event") == "timeout"}
+    if not timeouts:
+        # no cell was stuck: the notebook was still making progress (many or slow cells) when its time was
+        # up; running it again up to there would take as long again and tell nothing more
+        return None
     for first in sorted(t for t in timeouts if isinstance(t, int) and t > 0):
         later = [c for c in cells if c > first]
         if all(c in timeouts for c in later[:-1]):
@@ -819,6 +823,17 @@ def _score(
     elif first.stopped:
         status = "timeout"
         reasons.insert(0, f"the notebook ran longer than {options.notebook_timeout} s")
+        started = [e["index"] for e in events if e.get("event") == "cell" and isinstance(e.get("index"), int)]
+        if started:
+            en, zh = where(nb, started[-1])
+            grade.notes.append(
+                (
+                    f"the notebook ran past {options.notebook_timeout} s and was stopped in {en} of "
+                    f"{len(nb.cells)}: it never reached its end, so no answer was collected.",
+                    f"notebook 运行超过 {options.notebook_timeout} 秒，在{zh}被终止"
+                    f"（共 {len(nb.cells)} 个单元格）：它没有运行到结尾，所以没有收集到任何答案。",
+                )
+            )
     elif not any(e.get("event") == "done" for e in events) and not first.answers.get("results"):
         fatal_event = next((e for e in events if e.get("event") == "fatal"), None)
         message = fatal_event.get("message") if fatal_event else first.log.strip()[-300:]
