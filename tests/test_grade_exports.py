@@ -167,3 +167,19 @@ def test_normalised_code_ignores_names_comments_and_spacing():
     assert integrity.digest(integrity.tokens(a)) != integrity.digest(integrity.tokens(c))
     sig = integrity.signature(integrity.tokens(a * 3))
     assert integrity.similarity(sig, integrity.signature(integrity.tokens(b * 3))) == 1.0
+
+
+def test_an_older_file_of_the_same_student_is_superseded_before_anything_runs(tmp_path):
+    import os
+
+    from course_tools.submissions import lab_notebook, write
+    from devicekit_grade.discover import find
+
+    old, new = tmp_path / "alice-01-devices.ipynb", tmp_path / "alice" / "01-devices.ipynb"
+    write(lab_notebook("01-devices"), old)
+    write(lab_notebook("01-devices"), new)
+    os.utime(old, (1_000_000, 1_000_000))
+    subs = find([str(tmp_path)], [])
+    rows = cli._superseded(subs, None, ["01-devices"])
+    assert [r.file for r in rows.values()] == [str(old)]
+    assert rows[next(iter(rows))].status == "superseded" and str(new) in next(iter(rows.values())).reason

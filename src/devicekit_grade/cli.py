@@ -238,6 +238,39 @@ def _from_cache(sub, earlier: list[Grade], digest: str) -> Grade | None:
     return None
 
 
+def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict[int, Grade]:
+    """Rows for the files that a newer file of the same student and lab replaces, found before anything
+    runs (lab from the notebook, student from the name and roster, newest by time): {index: row}."""
+    from devicekit_grade.identify import BadSubmission, identify, loads
+
+    found: dict[tuple[str, str], list[tuple[int, Grade]]] = {}
+    for i, sub in enumerate(submissions):
+        if sub.status != "pending" or sub.data is None:
+            continue
+        try:
+            lab = identify(loads(sub.data), sub.path, labs).lab
+        except (BadSubmission, RecursionError, ValueError):
+            continue
+        if lab is None:
+            continue
+        row = Grade(file=sub.shown, lab=lab, submitted=sub.mtime)
+        row.folder = sub.folder.name if sub.folder else ""
+        lms.attribute([row], roster, labs)
+        if row.student:
+            found.setdefault((row.student, lab), []).append((i, row))
+    out: dict[int, Grade] = {}
+    for group in found.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda item: (item[1].submitted, lms._canvas_submission(item[1].file), item[1].file))
+        newest = group[-1][1]
+        for i, row in group[:-1]:
+            row.status = "superseded"
+            row.reason = f"an older submission by the same student: {newest.file} counts"
+            out[i] = row
+    return out
+
+
 def merge_main(argv: Sequence[str]) -> int:
     """``devicekit-grade merge --out DIR [--roster CSV] SHARD_DIR...``: one set of grades from the
     ``grades.json`` of several runs (``--shard`` parts); later folders win for the same file."""
@@ -397,15 +430,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_all(out, final, assignment=args.assignment, notes=notes + _lms_notes(final), titles=titles)
 
     pending = []
+    older = _superseded(submissions, roster, labs) if shard is None else {}
     for i, sub in enumerate(submissions):
+        if i in older:  # a newer file of the same student and lab counts: not run at all
+            fresh[i] = older[i]
+            continue
         cached = None if args.no_cache else _from_cache(sub, earlier, ctx.digest)
         if cached is not None:
             fresh[i] = cached
         else:
             pending.append((i, sub))
-    if len(pending) < len(submissions) and not args.quiet:
+    cached_count = len(submissions) - len(pending) - len(older)
+    if cached_count and not args.quiet:
         print(
-            f"devicekit-grade: {len(submissions) - len(pending)} file(s) already graded in {out} "
+            f"devicekit-grade: {cached_count} file(s) already graded in {out} "
             "(same bytes, same checks): not run again (--no-cache to run them)",
             file=sys.stderr,
         )
