@@ -328,8 +328,10 @@ def evaluate(
                 row["status"] = "target-missing"
             else:
                 result = run(lab, ex.key, value)
-                if not result.passed and channel.nondata and not channel.broken:
-                    # the legacy check needs the learner's object itself: never run here, never replayed
+                if not result.passed and (channel.nondata or channel.raised) and not channel.broken:
+                    # the legacy check needs the learner's object itself, or state of the learner's process
+                    # (a strict_devices() block) that a remote call does not carry: a fail here may be
+                    # wrong, and nothing is ever replayed, so the exercise is not scored, and says so
                     row["status"] = "not-evaluated"
                     row["why"] = (
                         "this exercise still has a legacy one-piece check, which needs the notebook's own "
