@@ -163,7 +163,7 @@ def to_canvas(grades: Sequence[Grade], assignment: str) -> bytes:
     possible = max((g.points_possible or 0 for g in _counted(grades)), default=0)
     return _csv(
         ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment],
-        [["Points Possible", "", "", "", "", possible], *rows],
+        [["Points Possible", "", "", "", "", shown_number(possible)], *rows],
     )
 
 
@@ -177,8 +177,16 @@ def to_moodle(grades: Sequence[Grade]) -> bytes:
     return _csv(["ID number", "Full name", "Grade", "Feedback"], rows)
 
 
-def _points(g: Grade) -> float | None:
-    return 0.0 if g.status == "missing" else g.points
+def _points(g: Grade) -> str:
+    return shown_number(0 if g.status == "missing" else g.points)
+
+
+def _fallback_title(lab: str | None) -> tuple[str, str]:
+    """ "Lab 1" / "实验 1" for ``01-devices`` when no title is known (never the bare slug in Chinese)."""
+    match = re.match(r"(\d+)-", lab or "")
+    if match:
+        return f"Lab {int(match.group(1))}", f"实验 {int(match.group(1))}"
+    return f"lab {lab}", f"实验 {lab}"
 
 
 def feedback_text(g: Grade, titles: dict[str, tuple[str, str]] | None = None) -> str:
@@ -189,7 +197,7 @@ def feedback_text(g: Grade, titles: dict[str, tuple[str, str]] | None = None) ->
         points = 0
     possible = shown_number(g.points_possible or g.max)
     score = "" if points is None else f"{shown_number(points)}/{possible}".rstrip("/")
-    title_en, title_zh = (titles or {}).get(g.lab or "", (f"lab {g.lab}", f"实验 {g.lab}"))
+    title_en, title_zh = (titles or {}).get(g.lab or "", _fallback_title(g.lab))
     lines = [
         f"{g.student_name or g.student} — {title_zh if zh else title_en}",
         (f"得分：{score}" if zh else f"Score: {score}"),
