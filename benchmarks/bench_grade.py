@@ -1,6 +1,10 @@
-"""Grade a class of 30 mixed submissions with ``devicekit-grade -j 2`` and print the time per submission.
+"""Grade a class of mixed submissions with ``devicekit-grade -j 2`` and print the seconds per submission,
+per lab, as a table.
 
-    .venv/bin/python benchmarks/bench_grade.py [--jobs 2] [--size 30] [--keep DIR]
+    .venv/bin/python benchmarks/bench_grade.py [--jobs 2] [--size 30] [--keep DIR] [--src DIR] [--labs 01,07]
+
+``--src DIR``: grade with the grader found in ``DIR`` (a ``src/`` folder of another checkout, e.g. main's,
+exported with ``git archive``) instead of this one: the "before" column of a change.
 
 The class is built from ``labs/`` and ``solutions/`` (every lab found, in turn): correct work, untouched
 labs, half-done labs, Chinese notebooks, a notebook that hangs in an endless loop, one that kills its
@@ -53,8 +57,8 @@ def _half_done(lab: str) -> nbformat.NotebookNode:
     return nb
 
 
-def build_class(folder: Path, size: int) -> Counter:
-    labs = graded_labs()
+def build_class(folder: Path, size: int, only: list[str] | None = None) -> Counter:
+    labs = [lab for lab in graded_labs() if not only or lab[:2] in only]
     kinds: Counter = Counter()
     makers = [
         ("correct", lambda lab: solved_lab(lab)),
@@ -86,14 +90,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=30)
     parser.add_argument("--timeout", type=int, default=60, help="per-cell limit passed to the grader")
     parser.add_argument("--keep", type=Path, help="build and grade in this folder and keep it")
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the grader's src/ folder")
+    parser.add_argument("--only", help="comma-separated lab numbers, e.g. 01,07 (default: every lab)")
+    parser.add_argument("--extra", default="", help="more grader arguments, e.g. --trust-submissions")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         root = args.keep or Path(tmp)
         subs, out = root / "submissions", root / "grades"
-        kinds = build_class(subs, args.size)
+        kinds = build_class(subs, args.size, args.only.split(",") if args.only else None)
         print(f"class of {sum(kinds.values())}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        env = {**os.environ, "PYTHONPATH": str(args.src.resolve())}
         cmd = [sys.executable, "-m", "devicekit_grade", "--out", str(out), "-j", str(args.jobs), "-q"]
+        cmd += args.extra.split()
         cmd += ["--timeout", str(args.timeout), "--notebook-timeout", str(6 * args.timeout), str(subs)]
         started = time.monotonic()
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -114,7 +122,29 @@ def main(argv: list[str] | None = None) -> int:
     print("  statuses: " + ", ".join(f"{s} {n}" for s, n in Counter(r["status"] for r in rows).most_common()))
     for row in sorted(ran, key=lambda r: -r["duration_s"])[:5]:
         print(f"  slowest: {Path(row['file']).name}: {row['status']} {row['duration_s']:.1f} s")
+    print(per_lab_table(rows, args.jobs))
     return 0
+
+
+def per_lab_table(rows: list[dict], jobs: int) -> str:
+    """Markdown table: per lab, the notebooks run, the median and worst seconds per notebook (the grader's
+    own duration of each row), and seconds per submission at ``-j jobs`` (the sum divided by ``jobs``)."""
+    by_lab: dict[str, list[dict]] = {}
+    for row in rows:
+        if row.get("lab") and row["duration_s"] > 0:
+            by_lab.setdefault(row["lab"], []).append(row)
+    lines = [
+        f"| lab | notebooks | median s | max s | s per submission at -j {jobs} |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for lab, group in sorted(by_lab.items()):
+        times = sorted(r["duration_s"] for r in group)
+        normal = [r["duration_s"] for r in group if not any(k in r["file"] for k in ("hangs", "dies"))]
+        per = statistics.mean(normal or times) / jobs
+        lines.append(
+            f"| {lab} | {len(group)} | {statistics.median(times):.1f} | {times[-1]:.1f} | {per:.1f} |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """``devicekit-grade``: grade lab submissions an instructor can trust (its own package; the runtime library
 ``devicekit`` knows nothing of grading). Install with ``pip install "devicekit[grade]"``.
 
-Each submission runs sealed off (`devicekit_grade.sandbox`) to collect its answers; the released checks
-judge those answers in a process of the grader's own (`devicekit_grade._evaluator`); the reports are made
-for people and for learning-management systems (`devicekit_grade.report`, `devicekit_grade.lms`). Run
-``devicekit-grade --help`` or ``python -m devicekit_grade --help``.
+Each submission runs sealed off (`devicekit_grade.sandbox`: a user of its own, or bubblewrap, or a
+refusal) and its kernel runs each exercise's probe on the answer; the observations, plain data, are judged
+by the public and the instructor's hidden judges in a process that holds no submission code
+(`devicekit_grade._evaluator`); `devicekit_grade.integrity` flags copies and tampering; the reports are
+made for people and for learning-management systems (`devicekit_grade.report`, `devicekit_grade.lms`,
+`devicekit_grade.zh`). Run ``devicekit-grade --help`` or ``python -m devicekit_grade --help``.
 """
 
 from __future__ import annotations

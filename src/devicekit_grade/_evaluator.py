@@ -1,14 +1,18 @@
-"""The trusted side: run the released checks of a lab against a submission's final state, in a fresh
-process that no submitted code ever ran in.
+"""The trusted side: judge a submission's answers in a fresh process that no submitted code ever ran in.
 
 The grader starts this module with ``python -I -S`` (no ``PYTHONPATH``, no user or site ``.pth`` files),
 ``sys.path`` set to a fresh copy of devicekit and the grader taken when the grader started, plus the
 environment's site-packages for torch. It receives the listening socket the submission's kernel connects
-to (`devicekit_grade._kernel.serve`). For each exercise it asks the kernel for the lab's ``target`` (the
-learner's function or value) and runs the exercise's check on it *here*. A target that is plain data
-arrives as data; a function arrives as a `Remote` stand-in: calling it sends the arguments to the kernel,
-which calls the learner's function and sends back the result as data. So the learner's code computes the
-answers, and the released checks, running where the learner's code cannot reach them, judge them.
+to (`devicekit_grade._kernel.serve`).
+
+* A two-part exercise (``@judged``): it asks the kernel to run the exercise's probe on the lab's
+  ``target``; the observations come back as `torch.save` bytes, loaded with ``weights_only=True`` and
+  checked (`devicekit_grade.observations`); then the public judge and the instructor's hidden judges
+  (``--hidden``: ``HIDDEN = {key: judge}`` in ``labNN.py``) read them *here*. No learner object ever
+  reaches this process.
+* A legacy one-piece check (``@exercise``, kept while the labs are converted): the check runs here on a
+  `Remote` stand-in of the target, whose calls run in the kernel and return data. A check that needs the
+  learner's object itself (not plain data) is *not scored* (there is no replay): the row says so.
 
 Prints one JSON object on stdout: ``{"results": [...], "versions": {...}, "modules": [...]}``.
 """
@@ -32,8 +36,8 @@ class KernelGone(Exception):
     """The kernel stopped answering (time limit, crash, or a reply that is not plain data)."""
 
 
-class NeedsReplay(Exception):
-    """The check needs the learner's object itself, not data: the grader replays this exercise."""
+class NeedsObject(Exception):
+    """A legacy check needs the learner's object itself, not data: it cannot be scored here."""
 
 
 #: Handles of these types are plain functions: calling them remotely with data is all a check needs.
@@ -127,7 +131,7 @@ class Channel:
                     wire.decode(wire.encode(message[key]))
                 except Exception:
                     self.nondata = True
-                    raise NeedsReplay("the check passes an object that is not plain data") from None
+                    raise NeedsObject("the check passes an object that is not plain data") from None
         try:
             wire.send(self.sock, message)
             reply = wire.receive(self.sock)
@@ -138,7 +142,7 @@ class Channel:
             self.broken = f"the kernel stopped answering ({exc})"
             raise KernelGone(self.broken) from None
         kind = reply.get("kind") if isinstance(reply, dict) else None
-        if kind == "data":
+        if kind in ("data", "observations"):
             return reply.get("value")
         if kind == "handle":
             name = str(reply.get("type") or "object")
@@ -169,6 +173,79 @@ class Channel:
 _MISSING = object()
 
 
+def load_hidden(folder: str | None) -> dict[str, dict[str, Any]]:
+    """{lab: {key: hidden judge}} from the ``labNN.py`` files in ``folder`` (each declares ``LAB`` and
+    ``HIDDEN = {key: judge}``). A file that does not load is an error: grading without it would be wrong."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    out: dict[str, dict[str, Any]] = {}
+    if not folder:
+        return out
+    for path in sorted(Path(folder).glob("lab[0-9][0-9].py")):
+        spec = importlib.util.spec_from_file_location(f"devicekit_grade_hidden_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        hidden = getattr(module, "HIDDEN", None)
+        if not isinstance(hidden, dict):
+            raise ValueError(f"{path.name}: no HIDDEN = {{key: judge}} dict")
+        lab = getattr(module, "LAB", None)
+        if not isinstance(lab, str):
+            match = re.match(r"lab(\d\d)$", path.stem)
+            from devicekit_labs import known_labs
+
+            lab = next((k for k in known_labs() if match and k.startswith(match.group(1) + "-")), path.stem)
+        out[lab] = {str(k): v for k, v in hidden.items() if callable(v)}
+    return out
+
+
+def judge_observations(ex: Any, observations: Any, hidden: dict[str, Any]) -> dict[str, Any]:
+    """The row of a judged exercise: the public judge, then the hidden one, on checked observations."""
+    from devicekit_grade.observations import BadObservations, check_observations
+    from devicekit_labs import Fail
+
+    def verdict(passed: bool, en: str, zh: str) -> dict[str, Any]:
+        mark = "✓" if passed else "✗"
+        return {
+            "status": "checked",
+            "how": "judged",
+            "passed": passed,
+            "en": f"{mark} Exercise {ex.number} ({ex.title_en}): {en}",
+            "zh": f"{mark} 练习 {ex.number}（{ex.title_zh}）：{zh}",
+        }
+
+    try:
+        check_observations(observations)
+    except BadObservations as bad:
+        row = verdict(
+            False,
+            f"the grader could not read what your answer produced ({bad}).",
+            f"评分器无法读取你的答案产生的结果（{bad}）。",
+        )
+        row["flag"] = "bad-observations"
+        return row
+    judges = [ex.judge] + ([hidden[ex.key]] if ex.key in hidden else [])
+    for number, judge in enumerate(judges):
+        try:
+            judge(observations)
+        except Fail as fail:
+            row = verdict(False, str(fail.en), str(fail.zh))
+            if number:
+                row["tier"] = "hidden"
+            return row
+        except Exception as exc:  # a judge that cannot read these observations: not a pass
+            row = verdict(
+                False,
+                "the grader could not judge what your answer produced; your instructor will look at it.",
+                "评分器无法判定你的答案产生的结果，老师会人工查看。",
+            )
+            row.update(flag="judge-error", why=f"{type(exc).__name__}: {exc}"[:300])
+            return row
+    return verdict(True, "passed.", "通过。")
+
+
 def _accept(listener: socket.socket, uid: int | None, timeout: float) -> socket.socket:
     listener.settimeout(timeout)
     while True:
@@ -181,21 +258,68 @@ def _accept(listener: socket.socket, uid: int | None, timeout: float) -> socket.
         conn.close()  # not the submission's own kernel
 
 
-def evaluate(lab: str, channel: Channel | None, why_not: str) -> list[dict[str, Any]]:
+def evaluate(
+    lab: str, channel: Channel | None, why_not: str, hidden: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     from devicekit_labs import exercises_for, run
 
+    hidden = hidden or {}
     out = []
+    import time
+
     for ex in exercises_for(lab):
+        started = time.monotonic()
         row: dict[str, Any] = {"key": ex.key, "number": ex.number, "target": ex.target}
+        is_judged = ex.probe is not None and ex.judge is not None
+        if not is_judged:
+            row["legacy"] = True
         if not ex.target:
             row["status"] = "no-target"
         elif channel is None:
             row["status"], row["why"] = "not-evaluated", why_not
+        elif is_judged:
+            try:
+                value = channel.request({"op": "probe", "key": ex.key, "name": ex.target})
+            except KernelGone as gone:
+                row["status"], row["why"] = "not-evaluated", str(gone)
+                row["seconds"] = round(time.monotonic() - started, 2)
+                out.append(row)
+                continue
+            except Exception as exc:  # the probe itself failed in the kernel (not the learner's call)
+                row.update(status="checked", how="judged", passed=False)
+                if type(exc).__name__ == "ProbeTimeout":
+                    row["en"] = (
+                        f"✗ Exercise {ex.number} ({ex.title_en}): your code {exc} (an endless loop, or "
+                        "waiting for something that never comes); the check was stopped."
+                    )
+                    row["zh"] = (
+                        f"✗ 练习 {ex.number}（{ex.title_zh}）：你的代码运行超时（{exc}），可能是死循环，"
+                        "或在等待永远不会到来的东西；检查已被中止。"
+                    )
+                    row["seconds"] = round(time.monotonic() - started, 2)
+                    out.append(row)
+                    continue
+                row["en"] = (
+                    f"✗ Exercise {ex.number} ({ex.title_en}): the check could not run on your answer "
+                    f"({type(exc).__name__}: {str(exc)[:300]})."
+                )
+                row["zh"] = (
+                    f"✗ 练习 {ex.number}（{ex.title_zh}）：检查无法在你的答案上运行"
+                    f"（{type(exc).__name__}: {str(exc)[:300]}）。"
+                )
+                row["seconds"] = round(time.monotonic() - started, 2)
+                out.append(row)
+                continue
+            if value is _MISSING:
+                row["status"] = "target-missing"
+            else:
+                row.update(judge_observations(ex, value, hidden))
         else:
             try:
                 value = channel.request({"op": "get", "name": ex.target})
             except KernelGone as gone:
                 row["status"], row["why"] = "not-evaluated", str(gone)
+                row["seconds"] = round(time.monotonic() - started, 2)
                 out.append(row)
                 continue
             except Exception as exc:  # getting the name raised in the kernel
@@ -204,16 +328,22 @@ def evaluate(lab: str, channel: Channel | None, why_not: str) -> list[dict[str, 
                 row["status"] = "target-missing"
             else:
                 result = run(lab, ex.key, value)
-                # Not plain data, or the learner's code raised: the check may depend on state of its own
-                # process (a strict_devices() block, a default device) that a remote call does not carry.
-                # A pass here is final; otherwise the exercise is replayed with the learner's objects.
                 if not result.passed and (channel.nondata or channel.raised) and not channel.broken:
-                    row["status"] = "replay"
+                    # the legacy check needs the learner's object itself, or state of the learner's process
+                    # (a strict_devices() block) that a remote call does not carry: a fail here may be
+                    # wrong, and nothing is ever replayed, so the exercise is not scored, and says so
+                    row["status"] = "not-evaluated"
+                    row["why"] = (
+                        "this exercise still has a legacy one-piece check, which needs the notebook's own "
+                        "objects; the grader judges only data (update devicekit_labs to the two-part checks)"
+                    )
                 else:
-                    row.update(status="checked", passed=result.passed, en=result.en, zh=result.zh)
+                    row.update(status="checked", how="legacy", passed=result.passed)
+                    row.update(en=result.en, zh=result.zh)
                 if channel.broken:
                     row["why"] = channel.broken
             channel.nondata = channel.raised = False
+        row["seconds"] = round(time.monotonic() - started, 2)
         out.append(row)
     return out
 
@@ -239,15 +369,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--connect-timeout", type=float, default=60)
     parser.add_argument("--probe", action="store_true", help="load every lab's checks, list the modules")
+    parser.add_argument("--hidden", help="folder of the hidden judges (labNN.py with HIDDEN)")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {}
     if args.probe:
         from devicekit_labs import exercises_for, known_labs
 
+        hidden = load_hidden(args.hidden)
         result["labs"] = {
-            lab: [{"key": e.key, "number": e.number, "target": e.target} for e in exercises_for(lab)]
+            lab: [
+                {
+                    "key": e.key,
+                    "number": e.number,
+                    "target": e.target,
+                    "title_en": e.title_en,
+                    "title_zh": e.title_zh,
+                    "judged": e.probe is not None and e.judge is not None,
+                    "hidden": e.key in hidden.get(lab, {}),
+                }
+                for e in exercises_for(lab)
+            ]
             for lab in known_labs()
         }
+        result["hidden_unknown"] = sorted(
+            f"{lab}:{key}" for lab, keys in hidden.items() for key in keys
+            if key not in {e["key"] for e in result["labs"].get(lab, [])}
+        )
     else:
         listener = socket.socket(fileno=args.fd)
         channel, why = None, ""
@@ -259,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             why = "the notebook never reached the end of its run, so its answers could not be collected"
         except OSError as exc:
             why = f"no connection from the kernel ({exc})"
-        result["results"] = evaluate(args.lab, channel, why)
+        result["results"] = evaluate(args.lab, channel, why, load_hidden(args.hidden).get(args.lab, {}))
         if channel is not None:
             try:
                 wire.send(channel.sock, {"op": "bye"})

@@ -4,10 +4,14 @@ The grader adds two cells to its copy of a submission (never to the submission i
 
 * first, `setup`: hides the kernel's ``/proc`` entries from other processes of its user;
 * last, `serve`: connects to the grader's socket and answers the evaluator's requests about the notebook's
-  final state: the value of a name (``get``), calling an object (``call``), an attribute (``getattr``),
-  iterating (``iter``/``next``). Every answer is plain data (see `devicekit_grade.wire`) or, for an object
-  that is not plain data (a function, a module), a numbered handle the evaluator can call in turn. The
-  checks themselves run in the evaluator, a separate process this kernel never touches.
+  final state. For a two-part (``@judged``) exercise the request is ``probe``: the kernel runs the
+  exercise's probe, taken from the grader's own copy of the lab module (``probes`` below), on the
+  notebook's target object and answers with the observations, plain data that crosses as `torch.save`
+  bytes. For a legacy one-piece check the evaluator asks for the value of a name (``get``), calls an object
+  (``call``), reads an attribute (``getattr``) or iterates (``iter``/``next``); an object that is not plain
+  data comes back as a numbered handle. Every answer is plain data (see `devicekit_grade.wire`). The
+  judges run in the evaluator, a separate process this kernel never touches, and they take nothing from
+  here but data: a forged answer can only be wrong data, judged like any other.
 """
 
 from __future__ import annotations
@@ -35,10 +39,56 @@ def setup() -> None:
             pass
 
 
+def _load_probes(path: str, lab: str) -> dict[str, Any]:
+    """{key: probe} of ``lab``: the installed checks, then the grader's copy of the lab module at ``path``
+    (when given) executed over them, so the probes are the version the grader's judges expect."""
+    import importlib.util
+
+    import devicekit_labs
+
+    exercises = {ex.key: ex for ex in devicekit_labs.exercises_for(lab)}
+    if path:
+        spec = importlib.util.spec_from_file_location(f"devicekit_grade_probes_{lab[:2]}", path)
+        if spec is not None and spec.loader is not None:
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            registry = getattr(devicekit_labs, "_REGISTRY", {})
+            exercises.update({k: ex for (owner, k), ex in registry.items() if owner == lab})
+    return {key: ex.probe for key, ex in exercises.items() if getattr(ex, "probe", None) is not None}
+
+
+class ProbeTimeout(BaseException):
+    """A probe ran past its time limit (raised by a timer signal inside the learner's code)."""
+
+
+def _with_time_limit(seconds: float, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, stopped with `ProbeTimeout` after ``seconds`` (a ``SIGALRM`` timer; main thread)."""
+    import signal
+    import threading
+
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+
+    def expire(signum: int, frame: Any) -> None:
+        raise ProbeTimeout(f"did not finish within {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class _Server:
-    def __init__(self, namespace: dict[str, Any]) -> None:
+    def __init__(
+        self, namespace: dict[str, Any], probes: dict[str, Any] | None = None, timeout: float = 0
+    ) -> None:
         self.namespace = namespace
         self.handles: dict[int, Any] = {}
+        self.probes = probes or {}
+        self.timeout = timeout
 
     def _wrap(self, value: Any) -> dict[str, Any]:
         try:
@@ -74,6 +124,21 @@ class _Server:
                 if name not in self.namespace:
                     return {"kind": "missing"}
                 return self._wrap(self.namespace[name])
+            if op == "probe":
+                name, key = str(request["name"]), str(request["key"])
+                if name not in self.namespace:
+                    return {"kind": "missing"}
+                if key not in self.probes:
+                    return {"kind": "error", "type": "LookupError", "message": f"no probe {key!r}", "line": 0}
+                try:
+                    observations = _with_time_limit(self.timeout, self.probes[key], self.namespace[name])
+                except ProbeTimeout as late:
+                    return {"kind": "error", "type": "ProbeTimeout", "message": str(late), "line": 0}
+                try:
+                    wire.decode(wire.encode(observations))
+                except Exception as exc:
+                    return {"kind": "error", "type": "ProbeError", "message": str(exc)[:300], "line": 0}
+                return {"kind": "observations", "value": observations}
             target = self.handles[int(request["id"])]
             if op == "call":
                 args = self._unwrap(list(request.get("args", [])))
@@ -102,11 +167,19 @@ class _Server:
             }
 
 
-def serve(address: str) -> None:
-    """Last injected cell: answer the evaluator until it says goodbye or hangs up."""
+def serve(address: str, lab: str = "", probes: str = "", timeout: float = 0) -> None:
+    """Last injected cell: answer the evaluator until it says goodbye or hangs up. ``probes``: the grader's
+    copy of the lab's check module (a file in the submission's box), whose probes ``probe`` runs, each
+    stopped after ``timeout`` seconds so that one hanging answer costs its exercise only."""
     from IPython import get_ipython
 
-    server = _Server(get_ipython().user_ns)
+    table: dict[str, Any] = {}
+    if lab:
+        try:
+            table = _load_probes(probes, lab)
+        except Exception:  # no probes: the evaluator reports the exercises as not checked
+            table = {}
+    server = _Server(get_ipython().user_ns, table, timeout)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(address)
     try:

@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from devicekit_grade import lms, sandbox
+from devicekit_grade import integrity, lms, sandbox
 from devicekit_grade.discover import UsageError, find
 from devicekit_grade.released import Released, default_folders
 from devicekit_grade.report import MergeError, load, write_all
-from devicekit_grade.run import Context, Grade, Options, grade_submission, kill_all
+from devicekit_grade.run import Context, Grade, Options, default_hidden, grade_submission, kill_all
+from devicekit_grade.zh import lab_titles
 
 USAGE_ERROR, TAMPERED = 2, 3
 _ARGS_FD = "--args-fd"
@@ -137,11 +138,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     add(
         "--isolation",
-        choices=["auto", "none"],
+        choices=["auto", "user", "bwrap", "none"],
         default="auto",
-        help="auto: a PID namespace per notebook when the machine allows",
+        help="auto: a user per notebook (as root, when other users can run this Python), else bubblewrap, "
+        "else refuse; none needs --trust-submissions",
     )
-    add("--sandbox", action="store_true", help="run each notebook under bubblewrap (bwrap) when installed")
+    add("--sandbox", action="store_true", help="the same as --isolation bwrap")
     add("--same-user", action="store_true", help="as root, do not give each notebook a user of its own")
     add(
         "--labs",
@@ -149,6 +151,21 @@ def _parser() -> argparse.ArgumentParser:
         help="the released labs, to compare check cells (default: ./labs)",
     )
     add("--solutions", type=Path, help="the published solutions, to recognise them (default: ./solutions)")
+    add(
+        "--hidden",
+        type=Path,
+        metavar="DIR",
+        help="the hidden judges: labNN.py files with HIDDEN = {key: judge} (default: ./grading/hidden)",
+    )
+    add("--checks", type=Path, metavar="DIR", help="labNN.py check modules to use instead of the installed")
+    add(
+        "--trust-submissions",
+        action="store_true",
+        help="run notebooks without a user of their own or a sandbox when neither is available",
+    )
+    add("--due", metavar="WHEN", help="due time, e.g. 2026-03-01T23:59+08:00: later files are flagged late")
+    add("--shard", metavar="K/N", help="grade only the K-th of N equal parts of the files (CI matrix, Slurm)")
+    add("--no-cache", action="store_true", help="grade again files whose grade --out already holds")
     add("--quiet", "-q", action="store_true", help="no progress output")
     return parser
 
@@ -184,8 +201,155 @@ def _absolute(argv: list[str]) -> list[str]:
     return [*argv, "--display-root", os.getcwd()]
 
 
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: K/N with whole numbers, e.g. 2/8") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard {text!r}: K must be between 1 and N")
+    return k, n
+
+
+#: Flags computed over the whole class, recomputed on every write (never carried by a cached row).
+CLASS_FLAGS = ("identical-file", "identical-code", "near-identical-code", "late", "not-in-roster")
+
+
+def _from_cache(sub, earlier: list[Grade], digest: str) -> Grade | None:
+    """An earlier row of the same bytes graded by the same grader, checks and limits, for ``sub``."""
+    import hashlib
+
+    if sub.data is None or sub.status != "pending":
+        return None
+    sha = hashlib.sha256(sub.data).hexdigest()
+    for old in earlier:
+        if old.sha256 == sha and old.graded_with == digest and old.status not in ("error", "superseded"):
+            again = Grade.from_dict(old.to_dict())
+            again.file, again.submitted = sub.shown, sub.mtime
+            again.folder = sub.folder.name if sub.folder else ""
+            again.flags = [f for f in again.flags if f not in CLASS_FLAGS]
+            computed = ("identical ", "near identical", "submitted late", "marked LATE")
+            parts = [p for p in again.reason.split("; ") if not p.startswith(computed)]
+            again.reason = "; ".join(parts)
+            again.duration_s = 0.0
+            return again
+    return None
+
+
+def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict[int, Grade]:
+    """Rows for the files that a newer file of the same student and lab replaces, found before anything
+    runs (lab from the notebook, student from the name and roster, newest by time): {index: row}."""
+    from devicekit_grade.identify import BadSubmission, identify, loads
+
+    found: dict[tuple[str, str], list[tuple[int, Grade]]] = {}
+    for i, sub in enumerate(submissions):
+        if sub.status != "pending" or sub.data is None:
+            continue
+        try:
+            lab = identify(loads(sub.data), sub.path, labs).lab
+        except (BadSubmission, RecursionError, ValueError):
+            continue
+        if lab is None:
+            continue
+        row = Grade(file=sub.shown, lab=lab, submitted=sub.mtime)
+        row.folder = sub.folder.name if sub.folder else ""
+        lms.attribute([row], roster, labs)
+        if row.student:
+            found.setdefault((row.student, lab), []).append((i, row))
+    out: dict[int, Grade] = {}
+    for group in found.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda item: (item[1].submitted, lms._canvas_submission(item[1].file), item[1].file))
+        newest = group[-1][1]
+        for i, row in group[:-1]:
+            row.status = "superseded"
+            row.reason = f"an older submission by the same student: {newest.file} counts"
+            out[i] = row
+    return out
+
+
+def merge_main(argv: Sequence[str]) -> int:
+    """``devicekit-grade merge --out DIR [--roster CSV] SHARD_DIR...``: one set of grades from the
+    ``grades.json`` of several runs (``--shard`` parts); later folders win for the same file."""
+    parser = argparse.ArgumentParser(prog="devicekit-grade merge", description=merge_main.__doc__)
+    parser.add_argument("parts", nargs="+", type=Path, metavar="SHARD_DIR")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--roster", type=Path)
+    parser.add_argument("--points", type=float)
+    parser.add_argument("--weights")
+    parser.add_argument("--assignment", default="Lab")
+    parser.add_argument("--due")
+    args = parser.parse_args(argv)
+    try:
+        rows: dict[str, Grade] = {}
+        for part in args.parts:
+            if not (part / "grades.json").is_file():
+                raise UsageError(f"{part}: no grades.json (is it the --out of a devicekit-grade run?)")
+            for grade in load(part):
+                if grade.status != "missing":
+                    rows[grade.file] = grade
+        _prepare_out(args.out)
+        roster = lms.read_roster(args.roster) if args.roster else None
+        weights = lms.parse_weights(args.weights)
+        due = lms.parse_due(args.due)
+    except (UsageError, MergeError, lms.RosterError, ValueError) as exc:
+        print(f"devicekit-grade merge: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    merged = list(rows.values())
+    labs = sorted({g.lab for g in merged if g.lab})
+    finish(merged, roster, labs, weights, args.points, due)
+    titles = lab_titles(default_folders(Path.cwd())[0], labs)
+    write_all(args.out, merged, assignment=args.assignment, notes=_lms_notes(merged), titles=titles)
+    print(f"{len(merged)} row(s) from {len(args.parts)} folder(s) in {args.out}")
+    return 0
+
+
+def finish(
+    merged: list[Grade],
+    roster: list | None,
+    labs: list[str],
+    weights: dict,
+    points: float | None,
+    due: float | None,
+) -> None:
+    """Everything computed over the whole class, in place: students, latest files, copies, lateness,
+    missing roster students, points."""
+    merged[:] = [g for g in merged if g.status != "missing"]
+    lms.attribute(merged, roster, labs)
+    lms.keep_latest(merged)
+    integrity.class_flags(merged)
+    lms.mark_late(merged, due)
+    merged += lms.missing_rows(merged, roster, labs)
+    lms.assign_points(merged, weights, points)
+
+
+def _lms_notes(grades: list[Grade]) -> list[str]:
+    from devicekit_grade.report import left_out, main_lab
+
+    others = left_out(grades)
+    if not others:
+        return []
+    shown = ", ".join(sorted({g.file for g in others})[:5])
+    return [
+        f"canvas.csv and moodle.csv hold lab {main_lab(grades)} only: {len(others)} row(s) of another lab "
+        f"left out ({shown}). · canvas.csv 和 moodle.csv 只包含实验 {main_lab(grades)}："
+        f"另有 {len(others)} 行属于其他实验，未导出（{shown}）。"
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the grader; returns the exit status (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["merge"]:
+        rest = argv[1:]
+        if "--display-root" in rest:
+            at = rest.index("--display-root")
+            os.chdir(rest[at + 1])  # merge runs no submission: relative paths are the instructor's
+            rest = rest[:at] + rest[at + 2 :]
+        return merge_main(rest)
     parser = _parser()
     parser.add_argument("--display-root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -193,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         base = Path(args.display_root)
         args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
         args.out = base / args.out if not args.out.is_absolute() else args.out
-        for name in ("roster", "labs", "solutions"):
+        for name in ("roster", "labs", "solutions", "hidden", "checks"):
             value = getattr(args, name)
             if value is not None and not value.is_absolute():
                 setattr(args, name, base / value)
@@ -207,10 +371,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         earlier = [] if args.replace else load(out)
         roster = lms.read_roster(args.roster) if args.roster else None
         weights = lms.parse_weights(args.weights)
+        due = lms.parse_due(args.due)
+        shard = _shard(args.shard)
     except (UsageError, MergeError, lms.RosterError, ValueError) as exc:
         print(f"devicekit-grade: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    default_labs, default_solutions = default_folders()
+    if shard is not None:
+        k, n = shard
+        submissions = [s for i, s in enumerate(sorted(submissions, key=lambda s: s.shown)) if i % n == k - 1]
+    default_labs, default_solutions = default_folders(Path(args.display_root) if args.display_root else None)
     options = Options(
         cell_timeout=args.timeout,
         notebook_timeout=args.notebook_timeout or 10 * args.timeout,
@@ -219,6 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         same_user=args.same_user,
         isolation="bwrap" if args.sandbox else args.isolation,
         released=Released(args.labs or default_labs, args.solutions or default_solutions),
+        hidden=args.hidden or default_hidden(Path(args.display_root) if args.display_root else None),
+        checks=args.checks,
+        trust=args.trust_submissions,
+        hide=[out, *(Path(p) if Path(p).is_dir() else Path(p).parent for p in args.inputs)],
     )
     if args.display_root:
         for sub in submissions:  # show the names as the instructor typed them
@@ -226,34 +399,55 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.shown = sub.shown[len(base) :] if sub.shown.startswith(base) else sub.shown
     try:
         ctx = Context(options)
+    except sandbox.Refused as refused:
+        print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
+        return USAGE_ERROR
     except Exception as exc:
         print(f"devicekit-grade: cannot start: {exc}", file=sys.stderr)
         return USAGE_ERROR
     for warning in ctx.warnings:
         if not args.quiet:
             print(f"devicekit-grade: warning: {warning}", file=sys.stderr)
-    notes = list(ctx.warnings)
+    notes = [" ".join(sandbox.MODES[ctx.mode]), *ctx.warnings]
     if not options.released.available:
         notes.append(
             "No released labs found (--labs): edited check cells and copied solutions are not flagged."
         )
     fresh: list[Grade | None] = [None] * len(submissions)
-    progress = Progress(len(submissions), args.quiet)
     labs = list(ctx.labs)
 
     def rows() -> list[Grade]:
         done = [g for g in fresh if g is not None]
         names = {g.file for g in done}
         merged = [g for g in earlier if g.file not in names] + done
-        lms.attribute(merged, roster, labs)
-        lms.keep_latest(merged)
-        lms.assign_points(merged, weights, args.points)
+        finish(merged, roster if shard is None else None, labs, weights, args.points, due)
         return merged
 
-    def save() -> None:
-        write_all(out, rows(), assignment=args.assignment, notes=notes)
+    titles = lab_titles(options.released.labs, labs)
 
-    pending = [(i, s) for i, s in enumerate(submissions)]
+    def save() -> None:
+        final = rows()
+        write_all(out, final, assignment=args.assignment, notes=notes + _lms_notes(final), titles=titles)
+
+    pending = []
+    older = _superseded(submissions, roster, labs) if shard is None else {}
+    for i, sub in enumerate(submissions):
+        if i in older:  # a newer file of the same student and lab counts: not run at all
+            fresh[i] = older[i]
+            continue
+        cached = None if args.no_cache else _from_cache(sub, earlier, ctx.digest)
+        if cached is not None:
+            fresh[i] = cached
+        else:
+            pending.append((i, sub))
+    cached_count = len(submissions) - len(pending) - len(older)
+    if cached_count and not args.quiet:
+        print(
+            f"devicekit-grade: {cached_count} file(s) already graded in {out} "
+            "(same bytes, same checks): not run again (--no-cache to run them)",
+            file=sys.stderr,
+        )
+    progress = Progress(len(pending), args.quiet)
     pool = ThreadPoolExecutor(max_workers=args.jobs)
     try:
         futures = {pool.submit(grade_submission, s, ctx): i for i, s in pending}
@@ -278,7 +472,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     ctx.close()
+    try:
+        save()
+    except OSError as exc:
+        print(f"devicekit-grade: cannot write the grades to {out}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     final = rows()
+    for note in _lms_notes(final):
+        print(f"devicekit-grade: warning: {note}", file=sys.stderr)
     if not args.quiet:
         counts = ", ".join(f"{s} {n}" for s, n in Counter(g.status for g in final).most_common())
         merged = f" (merged with {len(earlier)} earlier row(s))" if earlier else ""

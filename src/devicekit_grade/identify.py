@@ -88,6 +88,10 @@ def loads(raw: bytes) -> nbformat.NotebookNode:
         raise BadSubmission(
             "invalid-json", f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise BadSubmission(
+            "invalid-json", "JSON nested too deeply to be a notebook (lists or objects inside each other)"
+        ) from None
     has_cells = isinstance(data, dict) and isinstance(data.get("cells", data.get("worksheets")), list)
     if not has_cells or "nbformat" not in data:
         kind = type(data).__name__ if not isinstance(data, dict) else "object"
@@ -96,6 +100,14 @@ def loads(raw: bytes) -> nbformat.NotebookNode:
         )
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
+    except RecursionError:
+        raise BadSubmission(
+            "not-a-notebook", "a notebook whose JSON is nested too deeply to read"
+        ) from None
+    except Exception as exc:
+        why = f"valid JSON but not a readable notebook: {exc}"[:300]
+        raise BadSubmission("not-a-notebook", why) from None
+    try:
         for cell in nb.cells:
             if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(
                 cell.get("source"), str

@@ -125,9 +125,11 @@ def attribute(grades: list[Grade], roster: list[Student] | None, labs: list[str]
                     break
         if student is not None:
             grade.student, grade.student_name = student.id, student.name
+            grade.canvas_id = student.canvas_id or hint.get("canvas", "")
             if student.lang in ("en", "zh") and grade.status not in ("ignored", "refused"):
                 grade.lang = student.lang
         else:
+            grade.canvas_id = hint.get("canvas", "")
             grade.student = hint.get("canvas") or hint.get("moodle") or hint["key"]
             grade.student_name = hint["name"]
             if roster is not None and grade.status not in ("ignored",) and "not-in-roster" not in grade.flags:
@@ -147,7 +149,7 @@ def keep_latest(grades: list[Grade]) -> None:
         newest = rows[-1]
         for old in rows[:-1]:
             old.status = "superseded"
-            old.reason = f"an older submission by the same student; {newest.file} counts"
+            old.reason = f"an older submission by the same student: {newest.file} counts"
 
 
 def _canvas_submission(shown: str) -> int:
@@ -172,6 +174,8 @@ def parse_weights(text: str | None) -> dict[str, list[float]]:
 def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: float | None) -> None:
     """Points and percentage of every row that has a score. ``total``: scale each lab to that many points."""
     for grade in grades:
+        if grade.status == "missing":
+            continue
         if grade.score is None or not grade.max:
             grade.points = grade.points_possible = grade.percent = None
             continue
@@ -186,3 +190,64 @@ def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: f
         grade.points = round(earned * scale, 2)
         grade.points_possible = round(possible * scale, 2)
         grade.percent = round(100 * earned / possible, 1)
+    for grade in grades:  # a roster student without a gradable file: 0 of what the lab is worth
+        if grade.status == "missing":
+            others = [g.points_possible for g in grades if g.lab == grade.lab and g.points_possible]
+            grade.points, grade.percent = 0.0, 0.0
+            grade.points_possible = max(others) if others else total
+
+
+def missing_rows(grades: list[Grade], roster: list[Student] | None, labs: list[str]) -> list[Grade]:
+    """A ``missing`` row (score 0 and the reason) for every roster student without a graded submission of
+    a lab this run graded; students whose file could not be graded keep that row, scored 0 too."""
+    if not roster:
+        return []
+    graded_labs = sorted({g.lab for g in grades if g.lab} & set(labs)) or labs[:1]
+    have = {(g.student, g.lab) for g in grades if g.lab}
+    out = []
+    for student in roster:
+        for lab in graded_labs:
+            if (student.id, lab) in have:
+                continue
+            tried = [g for g in grades if g.student == student.id and not g.lab]
+            reason = (
+                f"no gradable submission: {tried[0].file}: {tried[0].status} ({tried[0].reason})"
+                if tried
+                else "no submission found"
+            )
+            out.append(
+                Grade(
+                    file="", lab=lab, lang=student.lang if student.lang in ("en", "zh") else "en",
+                    status="missing", score=0, max=None, reason=reason, student=student.id,
+                    student_name=student.name, canvas_id=student.canvas_id,
+                )  # fmt: skip
+            )
+    return out
+
+
+def mark_late(grades: list[Grade], due: float | None) -> None:
+    """Flag rows submitted after ``due`` (a POSIX time; the file's modification time, or Canvas's LATE)."""
+    from datetime import datetime
+
+    for grade in grades:
+        late_by_name = bool(re.search(r"_LATE_", Path(grade.file).name))
+        late_by_time = due is not None and grade.submitted > due and grade.status not in ("missing",)
+        if (late_by_name or late_by_time) and "late" not in grade.flags:
+            grade.flags.append("late")
+            when = datetime.fromtimestamp(grade.submitted).strftime("%Y-%m-%d %H:%M")
+            note = f"submitted late ({when})" if late_by_time else "marked LATE by Canvas"
+            grade.reason = "; ".join(filter(None, [grade.reason, note]))
+
+
+def parse_due(text: str | None) -> float | None:
+    """``--due 2026-03-01T23:59`` (local time, or with an offset such as ``+08:00``) as a POSIX time."""
+    if not text:
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise ValueError(
+            f"--due {text!r}: a date and time such as 2026-03-01T23:59 or 2026-03-01T23:59+08:00"
+        ) from None

@@ -98,7 +98,11 @@ class Released:
 
 
 def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[str], bool]:
-    """(flags, reasons, is the published solution) for a submission of ``lab``."""
+    """(flags, reasons, is the published solution) for a submission of ``lab``; with the released labs,
+    also copies of the solution without markers, deleted or faked check cells, reads of course files and
+    imports of check internals (`devicekit_grade.integrity`)."""
+    from devicekit_grade import integrity as more
+
     flags: list[str] = []
     reasons: list[str] = []
     meta = nb.metadata.get("devicekit", {})
@@ -131,9 +135,31 @@ def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[st
     if touching:
         flags.append("touches-checks")
         reasons.append(f"cell {touching[0] + 1} reaches into the self-checks (the score does not use them)")
+    own = more.own_code(nb.cells, release.cells, normalise)
+    if not published and more.is_solution_copy(own, release.solution_cells):
+        flags.append("solution-copy")
+        reasons.append("the code of the published solution, without its markers")
+    checks = {m for cell in release.check_cells for m in more.CHECK_CALL.findall(cell)}
+    extra, why = more.static_flags(nb.cells, lab, own, checks)
+    flags += [f for f in extra if f not in flags]
+    reasons += why
     if published:
         flags.insert(0, "published-solution")
     return flags, reasons, published
+
+
+def code_fingerprint(nb: Any, lab: str, released: Released) -> tuple[str, list[int]]:
+    """(normalised hash, MinHash signature) of the learner's own code, ("", []) when there is too little
+    of it to call anything a copy."""
+    from devicekit_grade import integrity as more
+
+    if not released.available:
+        return "", []  # without the released lab, its own scaffolding would make every copy look alike
+    known = released.lab(lab).cells
+    token_list = more.tokens("\n".join(more.own_code(nb.cells, known, normalise)))
+    if len(token_list) < more.MIN_TOKENS:
+        return "", []
+    return more.digest(token_list), more.signature(token_list)
 
 
 def expected_error_cells(nb: Any, lab: str, released: Released) -> set[int]:

@@ -20,6 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from devicekit_grade.run import STATUSES, Grade
+from devicekit_grade.zh import number as shown_number
+from devicekit_grade.zh import percent, reason_zh
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -29,6 +31,8 @@ FIXED = [
     "score", "max", "points", "points_possible", "percent",
 ]  # fmt: skip
 COUNTED = ("graded", "timeout", "kernel-died")
+#: Rows exported to an LMS: the counted ones, and roster students with no gradable file (0 points).
+EXPORTED = (*COUNTED, "missing")
 
 #: What each status means (en, zh): the report's legend.
 STATUS_HELP = {
@@ -61,6 +65,10 @@ STATUS_HELP = {
     "superseded": (
         "An older submission of the same student; the newest counts.",
         "同一学生较早的提交；以最新的为准。",
+    ),
+    "missing": (
+        "A roster student with no gradable submission: 0 points; the reason says what was found.",
+        "名单上的学生没有可评分的提交：0 分；原因见说明。",
     ),
     "error": (
         "The grader could not handle this file; the reason says why.",
@@ -115,54 +123,89 @@ def to_csv(grades: Sequence[Grade]) -> bytes:
                 " ".join(g.flags),
                 g.score, g.max, g.points, g.points_possible, g.percent,
                 *(marks.get(n, "") for n in range(1, count + 1)),
-                " | ".join(g.feedback()), g.reason, g.sha256,
+                reason_zh(g.reason), " | ".join(g.feedback()), g.reason, g.sha256,
             ]
         )  # fmt: skip
-    return _csv([*FIXED, *(f"ex{n}" for n in range(1, count + 1)), "feedback", "reason", "sha256"], rows)
+    header = [*FIXED, *(f"ex{n}" for n in range(1, count + 1)), "reason_zh", "feedback", "reason", "sha256"]
+    return _csv(header, rows)
 
 
 def to_json(grades: Sequence[Grade]) -> bytes:
     return (json.dumps([g.to_dict() for g in grades], ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
+def main_lab(grades: Sequence[Grade]) -> str | None:
+    """The lab of the LMS files: the one most counted rows are of."""
+    labs = Counter(g.lab for g in grades if g.status in COUNTED and g.lab)
+    return labs.most_common(1)[0][0] if labs else None
+
+
 def _counted(grades: Sequence[Grade]) -> list[Grade]:
-    return [g for g in grades if g.status in COUNTED and g.points is not None]
+    """The rows of the LMS files: counted rows of the main lab (`main_lab`), and missing students."""
+    lab = main_lab(grades)
+    return [
+        g
+        for g in grades
+        if (g.status in COUNTED and g.points is not None or g.status == "missing")
+        and (lab is None or g.lab == lab)
+    ]
+
+
+def left_out(grades: Sequence[Grade]) -> list[Grade]:
+    """Counted rows of another lab than the LMS files' (`main_lab`): not exported, with a warning."""
+    lab = main_lab(grades)
+    return [g for g in grades if g.status in COUNTED and g.lab and g.lab != lab]
 
 
 def to_canvas(grades: Sequence[Grade], assignment: str) -> bytes:
     """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment."""
-    rows = [[g.student_name, "", g.student, "", "", g.points] for g in _counted(grades)]
+    rows = [[g.student_name, g.canvas_id, g.student, "", "", _points(g)] for g in _counted(grades)]
     possible = max((g.points_possible or 0 for g in _counted(grades)), default=0)
     return _csv(
         ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment],
-        [["Points Possible", "", "", "", "", possible], *rows],
+        [["Points Possible", "", "", "", "", shown_number(possible)], *rows],
     )
 
 
 def to_moodle(grades: Sequence[Grade]) -> bytes:
     """Moodle grade import (Grades → Import → CSV file): map "ID number" to the user, "Grade" and
     "Feedback" to the assignment."""
-    rows = [[g.student, g.student_name, g.points, " | ".join(g.feedback())] for g in _counted(grades)]
+    rows = [
+        [g.student, g.student_name, _points(g), " | ".join(g.feedback()) or g.reason]
+        for g in _counted(grades)
+    ]
     return _csv(["ID number", "Full name", "Grade", "Feedback"], rows)
 
 
-def feedback_text(g: Grade) -> str:
+def _points(g: Grade) -> str:
+    return shown_number(0 if g.status == "missing" else g.points)
+
+
+def _fallback_title(lab: str | None) -> tuple[str, str]:
+    """ "Lab 1" / "实验 1" for ``01-devices`` when no title is known (never the bare slug in Chinese)."""
+    match = re.match(r"(\d+)-", lab or "")
+    if match:
+        return f"Lab {int(match.group(1))}", f"实验 {int(match.group(1))}"
+    return f"lab {lab}", f"实验 {lab}"
+
+
+def feedback_text(g: Grade, titles: dict[str, tuple[str, str]] | None = None) -> str:
+    """The student's feedback file, in the student's language, headed by the lab's title."""
     zh = g.lang == "zh"
-    score = (
-        ""
-        if g.score is None
-        else f"{g.points if g.points is not None else g.score}/{g.points_possible or g.max}"
-    )
+    points = g.points if g.points is not None else g.score
+    if g.status == "missing":
+        points = 0
+    possible = shown_number(g.points_possible or g.max)
+    score = "" if points is None else f"{shown_number(points)}/{possible}".rstrip("/")
+    title_en, title_zh = (titles or {}).get(g.lab or "", _fallback_title(g.lab))
     lines = [
-        (
-            f"{g.student_name or g.student} — 实验 {g.lab}"
-            if zh
-            else f"{g.student_name or g.student} — lab {g.lab}"
-        ),
+        f"{g.student_name or g.student} — {title_zh if zh else title_en}",
         (f"得分：{score}" if zh else f"Score: {score}"),
         "",
         *g.feedback(),
     ]
+    if not g.exercises and g.reason:
+        lines.append(reason_zh(g.reason) if zh else g.reason)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -201,7 +244,9 @@ def pass_rates(grades: Sequence[Grade]) -> dict[str, list[tuple[int, int, int]]]
     return {lab: [(n, p, t) for n, (p, t) in sorted(rows.items())] for lab, rows in sorted(table.items())}
 
 
-def to_html(grades: Sequence[Grade], notes: Sequence[str] = ()) -> bytes:
+def to_html(
+    grades: Sequence[Grade], notes: Sequence[str] = (), titles: dict[str, tuple[str, str]] | None = None
+) -> bytes:
     """The instructor's report, in English and Chinese. Everything from a submission is escaped; the page
     loads nothing and runs no script (its Content-Security-Policy forbids both)."""
     e = html.escape
@@ -227,10 +272,22 @@ def to_html(grades: Sequence[Grade], notes: Sequence[str] = ()) -> bytes:
     out += [f'<p class="note">{e(n)}</p>' for n in notes]
     out.append("<h2>Pass rate per exercise · 各练习通过率</h2><table><thead><tr><th>lab · 实验</th>")
     out.append("<th>exercise · 练习</th><th>passed · 通过</th><th>rate · 通过率</th></tr></thead><tbody>")
+    titles = titles or {}
+
+    def lab_cell(lab: str | None) -> str:
+        if not lab:
+            return ""
+        if lab not in titles:
+            return e(lab)
+        en, zh = titles[lab]
+        return f'{e(en)}<br><span class="zh">{e(zh)}</span>'
+
     for lab, rows in pass_rates(grades).items():
-        for number, passed, total in rows:
-            rate = f"{100 * passed / total:.0f} %" if total else ""
-            out.append(f"<tr><td>{e(lab)}</td><td>{number}</td><td>{passed}/{total}</td><td>{rate}</td></tr>")
+        for exercise, passed, total in rows:
+            rate = percent(round(100 * passed / total)) if total else ""
+            out.append(
+                f"<tr><td>{lab_cell(lab)}</td><td>{exercise}</td><td>{passed}/{total}</td><td>{rate}</td></tr>"
+            )
     out.append("</tbody></table>")
     out.append(
         "<h2>Submissions · 提交</h2><table><thead><tr><th>#</th><th>file · 文件</th><th>student · 学生</th>"
@@ -240,14 +297,14 @@ def to_html(grades: Sequence[Grade], notes: Sequence[str] = ()) -> bytes:
     out.append("<th>reason · 说明</th></tr></thead><tbody>")
     for number, g in enumerate(grades, start=1):
         marks = {x.number: x.passed for x in g.exercises}
-        score = "" if g.score is None else f"{g.score}/{g.max}"
+        score = "" if g.score is None else f"{g.score}/{g.max}".rstrip("/")
         row_class = ' class="bad"' if g.status != "graded" or g.flags else ""
         out.append(
             f'<tr{row_class}><td><a href="#s{number}">{number}</a></td>'
             f'<td class="file">{e(g.file)}</td><td>{e(g.student_name or g.student)}</td>'
-            f"<td>{e(g.lab or '')}</td><td>{e(g.lang)}</td><td>{e(g.status)}"
+            f"<td>{lab_cell(g.lab)}</td><td>{e(g.lang)}</td><td>{e(g.status)}"
             + (f'<br><span class="muted">{e(" ".join(g.flags))}</span>' if g.flags else "")
-            + f"</td><td>{e(score)}</td><td>{'' if g.percent is None else g.percent}</td>"
+            + f"</td><td>{e(score)}</td><td>{percent(g.percent)}</td>"
         )
         for n in range(1, count + 1):
             mark = marks.get(n)
@@ -256,7 +313,9 @@ def to_html(grades: Sequence[Grade], notes: Sequence[str] = ()) -> bytes:
                 if mark is None
                 else f'<td class="{"pass" if mark else "fail"}">{"✓" if mark else "✗"}</td>'
             )
-        out.append(f"<td>{e(g.reason)}</td></tr>")
+        zh_reason = reason_zh(g.reason)
+        both = e(g.reason) + (f'<br><span class="zh">{e(zh_reason)}</span>' if zh_reason != g.reason else "")
+        out.append(f"<td>{both}</td></tr>")
     out.append("</tbody></table><h2>Feedback · 反馈</h2>")
     for number, g in enumerate(grades, start=1):
         summary = f"{g.file} — {g.status}" + ("" if g.score is None else f", {g.score}/{g.max}")
@@ -278,13 +337,18 @@ def to_html(grades: Sequence[Grade], notes: Sequence[str] = ()) -> bytes:
 
 
 def write_all(
-    out: Path, grades: Sequence[Grade], assignment: str = "Lab", notes: Sequence[str] = ()
+    out: Path,
+    grades: Sequence[Grade],
+    assignment: str = "Lab",
+    notes: Sequence[str] = (),
+    titles: dict[str, tuple[str, str]] | None = None,
 ) -> list[Path]:
-    """Write every output file into ``out`` (atomically) and return their paths."""
+    """Write every output file into ``out`` (atomically) and return their paths. ``titles``: {lab: (en,
+    zh)} for headers (`devicekit_grade.zh.lab_titles`); the slug where a lab has none."""
     files = {
         "grades.csv": to_csv(grades),
         "grades.json": to_json(grades),
-        "report.html": to_html(grades, notes),
+        "report.html": to_html(grades, notes, titles),
         "canvas.csv": to_canvas(grades, assignment),
         "moodle.csv": to_moodle(grades),
     }
@@ -296,9 +360,9 @@ def write_all(
     folder.mkdir(exist_ok=True)
     wanted = {}
     for g in grades:
-        if g.status in COUNTED:
+        if g.status in COUNTED or (g.student_name and g.status not in ("superseded", "ignored")):
             wanted[f"{_safe_name(g.student or Path(g.file).stem)}-{_safe_name(g.lab or '')}.txt"] = (
-                feedback_text(g)
+                feedback_text(g, titles)
             )
     for stale in folder.glob("*.txt"):
         if stale.name not in wanted:

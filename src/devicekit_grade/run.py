@@ -1,5 +1,6 @@
-"""Grade one submission: run it sealed off to collect its answers, then score the answers with the
-released checks in a process of the grader's own.
+"""Grade one submission: run it sealed off to collect its answers as data, then judge the data in a
+process of the grader's own. One rule: no code from a submission runs in a process that computes, holds
+or writes a score.
 
 1. **Run.** The notebook, with its outputs cleared, runs in a fresh kernel inside the submission's own
    `devicekit_grade.sandbox.Box` (``_worker.py`` drives it, one cell at a time, with a per-cell and a
@@ -7,10 +8,11 @@ released checks in a process of the grader's own.
 2. **Answer.** The copy ends with one cell added by the grader: the kernel connects to a socket the grader
    opened and answers questions about the notebook's final state (`devicekit_grade._kernel`).
 3. **Score.** The evaluator (`devicekit_grade._evaluator`), a fresh ``python -I -S`` process that loads
-   devicekit from the copy the grader took when it started, runs each exercise's check on the lab's
-   ``target``; the learner's functions are called in the kernel and only their results, as plain data,
-   come back. Nothing the notebook does to ``devicekit_labs``, its results list, or its check cells
-   changes the score.
+   devicekit from the copy the grader took when it started, asks the kernel to run each exercise's probe
+   (the grader's copy of the lab module, placed in the box) on the lab's ``target``; the observations come
+   back as plain data (`torch.save` bytes, loaded with ``weights_only=True``), and the public and hidden
+   judges read them. Nothing the notebook does to ``devicekit_labs``, its results list, or its check
+   cells changes the judges; a forged answer is only data, judged like any other.
 4. **Clean up.** Every process of the submission is killed (its own user in root mode; otherwise the
    worker's descendants, including detached ones, which the worker adopts as a subreaper) and its folder
    removed.
@@ -26,6 +28,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import secrets
 import select
 import shutil
@@ -46,7 +49,7 @@ from devicekit_grade import sandbox
 from devicekit_grade._kernel import INJECTED
 from devicekit_grade.discover import Submission
 from devicekit_grade.identify import BadSubmission, identify, loads
-from devicekit_grade.released import Released, expected_error_cells, integrity
+from devicekit_grade.released import Released, code_fingerprint, expected_error_cells, integrity
 
 #: Every status a row can have. ``graded`` rows have a score; the others say why not (or not fully).
 STATUSES = (
@@ -59,9 +62,14 @@ STATUSES = (
     "refused",
     "ignored",
     "superseded",
+    "missing",
     "error",
 )
 MAX_FOLDER_BYTES = 50 * 1024 * 1024
+#: A cell that only calls self-checks, ``check("01-devices", "move-batch", move_batch)`` (one per line).
+SELF_CHECK_CELL = re.compile(
+    r"""^(\s*check\(\s*["'][\w.-]+["']\s*,\s*["'][\w.-]+["']\s*,[^\n]*\)\s*(#[^\n]*)?\n?)+\Z"""
+)
 
 
 @dataclass
@@ -80,6 +88,14 @@ class Options:
     isolation: str = "auto"
     uid_base: int = 1_990_000_000
     released: Released = field(default_factory=lambda: Released(None, None))
+    #: the instructor's hidden judges: a folder of ``labNN.py`` with ``HIDDEN = {key: judge}``
+    hidden: Path | None = None
+    #: check modules (``labNN.py``) used instead of the installed devicekit_labs' ones (testing new checks)
+    checks: Path | None = None
+    #: run submissions without a user of their own or a sandbox (the instructor said so)
+    trust: bool = False
+    #: more folders a sandboxed submission must not see (the inputs, the output folder)
+    hide: list[Path] = field(default_factory=list)
 
 
 @dataclass
@@ -89,11 +105,13 @@ class ExerciseGrade:
     number: int
     key: str
     passed: bool
-    #: "checked": the grader ran the released check on the notebook's answer; "not-reached": the run
-    #: stopped before the answer existed; "not-run": no answer for another reason (the feedback says which)
+    #: "judged": the public (and hidden) judges read the probe's observations; "legacy": a one-piece
+    #: check ran on remote calls into the kernel; "not-reached": the run stopped before the answer existed;
+    #: "not-run": no answer for another reason (the feedback says which)
     how: str
     en: str
     zh: str
+    seconds: float = 0.0  # time the grader spent getting and judging this answer
 
 
 @dataclass
@@ -121,6 +139,10 @@ class Grade:
     points: float | None = None
     points_possible: float | None = None
     percent: float | None = None
+    canvas_id: str = ""  # the student's Canvas user id (roster, or the Canvas file name)
+    graded_with: str = ""  # fingerprint of the grader, checks and limits that produced this row (cache key)
+    code_hash: str = ""  # the learner's own code, normalised (`devicekit_grade.integrity`)
+    code_sig: list[int] = field(default_factory=list)
 
     def feedback(self) -> list[str]:
         """The lines to show the learner, in the submission's language."""
@@ -157,39 +179,45 @@ class Context:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        if options.isolation == "bwrap" and not shutil.which("bwrap"):
-            raise RuntimeError(
-                "--sandbox needs bubblewrap (bwrap), which is not installed: install it, or grade in a "
-                "container (see the grading guide)"
+        self.warnings: list[str] = []
+        as_root = sandbox.running_as_root() and not options.same_user
+        private = ""
+        if as_root:
+            import nbclient
+
+            private = sandbox.usable_by_others(
+                [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER)]
+            )
+        bwrap_ok = options.isolation in ("auto", "bwrap") and sandbox.bwrap_works()
+        self.mode, self.as_root = sandbox.choose_isolation(
+            options.isolation, as_root, private, bwrap_ok, options.trust
+        )
+        if self.mode == "none":
+            self.warnings.append(
+                "--trust-submissions: notebooks run as the grader's own user, without a sandbox; they can "
+                "read what this user can read (solutions, hidden checks, other submissions)"
+                + ("; as root, the process limit is held by the grader's watchdog only" if as_root else "")
+                + " · --trust-submissions：notebook 以评分器自己的用户运行，没有沙箱，能读到这个用户能读的"
+                "一切（参考答案、隐藏检查、其他提交）"
+                + ("；以 root 运行时，进程数上限只由评分器的监视线程保证" if as_root else "")
+                + "。"
             )
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
         os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
-        self.as_root = sandbox.running_as_root() and not options.same_user
-        self.warnings: list[str] = []
-        if self.as_root:
-            import nbclient
-
-            blocked = sandbox.usable_by_others(
-                [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER)]
-            )
-            if blocked:
-                self.as_root = False
-                self.warnings.append(
-                    f"running as root, but another user cannot use this Python ({blocked} is private): the "
-                    "notebooks run as root, without a user of their own. Install Python where other users "
-                    "can "
-                    "read it, or use --sandbox."
-                )
         self.uids = sandbox.UidPool(options.uid_base)
-        self.snapshot = _snapshot_sources()
+        self.snapshot = _snapshot_sources(options.checks)
+        self.hidden = _read_hidden(options.hidden)
         self.site = [p for p in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))]
         self.tampered: str = ""
         self.lock = threading.Lock()
-        self.namespaces = options.isolation == "auto" and sandbox.namespaces_work()
-        if options.isolation == "auto" and not self.namespaces:
+        self.namespaces = self.mode in ("user", "none") and sandbox.namespaces_work()
+        self.hide = _hidden_paths(options)
+        if self.mode in ("user", "none") and not self.namespaces:
             self.warnings.append(
                 "this machine cannot give each notebook a PID namespace of its own (util-linux unshare, "
-                "user namespaces): notebooks can see the grader's processes in /proc"
+                "user namespaces): notebooks can see the grader's processes in /proc · 这台机器无法给每份 "
+                "notebook 单独的 PID 命名空间（util-linux 的 unshare、用户命名空间）：notebook 能在 /proc "
+                "中看到评分器的进程"
             )
         probe = self.evaluate(["--probe"], timeout=600)
         if "labs" not in probe:
@@ -198,6 +226,7 @@ class Context:
         self.labs: dict[str, list[dict[str, Any]]] = probe["labs"]
         self.versions: dict[str, str] = probe["versions"]
         self.fingerprint = _fingerprint(probe["modules"], self.site)
+        self.digest = _run_digest(self.snapshot, self.hidden, options)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -229,6 +258,11 @@ class Context:
                 PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(private), PYTHONIOENCODING="utf-8"
             )
             env.update(TMPDIR=str(private), PYTHONDONTWRITEBYTECODE="1")
+            if self.hidden:
+                (private / "hidden").mkdir()
+                for name, data in self.hidden.items():
+                    (private / "hidden" / name).write_bytes(data)
+                args = [*args, "--hidden", str(private / "hidden")]
             cmd = [sys.executable, "-I", "-S", "-c", boot, str(private), *self.site, "--", *args]
             try:
                 done = subprocess.run(
@@ -247,7 +281,49 @@ class Context:
             shutil.rmtree(private, ignore_errors=True)
 
 
-def _snapshot_sources() -> dict[str, bytes]:
+def _run_digest(snapshot: dict[str, bytes], hidden: dict[str, bytes], options: Options) -> str:
+    """What a row's grade depends on besides the file: the checks, hidden judges, grader and limits."""
+    h = hashlib.sha256()
+    for name, data in sorted({**snapshot, **{f"hidden/{k}": v for k, v in hidden.items()}}.items()):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    h.update(f"{options.cell_timeout}/{options.notebook_timeout}/{options.limits}".encode())
+    return h.hexdigest()[:20]
+
+
+def _hidden_paths(options: Options) -> list[str]:
+    """Folders a sandboxed submission must not see: solutions, hidden judges, submissions, the output;
+    never one that holds the Python installation or the packages the kernel imports."""
+    import devicekit_labs
+
+    needed = [sys.prefix, sys.base_prefix, str(Path(devicekit_labs.__file__).resolve().parent)]
+    folders = [options.released.solutions, options.hidden, *options.hide]
+    out = []
+    for folder in folders:
+        if folder is None:
+            continue
+        path = os.path.realpath(folder)
+        if any(n == path or n.startswith(path.rstrip("/") + "/") for n in map(os.path.realpath, needed)):
+            continue
+        out.append(path)
+    return out
+
+
+def _read_hidden(folder: Path | None) -> dict[str, bytes]:
+    """The hidden judges' files (``labNN.py``), read once at the start: {file name: bytes}."""
+    if folder is None:
+        return {}
+    if not folder.is_dir():
+        raise RuntimeError(f"--hidden {folder}: no such folder")
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("lab[0-9][0-9].py"))}
+
+
+def default_hidden(cwd: Path | None = None) -> Path | None:
+    """``./grading/hidden`` when the grader runs from a course checkout that has it."""
+    folder = (Path.cwd() if cwd is None else cwd) / "grading" / "hidden"
+    return folder if folder.is_dir() else None
+
+
+def _snapshot_sources(checks: Path | None = None) -> dict[str, bytes]:
     import devicekit
     import devicekit_grade
     import devicekit_labs
@@ -262,6 +338,11 @@ def _snapshot_sources() -> dict[str, bytes]:
                 and path.suffix in (".py", ".json", ".toml")
             ):
                 files[str(Path(folder.name) / path.relative_to(folder))] = path.read_bytes()
+    if checks is not None:
+        if not checks.is_dir():
+            raise RuntimeError(f"--checks {checks}: no such folder")
+        for path in sorted(checks.glob("lab[0-9][0-9].py")):
+            files[str(Path("devicekit_labs") / path.name)] = path.read_bytes()
     return files
 
 
@@ -330,13 +411,27 @@ def copy_folder(src: Path, dest: Path) -> str:
     return "; ".join(notes[:5])
 
 
-def prepare(nb: nbformat.NotebookNode, expected: set[int], address: str, upto: int | None) -> Any:
+def prepare(
+    nb: nbformat.NotebookNode,
+    expected: set[int],
+    address: str,
+    upto: int | None,
+    lab: str = "",
+    probes: str = "",
+    timeout: float = 0,
+) -> Any:
     """The copy that runs: outputs cleared, the grader's setup cell first and its answer cell last.
     ``upto``: keep only the learner's cells before that index (the second run after a fatal cell)."""
     ready = copy.deepcopy(nb)
     for index, cell in enumerate(ready.cells):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if SELF_CHECK_CELL.match(cell.source):
+                # the grader judges the answers itself: the notebook's own self-checks would only run the
+                # learner's code once more (and a hanging answer would hang here first)
+                cell.source = "# devicekit-grade: the self-check is run by the grader\n" + "\n".join(
+                    "# " + line for line in cell.source.splitlines()
+                )
             if index in expected:
                 cell.metadata["devicekit-grade-expected"] = True
     cells = ready.cells if upto is None else ready.cells[:upto]
@@ -344,7 +439,10 @@ def prepare(nb: nbformat.NotebookNode, expected: set[int], address: str, upto: i
     ready.cells = [
         nbformat.v4.new_code_cell(f"{kernel}.setup()", metadata={"devicekit-grade": "setup"}),
         *cells,
-        nbformat.v4.new_code_cell(f"{kernel}.serve({address!r})", metadata={"devicekit-grade": "serve"}),
+        nbformat.v4.new_code_cell(
+            f"{kernel}.serve({address!r}, {lab!r}, {probes!r}, {timeout!r})",
+            metadata={"devicekit-grade": "serve"},
+        ),
     ]
     ready.nbformat, ready.nbformat_minor = 4, max(int(ready.get("nbformat_minor", 5) or 5), 5)
     for number, cell in enumerate(ready.cells):
@@ -402,9 +500,13 @@ class Execution:
 def _isolated(ctx: Context, box: sandbox.Box, cmd: list[str]) -> tuple[list[str], int | None]:
     """The command wrapped for the chosen isolation, and the user to switch to before exec (None: the
     wrapper switches, or the grader's own user)."""
-    if ctx.options.isolation == "bwrap":
+    if ctx.mode == "bwrap":
         keep = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), *ctx.site]
-        return [*sandbox.bwrap_prefix(box, keep), *cmd], box.uid  # the user switches before bwrap
+        prefix = sandbox.bwrap_prefix(box, keep, ctx.hide)
+        if not prefix:
+            raise RuntimeError("bubblewrap (or setpriv) disappeared during the run")
+        # as root, setpriv switches to the box's user inside; otherwise bwrap runs as the grader's user
+        return [*prefix, *cmd], None
     if ctx.namespaces:
         return [*sandbox.namespace_prefix(box.uid), *cmd], None
     return cmd, box.uid
@@ -443,10 +545,12 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
         with ctx.lock:  # no fork while another thread changes the set of running workers
             proc = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
-                preexec_fn=sandbox.preexec(options.limits, drop) if os.name == "posix" else None,
+                preexec_fn=sandbox.preexec(options.limits, drop, box.uid) if os.name == "posix" else None,
             )  # fmt: skip
             with _RUNNING_LOCK:
                 _RUNNING[proc.pid] = (proc, box.uid)
+        watchdog = sandbox.Watchdog(proc.pid, options.limits.processes, box.uid)
+        watchdog.start()
         try:
             deadline = time.monotonic() + options.notebook_timeout
             while True:
@@ -464,22 +568,25 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
             else:
                 ex_count = len(ctx.labs.get(lab, []))
                 args = [
-                    "--lab", lab, "--fd", str(listener.fileno()), "--timeout", str(options.cell_timeout),
+                    "--lab", lab, "--fd", str(listener.fileno()), "--timeout", str(options.cell_timeout + 5),
                     "--connect-timeout", "2" if not ready_fds else "60",
                 ]  # fmt: skip
                 if box.uid is not None:
                     args += ["--uid", str(box.uid)]
                 budget = 120 + ex_count * 4 * options.cell_timeout
                 answers = ctx.evaluate(args, timeout=budget, fds=(listener.fileno(),))
-            if not stopped:
+            if not stopped and not ready_fds:  # answered: the notebook is done, nothing to wait for
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=max(5.0, deadline - time.monotonic()))
                 stopped = proc.poll() is None
         finally:
+            watchdog.stop()
             listener.close()
             _stop(proc, box.uid)
             with _RUNNING_LOCK:
                 _RUNNING.pop(proc.pid, None)
+    if watchdog.tripped:
+        answers.setdefault("processes", options.limits.processes)
     tail = ""
     with contextlib.suppress(OSError):
         tail = log_path.read_bytes()[-2000:].decode("utf-8", errors="replace")
@@ -490,6 +597,7 @@ def grade_submission(sub: Submission, ctx: Context) -> Grade:
     """Grade one submission (its bytes were read when it was found); never raises."""
     started = time.monotonic()
     grade = Grade(file=sub.shown, submitted=sub.mtime, folder=sub.folder.name if sub.folder else "")
+    grade.graded_with = ctx.digest
     if sub.data is not None:
         grade.sha256 = hashlib.sha256(sub.data).hexdigest()
     if sub.status != "pending":
@@ -505,6 +613,9 @@ def grade_submission(sub: Submission, ctx: Context) -> Grade:
         _grade(sub, grade, ctx)
     except BadSubmission as bad:
         grade.status, grade.reason = bad.status, bad.reason
+    except RecursionError:
+        grade.status = "not-a-notebook"
+        grade.reason = "a notebook nested too deeply to handle (cells or outputs inside each other)"
     except Exception as exc:  # the grader's own failure for this one file: a row, and on to the next
         grade.status = "error"
         grade.reason = f"the grader failed on this file: {type(exc).__name__}: {exc}"[:500]
@@ -530,6 +641,7 @@ def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
     if isinstance(executed, dict) and executed.get("torch"):
         grade.versions["notebook_torch"] = str(executed.get("torch"))[:40]
     flags, reasons, published = integrity(nb, lab, ctx.options.released)
+    grade.code_hash, grade.code_sig = code_fingerprint(nb, lab, ctx.options.released)
     expected = expected_error_cells(nb, lab, ctx.options.released)
     first = _run_once(ctx, sub, nb, lab, identity.lang, expected, None)
     fatal = _fatal_cell(first)
@@ -537,10 +649,6 @@ def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
     second = None
     if fatal is not None and fatal <= len(nb.cells):
         second = _run_once(ctx, sub, nb, lab, identity.lang, expected, fatal - 1)
-    answers = (second or first).answers
-    replay = [r["key"] for r in answers.get("results", []) if r.get("status") == "replay"]
-    if replay:
-        answers["replayed"] = _replay(ctx, nb, lab, identity.lang, replay, fatal)
     _score(grade, nb, ctx, first, second, fatal)
     grade.flags = flags + [f for f in grade.flags if f not in flags]
     if published:
@@ -561,7 +669,8 @@ def _run_once(
     box = sandbox.make_box(ctx.root, uid)
     try:
         note = copy_folder(sub.folder, box.work) if sub.folder is not None else ""
-        ready = prepare(nb, expected, "__ADDRESS__", upto)
+        probes = _place_probes(ctx, box, lab)
+        ready = prepare(nb, expected, "__ADDRESS__", upto, lab, probes, ctx.options.cell_timeout)
         execution = _execute(ctx, ready, box, lab, lang)
         if note:
             execution.log = note + "\n" + execution.log
@@ -569,75 +678,23 @@ def _run_once(
         return execution
     finally:
         sandbox.remove_box(box)
-
-
-def _replay(ctx: Context, nb: Any, lab: str, lang: str, keys: list[str], fatal: int | None) -> dict[str, Any]:
-    """Score ``keys`` in a sealed-off replay process (`devicekit_grade._replay`); {key: result row}."""
-    options = ctx.options
-    uid = ctx.uids.take() if ctx.as_root else None
-    box = sandbox.make_box(ctx.root, uid)
-    read, write = os.pipe()
-    try:
-        code = box.root / "code"
-        for relative, data in ctx.snapshot.items():
-            (code / relative).parent.mkdir(parents=True, exist_ok=True)
-            (code / relative).write_bytes(data)
-        learner = copy.deepcopy(nb)
-        if fatal is not None:
-            learner.cells = learner.cells[: fatal - 1]
-        for cell in learner.cells:
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
-        notebook = box.work / "notebook.ipynb"
-        nbformat.write(learner, notebook)
         if uid is not None:
-            sandbox.chown_tree(box.root, uid)
-        boot = (
-            "import sys; n = sys.argv.index('--'); sys.path[:0] = sys.argv[1:n]; "
-            "from devicekit_grade._replay import main; main(sys.argv[n + 1:])"
-        )
-        cmd = [
-            sys.executable, "-I", "-S", "-c", boot, str(code), *ctx.site, "--", "--lab", lab,
-            "--keys", ",".join(keys), "--notebook", str(notebook), "--fd", str(write),
-            "--cell-timeout", str(options.cell_timeout),
-        ]  # fmt: skip
-        cmd, drop = _isolated(ctx, box, cmd)
-        with ctx.lock:
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                env=box.env({"DEVICEKIT_LANG": lang}), cwd=box.work, pass_fds=(write,),
-                preexec_fn=sandbox.preexec(options.limits, drop),
-            )  # fmt: skip
-            with _RUNNING_LOCK:
-                _RUNNING[proc.pid] = (proc, uid)
-        os.close(write)
-        write = -1
-        chunks: list[bytes] = []
-        deadline = time.monotonic() + options.notebook_timeout
-        try:
-            while time.monotonic() < deadline:
-                ready, _, _ = select.select([read], [], [], 0.5)
-                if ready:
-                    chunk = os.read(read, 1 << 16)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                elif proc.poll() is not None:
-                    break
-        finally:
-            _stop(proc, uid)
-            with _RUNNING_LOCK:
-                _RUNNING.pop(proc.pid, None)
-        try:
-            rows = json.loads(b"".join(chunks).decode("utf-8"))["results"]
-            return {str(r["key"]): r for r in rows if isinstance(r, dict) and "key" in r}
-        except (ValueError, KeyError, TypeError):
-            return {}
-    finally:
-        os.close(read)
-        if write >= 0:
-            os.close(write)
-        sandbox.remove_box(box)
+            ctx.uids.release(uid)
+
+
+def _place_probes(ctx: Context, box: sandbox.Box, lab: str) -> str:
+    """Put the grader's copy of ``lab``'s check module in the box (read-only): the kernel runs its probes,
+    the evaluator its judges, so both are the same version. Returns its path ("" when there is none)."""
+    name = f"lab{lab[:2]}.py"
+    data = ctx.snapshot.get(str(Path("devicekit_labs") / name))
+    if data is None:
+        return ""
+    folder = box.root / "probes"
+    folder.mkdir(mode=0o755)
+    path = folder / name
+    path.write_bytes(data)
+    os.chmod(path, 0o444)
+    return str(path)
 
 
 def _fatal_cell(execution: Execution) -> int | None:
@@ -653,6 +710,10 @@ def _fatal_cell(execution: Execution) -> int | None:
     if not execution.stopped or not cells or cells[-1] <= 0:
         return None
     timeouts = {e.get("index") for e in events if e.get("event") == "timeout"}
+    if not timeouts:
+        # no cell was stuck: the notebook was still making progress (many or slow cells) when its time was
+        # up; running it again up to there would take as long again and tell nothing more
+        return None
     for first in sorted(t for t in timeouts if isinstance(t, int) and t > 0):
         later = [c for c in cells if c > first]
         if all(c in timeouts for c in later[:-1]):
@@ -762,6 +823,17 @@ def _score(
     elif first.stopped:
         status = "timeout"
         reasons.insert(0, f"the notebook ran longer than {options.notebook_timeout} s")
+        started = [e["index"] for e in events if e.get("event") == "cell" and isinstance(e.get("index"), int)]
+        if started:
+            en, zh = where(nb, started[-1])
+            grade.notes.append(
+                (
+                    f"the notebook ran past {options.notebook_timeout} s and was stopped in {en} of "
+                    f"{len(nb.cells)}: it never reached its end, so no answer was collected.",
+                    f"notebook 运行超过 {options.notebook_timeout} 秒，在{zh}被终止"
+                    f"（共 {len(nb.cells)} 个单元格）：它没有运行到结尾，所以没有收集到任何答案。",
+                )
+            )
     elif not any(e.get("event") == "done" for e in events) and not first.answers.get("results"):
         fatal_event = next((e for e in events if e.get("event") == "fatal"), None)
         message = fatal_event.get("message") if fatal_event else first.log.strip()[-300:]
@@ -773,36 +845,32 @@ def _score(
         raise BadSubmission("error", f"could not check the answers: {answers.get('error', 'no reply')}")
     if answers.get("copy_note"):
         reasons.append(str(answers["copy_note"]))
+    if first.answers.get("processes") or answers.get("processes"):
+        limit = first.answers.get("processes") or answers.get("processes")
+        grade.flags.append("process-limit")
+        grade.notes.append(
+            (
+                f"the notebook started more than {limit} processes and threads: all of them were stopped.",
+                f"notebook 启动的进程和线程超过了 {limit} 个：已全部终止。",
+            )
+        )
+        reasons.append(f"more than {limit} processes: stopped")
     grade.versions.update({f"checked_{k}": v for k, v in answers.get("versions", {}).items()})
     mine, theirs = grade.versions.get("checked_torch", ""), grade.versions.get("notebook_torch", "")
     if mine and theirs and mine.split(".")[:2] != theirs.split(".")[:2]:
         reasons.append(f"the notebook was last run with torch {theirs}; graded with torch {mine}")
-    replayed = answers.get("replayed", {})
     for row in answers["results"]:
         number, key, target = int(row["number"]), str(row["key"]), row.get("target")
         head_en, head_zh = f"✗ Exercise {number}: ", f"✗ 练习 {number}："
-        if row.get("status") == "replay":
-            again = replayed.get(key, {"status": "not-evaluated", "why": "the replay did not finish"})
-            if "replayed" not in grade.flags:
-                grade.flags.append("replayed")
-            if again.get("status") == "checked":
-                en, zh = str(again["en"]), str(again["zh"])
-                grade.exercises.append(ExerciseGrade(number, key, bool(again["passed"]), "replayed", en, zh))
-                continue
-            if again.get("status") == "tampered":
-                if "touches-checks" not in grade.flags:
-                    grade.flags.append("touches-checks")
-                reasons.append(f"exercise {number}: the notebook changed {again.get('why')} (not scored)")
-                row = {
-                    **row,
-                    "status": "not-evaluated",
-                    "why": "the notebook changed devicekit or torch while it ran",
-                }
-            else:
-                row = {**row, **again}
+        if row.get("flag") and row["flag"] not in grade.flags:
+            grade.flags.append(str(row["flag"]))
+        if row.get("legacy") and "legacy-check" not in grade.flags:
+            grade.flags.append("legacy-check")
         if row.get("status") == "checked":
             en, zh = str(row["en"]), str(row["zh"])
-            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), "checked", en, zh))
+            how = "judged" if row.get("how") == "judged" else "legacy"
+            seconds = float(row.get("seconds") or 0.0)
+            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), how, en, zh, seconds))
             continue
         why = str(row.get("status"))
         if fatal is not None and why in ("target-missing", "not-evaluated"):

@@ -112,16 +112,53 @@ def usable_by_others(paths: list[str]) -> str:
     return ""
 
 
-class UidPool:
-    """User ids for submissions when the grader is root: one fresh id per submission."""
+#: Where grader runs on one machine claim their submission user ids (one lock file per id).
+UID_LOCKS = Path(os.environ.get("DEVICEKIT_GRADE_UID_LOCKS", "/tmp/devicekit-grade-uids"))
+UID_SPAN = 50_000_000
 
-    def __init__(self, base: int) -> None:
-        self._next, self._lock = base, threading.Lock()
+
+class UidPool:
+    """User ids for submissions when the grader is root: one fresh id per submission, never one that
+    another grader run on this machine holds (an exclusive ``flock`` on ``UID_LOCKS/<uid>.lock``, kept
+    until `release`), nor one that owns a process. Each run starts at a random offset from ``base``."""
+
+    def __init__(self, base: int, locks: Path | None = None) -> None:
+        self._base, self._lock = base, threading.Lock()
+        self._next = base + secrets.randbelow(UID_SPAN // 1000) * 1000
+        self._locks = locks or UID_LOCKS
+        self._held: dict[int, int] = {}
 
     def take(self) -> int:
+        import fcntl
+
         with self._lock:
-            uid, self._next = self._next, self._next + 1
-            return uid
+            self._locks.mkdir(mode=0o700, parents=True, exist_ok=True)
+            owners = {owner for _, owner in _processes().values()}
+            for _ in range(10_000):
+                uid = self._next
+                self._next = self._base + (self._next - self._base + 1) % UID_SPAN
+                if uid in owners:
+                    continue
+                fd = os.open(self._locks / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)
+                    continue
+                self._held[uid] = fd
+                return uid
+            raise RuntimeError("no free user id for a submission")
+
+    def holds(self, uid: int) -> bool:
+        return uid in self._held
+
+    def release(self, uid: int) -> None:
+        with self._lock:
+            fd = self._held.pop(uid, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._locks / f"{uid}.lock")
+            os.close(fd)
 
 
 @dataclass
@@ -202,9 +239,33 @@ def remove_box(box: Box) -> None:
     shutil.rmtree(box.root, ignore_errors=True)
 
 
-def preexec(limits: Limits, uid: int | None):
+def nproc_limit(limits: Limits, uid: int | None) -> int:
+    """The RLIMIT_NPROC value for a submission: ``limits.processes`` for a user of its own; for the
+    grader's own user (which runs other processes too) that many more than the user runs now."""
+    if not limits.processes:
+        return 0
+    if uid is not None:
+        return limits.processes
+    me = os.getuid()
+    return limits.processes + sum(1 for _, owner in _processes().values() if owner == me) + _threads_of(me)
+
+
+def _threads_of(uid: int) -> int:
+    """Threads beyond the first of ``uid``'s processes (RLIMIT_NPROC counts threads too)."""
+    extra = 0
+    for pid, (_, owner) in _processes().items():
+        if owner != uid:
+            continue
+        with contextlib.suppress(OSError):
+            extra += max(0, len(os.listdir(f"/proc/{pid}/task")) - 1)
+    return extra
+
+
+def preexec(limits: Limits, uid: int | None, nproc_for: int | None = None):
     """The function run in the forked child before exec: new session, limits, then the submission's user
-    (``uid`` None: stay the grader's user, or switch later with ``setpriv`` inside the namespace)."""
+    (``uid`` None: stay the grader's user, or switch later with ``setpriv`` inside the namespace).
+    ``nproc_for``: the user the process limit is for (``uid``, or the one ``setpriv`` switches to)."""
+    nproc = nproc_limit(limits, uid if uid is not None else nproc_for)
 
     def apply() -> None:
         import resource
@@ -216,8 +277,8 @@ def preexec(limits: Limits, uid: int | None):
             (resource.RLIMIT_FSIZE, limits.file_mb * MiB),
             (resource.RLIMIT_CORE, 0),
         ]
-        if uid is not None:  # per user: only meaningful for a user that runs nothing else
-            pairs.append((resource.RLIMIT_NPROC, limits.processes))
+        if nproc:  # counts the processes of the real user (root is exempt: hence `Watchdog` too)
+            pairs.append((resource.RLIMIT_NPROC, nproc))
         for which, value in pairs:
             if value or which == resource.RLIMIT_CORE:
                 with contextlib.suppress(ValueError, OSError):
@@ -256,24 +317,193 @@ def namespace_prefix(uid: int | None) -> list[str]:
     return base
 
 
-def bwrap_prefix(box: Box, keep: list[str]) -> list[str]:
-    """``--sandbox``: the command that runs a submission under bubblewrap, or [] when it is not installed.
+def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
+    """The command that runs a submission under bubblewrap, or [] when it is not installed.
 
-    The whole file system is read-only, ``/tmp``, ``/home``, ``/root`` and ``/run`` are empty, only the
-    submission's own folder is writable, and the submission has its own PID, IPC and UTS namespaces.
-    ``keep``: folders under those empty ones that must stay visible (the Python installation).
+    The whole file system is read-only, ``/tmp``, ``/home``, ``/root`` and ``/run`` are empty, and so is
+    every folder in ``hide`` (the solutions, the hidden judges, the submissions, the output folder); only
+    the submission's own folder is writable, and the submission has its own PID, IPC and UTS namespaces.
+    ``keep``: folders under the empty ones that must stay visible (the Python installation). As root,
+    ``setpriv`` then switches to the box's user inside the sandbox.
     """
     bwrap = shutil.which("bwrap")
     if not bwrap:
         return []
     cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     cmd += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
-    for hidden in ("/tmp", "/home", "/root", "/run"):
+    emptied = ["/tmp", "/home", "/root", "/run"]
+    for hidden in emptied:
         cmd += ["--tmpfs", hidden]
+
+    def parents(target: str) -> list[str]:  # folders bwrap would otherwise create unreadable (0700)
+        out = []
+        for parent in reversed(Path(target).parents):
+            text = str(parent)
+            if any(text.startswith(e.rstrip("/") + "/") for e in emptied):
+                out += ["--dir", text]
+        return out
+
     for path in dict.fromkeys(keep):
-        cmd += ["--ro-bind-try", path, path]
+        if os.path.exists(path):
+            cmd += [*parents(path), "--ro-bind", path, path]
+    for path in dict.fromkeys(os.path.realpath(h) for h in hide):
+        if os.path.isdir(path) and not any(path == k or path.startswith(k.rstrip("/") + "/") for k in keep):
+            cmd += ["--tmpfs", path]
+            emptied.append(path)
+    cmd += parents(str(box.root))
     cmd += ["--bind", str(box.root), str(box.root)]
+    if box.uid is not None and running_as_root():
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            return []
+        return [*cmd, "--", setpriv, f"--reuid={box.uid}", f"--regid={box.uid}", "--clear-groups", "--"]
     return [*cmd, "--"]
+
+
+_BWRAP: dict[bool, bool] = {}
+
+
+def bwrap_works() -> bool:
+    """Whether bubblewrap is installed and can start a sandbox here (tried once)."""
+    key = running_as_root()
+    if key not in _BWRAP:
+        import subprocess
+
+        bwrap = shutil.which("bwrap")
+        ok = False
+        if bwrap:
+            cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc"]
+            cmd.append("true")
+            try:
+                ok = subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+        _BWRAP[key] = ok
+    return _BWRAP[key]
+
+
+#: What the grader says when it cannot seal submissions off (en, zh).
+REFUSAL = (
+    "devicekit-grade will not run submissions here: it can give them neither a user of their own ({why}) "
+    "nor a sandbox (bubblewrap is not installed or cannot start). A notebook could then read the "
+    "solutions and the hidden checks, and write the grader's files. Do one of these:\n"
+    "  * install bubblewrap: `sudo apt install bubblewrap` (Debian/Ubuntu), `sudo dnf install bubblewrap` "
+    "(Fedora);\n"
+    "  * grade in the container of grading/Dockerfile (see docs/instructors/grading.md);\n"
+    "  * run the grader as root with a Python that other users can read (not under /root);\n"
+    "  * or, if you trust every submission, pass --trust-submissions.",
+    "devicekit-grade 拒绝在这里运行提交的作业：既无法给每份作业一个单独的用户（{why}），"
+    "也无法使用沙箱（没有安装 bubblewrap，或它无法启动）。这样 notebook 就能读到参考答案和隐藏检查，"
+    "还能改写评分器的文件。请任选一种做法：\n"
+    "  * 安装 bubblewrap：`sudo apt install bubblewrap`（Debian/Ubuntu）、`sudo dnf install bubblewrap`"
+    "（Fedora）；\n"
+    "  * 在 grading/Dockerfile 构建的容器里评分（见 docs/instructors/grading.zh.md）；\n"
+    "  * 以 root 运行评分器，并使用其他用户可读的 Python（不要装在 /root 下）；\n"
+    "  * 如果你信任每一份提交，加上 --trust-submissions。",
+)
+
+
+#: What each isolation mode gives a submission (en, zh): the report's note.
+MODES = {
+    "user": (
+        "Isolation: a user of its own per notebook (and its own PID namespace where the machine allows): it "
+        "cannot write the grader's files or read files other users cannot read.",
+        "隔离方式：每份 notebook 使用单独的用户（机器允许时还有独立的 PID 命名空间）：它不能改写评分器的"
+        "文件，也读不到其他用户读不到的文件。",
+    ),
+    "bwrap": (
+        "Isolation: bubblewrap per notebook: read-only system, empty /tmp, /home, /root, no view of the "
+        "solutions, hidden checks, submissions or output folder, its own PID namespace"
+        " (as root: and a user of its own).",
+        "隔离方式：每份 notebook 运行在 bubblewrap 沙箱中：系统只读，/tmp、/home、/root 为空，"
+        "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间"
+        "（以 root 运行时还使用单独的用户）。",
+    ),
+    "none": (
+        "Isolation: none (--trust-submissions): notebooks ran as the grader's own user and could read "
+        "what it can read; the resource limits still held.",
+        "隔离方式：无（--trust-submissions）：notebook 以评分器自己的用户运行，能读到评分器能读的文件；"
+        "资源限制仍然有效。",
+    ),
+}
+
+
+class Refused(RuntimeError):
+    """No isolation is available and the instructor did not pass ``--trust-submissions``."""
+
+    def __init__(self, why_en: str, why_zh: str) -> None:
+        self.en = REFUSAL[0].format(why=why_en)
+        self.zh = REFUSAL[1].format(why=why_zh)
+        super().__init__(self.en + "\n\n" + self.zh)
+
+
+def choose_isolation(
+    requested: str, as_root: bool, python_private: str, bwrap_ok: bool, trust: bool
+) -> tuple[str, bool]:
+    """(mode, a user per submission) for ``requested`` (``auto``, ``user``, ``bwrap``, ``none``).
+
+    ``auto``: a user of its own when the grader is root and other users can run its Python; else
+    bubblewrap (as root: bubblewrap *and* a user of its own inside); else `Refused`, unless ``trust``.
+    """
+    if requested == "none":
+        if not trust:
+            raise Refused("--isolation none was asked for", "指定了 --isolation none")
+        return "none", False
+    if requested in ("auto", "user") and as_root and not python_private:
+        return "user", True
+    if requested in ("auto", "bwrap") and bwrap_ok:
+        return "bwrap", as_root
+    if requested == "bwrap":
+        raise RuntimeError(
+            "--sandbox needs bubblewrap (bwrap), which is not installed or cannot start here: "
+            "`sudo apt install bubblewrap` (Debian/Ubuntu), or grade in a container (see the grading guide)"
+        )
+    if trust:
+        return "none", False
+    if not as_root:
+        why = ("the grader is not root", "评分器不是以 root 运行的")
+    elif python_private:
+        why = (f"{python_private} is private: other users cannot run this Python",
+               f"{python_private} 是私有的：其他用户无法运行这个 Python")  # fmt: skip
+    else:
+        why = ("--isolation user needs root", "--isolation user 需要 root")
+    raise Refused(*why)
+
+
+class Watchdog(threading.Thread):
+    """Counts a submission's processes and threads every half second and kills them all when there are
+    more than ``limit`` (root is exempt from RLIMIT_NPROC, and the grader's own user runs other processes:
+    this holds the limit in every mode). ``tripped`` says whether it had to."""
+
+    def __init__(self, pid: int, limit: int, uid: int | None = None) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.limit, self.uid = pid, limit, uid
+        self.tripped = False
+        self._stop_event = threading.Event()
+
+    def count(self) -> int:
+        pids = descendants(self.pid)
+        if self.uid is not None:
+            pids = list({*pids, *(p for p, (_, owner) in _processes().items() if owner == self.uid)})
+        total = 0
+        for pid in pids:
+            try:
+                total += len(os.listdir(f"/proc/{pid}/task"))
+            except OSError:
+                continue
+        return total
+
+    def run(self) -> None:
+        while not self._stop_event.wait(0.5):
+            if self.limit and self.count() > self.limit:
+                self.tripped = True
+                if self.uid is not None and running_as_root():
+                    kill_user(self.uid)
+                kill_tree(self.pid)
+                return
+
+    def stop(self) -> None:
+        self._stop_event.set()
 
 
 _NAMESPACES: dict[bool, bool] = {}

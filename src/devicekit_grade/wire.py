@@ -14,7 +14,7 @@ import socket
 import struct
 from typing import Any
 
-MAX_MESSAGE = 256 * 1024 * 1024
+MAX_MESSAGE = 64 * 1024 * 1024
 _HEADER = struct.Struct("!Q")
 
 
