@@ -90,9 +90,8 @@ def test_quoted_cpu_runner_message_is_the_stored_error():
     for path in notebooks(SOLUTIONS):
         nb = nbformat.read(path, as_version=4)
         prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-        quoted = {
-            " ".join(q.split()) for q in re.findall(r"`((?:Tensor on device|strict_devices:) [^`]+)`", prose)
-        }
+        found = re.findall(r"`((?:Tensor on device|strict_devices: |strict_devices：)[^`]+)`", prose)
+        quoted = {" ".join(q.split()) for q in found}
         outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
         errors = {" ".join(o.evalue.split()) for o in outputs if o.output_type == "error"}
         # A quote is needed where a trigger's message differs between the CPU runner and a GPU (its cell

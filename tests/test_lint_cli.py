@@ -162,7 +162,7 @@ def test_fix_keeps_formatting(tmp_path, capsys):
     )
     path = tmp_path / "fixme.py"
     path.write_text(source, encoding="utf-8")
-    code, out, err = run(capsys, "--fix", str(path))
+    code, out, err = run(capsys, "--fix", "--lang", "en", str(path))
     assert code == 0 and out == "" and "fixed 3" in err
     assert path.read_text(encoding="utf-8") == (
         "import torch\n\n"

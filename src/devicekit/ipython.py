@@ -61,10 +61,10 @@ def where_text(error: BaseException) -> tuple[str, str] | None:
     """The learner's own line the error went through last, in both languages (`devicekit.frames`).
 
     ``%xmode Minimal`` keeps a lab's tracebacks to their last line; this names the one frame worth
-    reading, so the learner neither scrolls through PyTorch's internals nor loses their own line.  A line
-    of a notebook cell is "of the cell" only when it is the cell that just ran (IPython names each cell's
-    code by its text); a line of an earlier cell (the one that defined the function) is named by its
-    ``In[n]`` where IPython knows it, else as "the cell that defined it".
+    reading, so the learner neither scrolls through PyTorch's internals nor loses their own line. A line of
+    a notebook cell is quoted with its code rather than named by the cell: which cell holds it (this one,
+    or the earlier one that defined a function) and its ``In[n]`` depend on the order the cells ran in,
+    so a claim about them would be wrong in some runs.
     """
     from devicekit.frames import last_own_frame
 
@@ -73,63 +73,11 @@ def where_text(error: BaseException) -> tuple[str, str] | None:
         return None
     code = f": `{frame.line.strip()}`" if frame.line else ""
     code_zh = f"：`{frame.line.strip()}`" if frame.line else ""
-    cell = "ipykernel_" in frame.filename or "ipython-input" in frame.filename
     n = frame.lineno
-    if cell:
-        if _is_current_cell(frame.filename):
-            return f"In your code: line {n} of the cell{code}", f"你的代码：本单元格第 {n} 行{code_zh}"
-        label = _cell_label(frame.filename)
-        if label:
-            return f"In your code: line {n} of {label}{code}", f"你的代码：{label} 第 {n} 行{code_zh}"
-        return (
-            f"In your code: line {n} (of the cell that defined it){code}",
-            f"你的代码：第 {n} 行（定义它的单元格）{code_zh}",
-        )
+    if "ipykernel_" in frame.filename or "ipython-input" in frame.filename:
+        return f"In your code: line {n} of a notebook cell{code}", f"你的代码：单元格中的第 {n} 行{code_zh}"
     name = frame.filename.replace("\\", "/").rsplit("/", 1)[-1]
     return f"In your code: {name}, line {n}{code}", f"你的代码：{name} 第 {n} 行{code_zh}"
-
-
-def _shell() -> Any:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    return get_ipython()
-
-
-def _is_current_cell(filename: str) -> bool:
-    """Whether `filename` is the code of the cell that ran last, by IPython's own naming of cells
-    (``compile.get_code_name``; ``compile.format_code_name`` gives the ``In[n]`` it was cached as). False
-    when that cannot be told."""
-    shell = _shell()
-    compiler = getattr(shell, "compile", None)
-    raw = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
-    if compiler is None or not raw:
-        return False
-    latest = len(raw) - 1  # the history holds one entry per executed cell, after an empty In[0]
-    try:
-        parsed = shell.history_manager.input_hist_parsed[-1]
-        # the history keeps each cell without its trailing newline; the name was made from the cell as run
-        if any(compiler.get_code_name(raw[-1] + end, parsed + end, latest) == filename for end in ("", "\n")):
-            return True
-        return _cell_label(filename) == f"In[{latest}]"
-    except Exception:  # an unexpected shell: then make no claim
-        return False
-
-
-def _cell_label(filename: str) -> str | None:
-    """``In[4]`` for a cell's code file where IPython knows its number (``compile.format_code_name``)."""
-    shell = _shell()
-    formatter = getattr(getattr(shell, "compile", None), "format_code_name", None)
-    if formatter is None:
-        return None
-    try:
-        found = formatter(filename)
-    except Exception:
-        return None
-    if isinstance(found, tuple) and len(found) == 2 and str(found[1]).startswith("In["):
-        return str(found[1])
-    return None
 
 
 def _show_explanation(result: Any) -> None:

@@ -613,12 +613,3 @@ def kill_user(uid: int, rounds: int = 50) -> None:
             _kill(pid)
         _reap(mine)
         time.sleep(0.02)
-
-
-def kill_adopted(keep: set[int]) -> None:
-    """Kill this process's children that it did not start itself (orphans adopted as subreaper)."""
-    me = os.getpid()
-    for pid, (parent, _) in _processes().items():
-        if parent == me and pid not in keep:
-            kill_tree(pid)
-            _reap([pid])
