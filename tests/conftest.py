@@ -267,3 +267,14 @@ def ddp_run(request) -> dict:
 
     folder = once_per_run(request, "ddp", "ddp_train_step-2x2", make)
     return json.loads((folder / "run.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(autouse=True)
+def _no_language_left_behind():
+    """Each test starts with no notebook language declared (a test that sets one cannot leak it into the
+    next test on the same worker, whose English assertions would then read Chinese messages)."""
+    from devicekit.lang import set_language
+
+    set_language(None)
+    yield
+    set_language(None)

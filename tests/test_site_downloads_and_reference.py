@@ -28,7 +28,7 @@ def test_every_lab_page_offers_its_zip_in_both_languages(site: Path):
             names = [n.split("/", 1)[1] for n in zf.namelist()]
         assert f"{lab['id']}.ipynb" in names and f"{lab['id']}.zh.ipynb" in names
         assert any(n.startswith("devicekit-") and n.endswith(".whl") for n in names)
-        for lang, words in (("en", "Download lab (zip)"), ("zh", "下载实验压缩包")):
+        for lang, words in (("en", "Download lab (zip)"), ("zh", "下载实验 zip")):
             page = site / ("zh" if lang == "zh" else "") / "labs" / lab["id"] / "index.html"
             html = page.read_text(encoding="utf-8")
             assert words in html and f"downloads/{lab['id']}.zip" in html, f"{page} offers no zip"

@@ -48,9 +48,13 @@ def _load_probes(path: str, lab: str) -> dict[str, Any]:
 
     exercises = {ex.key: ex for ex in devicekit_labs.exercises_for(lab)}
     if path:
-        spec = importlib.util.spec_from_file_location(f"devicekit_grade_probes_{lab[:2]}", path)
+        import sys
+
+        name = f"devicekit_grade_probes_{lab[:2]}"
+        spec = importlib.util.spec_from_file_location(name, path)
         if spec is not None and spec.loader is not None:
             module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # dataclasses (and pickling) look their module up there
             spec.loader.exec_module(module)
             registry = getattr(devicekit_labs, "_REGISTRY", {})
             exercises.update({k: ex for (owner, k), ex in registry.items() if owner == lab})

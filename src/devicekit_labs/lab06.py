@@ -54,8 +54,12 @@ def _never_deserialize(storage, location: str) -> None:
     return None  # loading stays PyTorch's own business
 
 
-# Registered once, at import: a lower number runs before PyTorch's own taggers (cpu is 10, cuda 20).
-torch.serialization.register_package(-60, _claimed_location, _never_deserialize)
+# Registered once per process, at import: a lower number runs before PyTorch's own taggers (cpu is 10,
+# cuda 20). Once per process even when this file runs twice (the grader executes its own copy over the
+# installed one): two entries of the same priority would make PyTorch sort two functions and fail.
+if not getattr(torch.serialization, "_devicekit_lab06_tagger", False):
+    torch.serialization.register_package(-60, _claimed_location, _never_deserialize)
+    torch.serialization._devicekit_lab06_tagger = True
 
 
 def missing_cuda_device() -> str:
