@@ -25,6 +25,8 @@ from mkdocs.structure.files import File
 from course_tools.paths import ROOT
 LINT_PACKAGE = ROOT / "src" / "devicekit" / "lint"
 SOURCES_PATH = "assets/devicelint/sources.json"
+#: The modules of devicekit the linter imports besides its own package (neither imports torch).
+LINT_NEEDS = ("messages.py", "lang.py")
 PYODIDE_FILES = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 log = logging.getLogger("mkdocs.hooks.lint_page")
 
@@ -34,6 +36,9 @@ def lint_sources() -> str:
     files = {"devicekit/__init__.py": '"""devicekit, reduced to its linter for the browser."""\n'}
     for path in sorted(LINT_PACKAGE.glob("*.py")):
         files[f"devicekit/lint/{path.name}"] = path.read_text(encoding="utf-8")
+    # the linter's bilingual messages: devicekit.messages and devicekit.lang (standard library only)
+    for name in LINT_NEEDS:
+        files[f"devicekit/{name}"] = (LINT_PACKAGE.parent / name).read_text(encoding="utf-8")
     return json.dumps(files, ensure_ascii=False)
 
 
