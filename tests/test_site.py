@@ -188,6 +188,8 @@ def test_students_only_build_has_no_solutions(site_students):
         + [p.read_text(encoding="utf-8") for p in notebooks(LABS)]
         # the error catalog is public too: the atlas and the widget show every family's fix to everyone
         + [(ROOT / "src" / "devicekit" / "catalog.json").read_text(encoding="utf-8")]
+        # and devicekit's own source (the wheel everyone installs; the paste-your-code page bundles part)
+        + [p.read_text(encoding="utf-8") for p in (ROOT / "src" / "devicekit").rglob("*.py")]
     )
     solution_lines = {
         line

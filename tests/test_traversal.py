@@ -21,6 +21,7 @@ from torch import nn
 
 import devicekit
 from devicekit import check_devices, locate_mismatch, to_device, traversal
+from devicekit.lang import using_language
 
 META = torch.device("meta")
 CPU = torch.device("cpu")
@@ -91,7 +92,7 @@ def test_tuple_subclass_that_cannot_be_rebuilt_warns_and_stays_a_tuple():
         def __new__(cls, a, b, token):
             return super().__new__(cls, (a, b))
 
-    with pytest.warns(UserWarning, match="could not rebuild a .*Picky"):
+    with using_language("en"), pytest.warns(UserWarning, match="could not rebuild a .*Picky"):
         out = to_device(Picky(torch.ones(1), 1, "tok"), "meta")
     assert type(out) is tuple and out[0].device == META
 
@@ -185,7 +186,7 @@ def test_deep_cycle_gives_the_cycle_message():
     for _ in range(5_000):
         root = [root]
     inner.append(root)
-    with pytest.raises(
+    with using_language("en"), pytest.raises(
         ValueError, match="reference cycle in the batch: batch(\\[0\\]){5000}\\[1\\] is the same object"
     ):
         to_device(root, "meta")
