@@ -219,6 +219,22 @@ def site(site_full: SiteBuild) -> Path:
     return site_full.site
 
 
+# --- one graded class ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def graded_class(request) -> dict:
+    """The class of `grade_attacks.classroom`, graded once per run (shared by test_grade.py and
+    test_grade_judged.py, on whichever workers they land): ``run.json``'s record plus ``root``, the class
+    folder (``subs/``, ``grades/``, ``victims/``). Tests read it; none may change it."""
+    from grade_attacks.classroom import grade_class
+
+    folder = once_per_run(request, "grade", "class", grade_class)
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    record["root"] = folder
+    return record
+
+
 # --- one real two-process DDP run ----------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
-"""devicekit-grade end to end: one realistic class, graded in one run of the command (a subprocess, as an
-instructor runs it, two notebooks at a time), with every lab's correct and untouched submission and, for
-lab 1, each attack from issue 16 as a submission. Each attack gets the right grade and leaves the other
-rows, the submissions and the output folder untouched.
+"""devicekit-grade end to end: the shared class (`grade_attacks.classroom`, graded once per test run by the
+command as an instructor runs it, two notebooks at a time), with every lab's correct and untouched
+submission and, for lab 1, each attack from issue 16 as a submission. Each attack gets the right grade and
+leaves the other rows, the submissions and the output folder untouched. (Issue 22's attacks, in the same
+class: ``test_grade_judged.py``.)
 
 The grades are the grader's own: its checks run in a process the notebooks never ran in. Limits are
 generous (a busy 2-core machine); nothing here looks at a process or file it did not create.
@@ -9,306 +10,42 @@ generous (a busy 2-core machine); nothing here looks at a process or file it did
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import hashlib
 import json
-import os
-import signal
+import shutil
 import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-import nbformat
 import pytest
-
-from course_tools.paths import ROOT, SOLUTIONS
-from course_tools.submissions import (
-    as_student_work,
-    graded_labs,
-    lab_notebook,
-    solution_notebook,
-    solved_lab,
-    write,
+from grade_attacks.classroom import (
+    DETACHED_DEADLINE_S,
+    LAB,
+    LABS,
+    OUT,
+    ROW_LIMIT_S,
+    processes_with,
+    run_grader,
+    sha256,
+    wait_until_gone,
 )
+
+from course_tools.submissions import as_student_work, lab_notebook, solution_notebook, write
 from devicekit_grade import sandbox
 
 pytestmark = pytest.mark.integration  # the grader runs every notebook in kernels of its own
 
-LAB = "01-devices"
-LABS = graded_labs()
 
-
-def _index(nb: nbformat.NotebookNode, text: str) -> int:
-    found = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and text in c.source]
-    assert found, f"no code cell contains {text!r}"
-    return found[0]
-
-
-def _insert(nb: nbformat.NotebookNode, after: str, source: str) -> nbformat.NotebookNode:
-    nb.cells.insert(_index(nb, after) + 1, nbformat.v4.new_code_cell(source))
-    return nb
-
-
-def _replace_function(nb: nbformat.NotebookNode, name: str, body: str) -> nbformat.NotebookNode:
-    nb.cells[_index(nb, f"def {name}(")].source = body
-    return nb
-
-
-# --- the attacks (issue 16), each a submission --------------------------------------------------------------
-
-PATCH_CHECKS = """import devicekit_labs as _E
-_E._outcome = lambda ex, args, kwargs: (True, "passed.", "通过。")
-for _ex in list(_E._REGISTRY.values()):
-    object.__setattr__(_ex, "run", lambda *a, **k: None)"""
-
-FAKE_RESULTS = """from devicekit_labs import CheckResult, results
-for _n, _k in enumerate(["move-batch", "causal-mask", "predict-raises"], 1):
-    results.append(CheckResult("01-devices", _k, _n, True, "✓ passed.", "✓ 通过。"))"""
-
-# Looks for the submissions through the command lines, working directories and environments of its
-# ancestors; steals the answers of any solved notebook it finds and damages that file.
-SNOOP = """import glob, os, re
-_found = []
-_pid = os.getpid()
-for _ in range(6):
-    try:
-        _pid = int(re.search(r"PPid:\\s+(\\d+)", open(f"/proc/{_pid}/status").read()).group(1))
-    except Exception:
-        break
-    if _pid <= 1:
-        break
-    _places = []
-    for _what in ("cwd",):
-        try:
-            _places.append(os.readlink(f"/proc/{_pid}/{_what}"))
-        except OSError:
-            pass
-    for _what in ("cmdline", "environ"):
-        try:
-            _raw = open(f"/proc/{_pid}/{_what}", "rb").read().decode()
-            _places += [p.split("=", 1)[-1] for p in _raw.split("\\0")]
-        except OSError:
-            pass
-    for _place in _places:
-        if os.path.isdir(_place):
-            _found += glob.glob(os.path.join(_place, "*.ipynb"))
-            _found += glob.glob(os.path.join(_place, "*", "*.ipynb"))
-for _path in _found:
-    try:
-        _text = open(_path).read()
-        if "def move_batch" in _text and "NotImplementedError" not in _text.split("def move_batch")[1][:300]:
-            import json as _json
-            for _cell in _json.loads(_text)["cells"]:
-                _src = "".join(_cell["source"])
-                if _cell["cell_type"] == "code" and _src.lstrip().startswith("def "):
-                    exec(_src, globals())
-        open(_path, "w").write("overwritten by snoop")
-    except Exception:
-        pass
-print("snoop found", len(_found))"""
-
-# A detached process that keeps touching a file: after the run the file must stop changing.
-DETACH = """import subprocess, sys
-_beat = "import sys, time\\nwhile True:\\n    open(sys.argv[1], 'w').write(str(time.time()))\\n"
-_beat += "    time.sleep(0.5)"
-subprocess.Popen(["setsid", sys.executable, "-c", _beat, {victim!r}],
-    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"""
-
-STARTUP = """import os, pathlib
-_ipython = pathlib.Path(os.environ.get("IPYTHONDIR", "~/.ipython")).expanduser()
-_startup = _ipython / "profile_default" / "startup"
-_startup.mkdir(parents=True, exist_ok=True)
-(_startup / "00-devicekit-grade-test.py").write_text("open({victim!r}, 'w').write('startup ran')")"""
-
-# Signals its parent and grandparent (the worker and the grader, when they are visible), never anything else.
-KILL_PARENTS = """import os, re, signal
-_targets, _pid = [], os.getpid()
-for _ in range(2):
-    try:
-        _pid = int(re.search(r"PPid:\\s+(\\d+)", open(f"/proc/{_pid}/status").read()).group(1))
-    except Exception:
-        break
-    if _pid <= 1:
-        break
-    _targets.append(_pid)
-for _sig in (signal.SIGTERM, signal.SIGKILL):
-    for _target in _targets:
-        try:
-            os.kill(_target, _sig)
-        except OSError:
-            pass"""
-
-OVERWRITE = "open({path!r}, 'w').write('not a notebook any more')"
-
-
-def _colab_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    for cell in nb.cells:
-        cell.metadata.pop("tags", None)
-    return nb
-
-
-def build_class(root: Path) -> dict[str, str]:
-    """Write the class into ``root/subs``; returns {file name: expectation key}."""
-    subs = root / "subs"
-    subs.mkdir(parents=True)
-    victims = root / "victims"
-    victims.mkdir()
-    notebooks: dict[str, nbformat.NotebookNode] = {}
-    for lab in LABS:
-        notebooks[f"{lab}-correct.ipynb"] = solved_lab(lab)
-        notebooks[f"{lab}-untouched.zh.ipynb"] = lab_notebook(lab, "zh")
-    edited = lab_notebook(LAB)
-    for key, fn in (
-        ("move-batch", "lambda x, d: x.to(d)"),
-        ("causal-mask", "lambda x: x"),
-        ("predict-raises", "{}"),
-    ):
-        edited.cells[_index(edited, f'"{key}"')].source = f'check("{LAB}", "{key}", {fn})'
-    notebooks["edited-checks.ipynb"] = edited
-    notebooks["patched-checks.ipynb"] = _insert(
-        lab_notebook(LAB), "from devicekit_labs import check", PATCH_CHECKS
-    )
-    notebooks["fake-results.ipynb"] = _insert(lab_notebook(LAB), '"predict-raises"', FAKE_RESULTS)
-    notebooks["published-solution.ipynb"] = solution_notebook(LAB)
-    notebooks["ignores-device.ipynb"] = _replace_function(
-        solved_lab(LAB), "move_batch", "def move_batch(x, device):\n    return x.to(other)"
-    )
-    notebooks["empty-tensor.ipynb"] = _replace_function(
-        solved_lab(LAB),
-        "move_batch",
-        "def move_batch(x, device):\n    return torch.empty(x.shape, device=device)",
-    )
-    notebooks["snoop.ipynb"] = _insert(lab_notebook(LAB), '"predict-raises"', SNOOP)
-    notebooks["detached.ipynb"] = _insert(
-        solved_lab(LAB), '"move-batch"', DETACH.format(victim=str(victims / "detached"))
-    )
-    notebooks["startup-file.ipynb"] = _insert(
-        solved_lab(LAB), '"move-batch"', STARTUP.format(victim=str(victims / "startup"))
-    )
-    if sandbox.namespaces_work():  # without them, a notebook running as the grader's user can signal it
-        notebooks["kills-parents.ipynb"] = _insert(solved_lab(LAB), '"move-batch"', KILL_PARENTS)
-    notebooks["overwriter.ipynb"] = _insert(
-        lab_notebook(LAB), '"move-batch"', OVERWRITE.format(path=str(subs / "zz-classmate.ipynb"))
-    )
-    notebooks["zz-classmate.ipynb"] = solved_lab(LAB)
-    notebooks["colab-no-tags.ipynb"] = _colab_copy(solved_lab(LAB))
-    for name, nb in notebooks.items():
-        write(nb, subs / name)
-    (subs / "aaa.ipynb").symlink_to("zz-classmate.ipynb")
-    (subs / "instructor.ipynb").symlink_to(SOLUTIONS / f"{LAB}.ipynb")
-    write(solved_lab(LAB), subs / ".hidden.ipynb")
-    (subs / "dave.ipynb.txt").write_text(nbformat.writes(solved_lab(LAB)), encoding="utf-8")
-    carol = subs / "carol"
-    write(solved_lab(LAB), carol / f"{LAB}.ipynb")
-    (carol / "data.csv").write_text("1,2\n", encoding="utf-8")
-    (carol / "everything").symlink_to("/")
-    return {name: name for name in notebooks}
-
-
-def sha256(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
-
-
-def _needs_trust() -> list[str]:
-    """``--trust-submissions`` where this machine offers neither a user per notebook nor bubblewrap."""
-    import nbclient
-
-    as_root = sandbox.running_as_root()
-    private = sandbox.usable_by_others([sys.executable, nbclient.__file__]) if as_root else ""
-    try:
-        sandbox.choose_isolation("auto", as_root, private, sandbox.bwrap_works(), False)
-    except sandbox.Refused:
-        return ["--trust-submissions"]
-    return []
-
-
-TRUST = _needs_trust()
-
-
-def run_grader(cwd: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-    """``devicekit-grade`` as an instructor runs it: from a shell whose working directory holds the class."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    if args and args[0] != "merge":
-        args = (*args[:-1], *TRUST, args[-1])
-    script = '"$0" -m devicekit_grade "$@"; status=$?; exit $status'
-    return subprocess.run(
-        ["sh", "-c", script, sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=timeout,
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("class")
-    names = build_class(root)
-    protected = {k: v for k, v in sha256(root / "subs").items() if not k.startswith(("overwriter", "zz-"))}
-    started = time.monotonic()
-    released = ["--labs", str(ROOT / "labs"), "--solutions", str(SOLUTIONS)]
-    done = run_grader(root, "--out", "grades", "--jobs", "2", *released, "subs")
-    took = time.monotonic() - started
-    rows = (
-        json.loads((root / "grades" / "grades.json").read_text(encoding="utf-8"))
-        if done.returncode == 0
-        else []
-    )
-    # The detached process of detached.ipynb names its heartbeat file on its command line; that path is this
-    # run's own, so whatever process still carries it was started by this test's submission.
-    survivors = _wait_until_gone(str(root / "victims" / "detached"), DETACHED_DEADLINE_S)
-    return {
-        "root": root,
-        "names": names,
-        "done": done,
-        "took": took,
-        "protected_before": protected,
-        "rows": {r["file"].removeprefix("subs/"): r for r in rows},
-        "detached_survivors": survivors,
-    }
-
-
-#: How long the grader may take to end a submission's detached processes after the run (busy machine).
-DETACHED_DEADLINE_S = 60
-#: The most a row may take on average: one lab notebook, run twice (the grader's run and its checks), on a
-#: busy 2-core machine with two submissions at a time.
-ROW_LIMIT_S = 120
-
-
-def _processes_with(marker: str) -> list[int]:
-    """The live processes whose command line contains ``marker`` (Linux: /proc; elsewhere: ps)."""
-    proc = Path("/proc")
-    if proc.is_dir() and (proc / "self" / "cmdline").exists():
-        found = []
-        for entry in proc.iterdir():
-            if entry.name.isdigit():
-                try:
-                    if marker.encode() in (entry / "cmdline").read_bytes():
-                        found.append(int(entry.name))
-                except OSError:  # ended meanwhile, or not ours to read
-                    pass
-        return found
-    listing = subprocess.run(["ps", "-axo", "pid=,command="], capture_output=True, text=True).stdout
-    return [int(line.split(None, 1)[0]) for line in listing.splitlines() if marker in line]
-
-
-def _wait_until_gone(marker: str, deadline_s: float) -> list[int]:
-    """Wait until no process carries ``marker``; returns the ones still alive at the deadline, ended then."""
-    deadline = time.monotonic() + deadline_s
-    while (alive := _processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    for pid in alive:  # started by this test's own submission: do not leave it running
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    return alive
+@pytest.fixture
+def graded(graded_class):
+    """The shared class, graded once per test run (``conftest.graded_class``, `grade_attacks.classroom`)."""
+    return graded_class
 
 
 def row(graded, name: str) -> dict:
-    assert graded["done"].returncode == 0, graded["done"].stderr[-3000:]
+    assert graded["returncode"] == 0, graded["stderr"][-3000:]
     return graded["rows"][name]
 
 
@@ -399,12 +136,12 @@ def test_the_survivor_search_finds_a_live_process_and_waits_for_its_end(tmp_path
     child = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(600)", marker])
     try:
         deadline = time.monotonic() + 60
-        while child.pid not in _processes_with(marker):
+        while child.pid not in processes_with(marker):
             assert time.monotonic() < deadline, "the search does not see a running process"
             time.sleep(0.1)
         child.terminate()
         child.wait(timeout=60)
-        assert _wait_until_gone(marker, 60) == []
+        assert wait_until_gone(marker, 60) == []
     finally:
         child.kill()
         child.wait()
@@ -489,7 +226,10 @@ def test_lms_files_and_bilingual_report(graded):
 
 
 def test_grading_again_merges_into_the_same_folder(graded, tmp_path):
-    root = graded["root"]
+    root = tmp_path / "class"  # a copy: the shared class stays as the run left it for the other tests
+    shutil.copytree(graded["root"] / OUT, root / OUT)
+    (root / "subs").mkdir()
+    shutil.copy2(graded["root"] / "subs" / "zz-classmate.ipynb", root / "subs")
     before = json.loads((root / "grades" / "grades.json").read_text(encoding="utf-8"))
     done = run_grader(root, "--out", "grades", "--jobs", "1", "subs/zz-classmate.ipynb")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -499,45 +239,19 @@ def test_grading_again_merges_into_the_same_folder(graded, tmp_path):
 
 
 def test_a_class_of_submissions_takes_reasonable_time(graded):
-    done, rows = graded["done"], graded["rows"]
+    rows = graded["rows"]
     per = graded["took"] / max(1, len(rows))
     print(f"\n{len(rows)} rows in {graded['took']:.0f} s ({per:.1f} s per row, -j 2)")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert graded["returncode"] == 0, graded["stderr"][-3000:]
     # what the run produced: one row per entry of the class folder (data files too), and its summary says so
     subs = graded["root"] / "subs"
     entries = {str(p.relative_to(subs)) for p in subs.rglob("*") if p.is_file() or p.is_symlink()}
     assert set(rows) == entries
-    summary = next((line for line in done.stdout.splitlines() if " row(s): " in line), "")
+    summary = next((line for line in graded["stdout"].splitlines() if " row(s): " in line), "")
     total, _, counts = summary.rstrip(".").partition(" row(s): ")
     said = {status: int(n) for status, n in (item.rsplit(" ", 1) for item in counts.split(", ") if item)}
-    assert (total, said) == (str(len(rows)), Counter(r["status"] for r in rows.values())), done.stdout
+    assert (total, said) == (str(len(rows)), Counter(r["status"] for r in rows.values())), graded["stdout"]
     assert per < ROW_LIMIT_S, f"{per:.0f} s per row"
-
-
-# --- a kernel that dies or hangs: the exercises before count, the rest are "not reached" --------------------
-
-
-@pytest.mark.parametrize(
-    ("name", "cell", "status"),
-    [
-        ("dies.ipynb", "import os\nos._exit(1)", "kernel-died"),
-        (
-            "stuck.ipynb",
-            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
-            "timeout",
-        ),
-    ],
-)
-def test_a_run_that_stops_keeps_the_exercises_before(tmp_path, name, cell, status):
-    write(_insert(solved_lab(LAB), '"move-batch"', cell), tmp_path / "subs" / name)
-    done = run_grader(tmp_path, "--out", "out", "--timeout", "20", "--notebook-timeout", "90", "subs")
-    assert done.returncode == 0, done.stderr[-2000:]
-    (r,) = json.loads((tmp_path / "out" / "grades.json").read_text(encoding="utf-8"))
-    assert r["status"] == status, r["reason"]
-    assert passed(r) == [True, False, False]
-    assert [e["how"] for e in r["exercises"]][1:] == ["not-reached", "not-reached"]
-    assert r["exercises"][0]["how"] in ("judged", "legacy")
-    assert "not reached" in r["exercises"][1]["en"] and "no cell that runs" not in r["exercises"][1]["en"]
 
 
 def test_a_corrupt_grades_file_is_refused_not_overwritten(tmp_path):

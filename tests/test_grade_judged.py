@@ -1,8 +1,7 @@
-"""The judged path of devicekit-grade, end to end, with lab 1's checks in the two-part API
-(``tests/grade_attacks/checks/lab01.py``, passed with ``--checks``) and its hidden judge
-(``tests/grade_attacks/hidden/lab01.py``, ``--hidden``): a learner's own work, an untouched Chinese lab,
-and each attack of issue 22 as a submission (``tests/grade_attacks/lab01.py``), graded in ONE run of the
-command shared by every test here (module fixture).
+"""The judged path of devicekit-grade, end to end, on lab 1 with its released checks (probe + judge) and
+the instructor's hidden judges (``grading/hidden``): a learner's own work, an untouched Chinese lab, and each
+attack of issue 22 as a submission (`grade_attacks.lab01`), all in the shared class that one run of the
+command grades per test run (`grade_attacks.classroom`, the ``graded_class`` fixture).
 
 Isolation is the grader's default: on this machine that is whatever `sandbox.choose_isolation` picks; where
 it would refuse, the run passes ``--trust-submissions`` and the tests that need a sandbox are skipped.
@@ -11,21 +10,17 @@ it would refuse, the run passes ``--trust-submissions`` and the tests that need 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
-from grade_attacks.lab01 import CLASS, FORGED
+from grade_attacks.classroom import GRADE_TIMEOUT, OUT
+from grade_attacks.lab01 import FORGED
 
-from course_tools.paths import LABS, ROOT, SOLUTIONS
-from course_tools.submissions import write
 from devicekit_grade import sandbox
 
-ATTACKS = Path(__file__).with_name("grade_attacks")
-TIMEOUT = 40
+pytestmark = pytest.mark.integration  # the grader runs every notebook in kernels of its own
+
+TIMEOUT = GRADE_TIMEOUT
 
 
 def _mode() -> str:
@@ -42,30 +37,10 @@ def _mode() -> str:
 MODE = _mode()
 
 
-def run_grader(cwd: Path, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run(
-        [sys.executable, "-m", "devicekit_grade", *args], cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=timeout,
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("judged")
-    for name, make in CLASS.items():
-        write(make(), root / "subs" / name)
-    args = ["--out", "out", "-j", "2", "--timeout", str(TIMEOUT), "--labs", str(LABS)]
-    args += ["--solutions", str(SOLUTIONS), "--checks", str(ATTACKS / "checks")]
-    args += ["--hidden", str(ATTACKS / "hidden")]
-    if MODE == "refused":
-        args.append("--trust-submissions")
-    started = time.monotonic()
-    done = run_grader(root, *args, "subs")
-    took = time.monotonic() - started
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads((root / "out" / "grades.json").read_text(encoding="utf-8"))
-    return {"root": root, "done": done, "took": took, "rows": {Path(r["file"]).name: r for r in rows}}
+@pytest.fixture
+def graded(graded_class):
+    """The shared class (`grade_attacks.classroom`), graded once per test run with the hidden judges."""
+    return graded_class
 
 
 def row(graded, name: str) -> dict:
@@ -96,7 +71,7 @@ def test_the_hidden_judge_decides_what_the_public_one_cannot(graded):
     assert passed(row(graded, "dan-renamed.ipynb"))[2] is True
     r = row(graded, "nina-wrong-predictions.ipynb")
     assert passed(r) == [True, True, False], r["feedback"]
-    assert "at least one prediction is wrong" in r["exercises"][2]["en"]
+    assert "not every prediction holds" in r["exercises"][2]["en"]
 
 
 def test_identical_and_renamed_copies_are_flagged_on_both_sides(graded):
@@ -124,7 +99,7 @@ def test_forged_result_rows_score_nothing_and_never_reach_the_feedback(graded):
     r = row(graded, "grace-forges-results.ipynb")
     assert r["score"] == 0, r["feedback"]
     assert FORGED not in json.dumps(r, ensure_ascii=False)
-    for path in (graded["root"] / "out").rglob("*"):
+    for path in (graded["root"] / OUT).rglob("*"):
         if path.is_file():
             assert FORGED not in path.read_text(encoding="utf-8-sig", errors="replace"), path.name
 
@@ -151,5 +126,5 @@ def test_a_hang_inside_a_graded_function_costs_at_most_its_timeout(graded):
 
 
 def test_the_isolation_of_this_run_is_reported(graded):
-    page = (graded["root"] / "out" / "report.html").read_text(encoding="utf-8")
+    page = (graded["root"] / OUT / "report.html").read_text(encoding="utf-8")
     assert "isolation" in page.lower()

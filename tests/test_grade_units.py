@@ -322,3 +322,57 @@ def test_sandbox_without_bubblewrap_says_what_to_do(monkeypatch):
     monkeypatch.setattr(sandbox, "bwrap_works", lambda: False)
     with pytest.raises(RuntimeError, match="apt install bubblewrap"):
         run.Context(run.Options(isolation="bwrap"))
+
+
+def test_checks_given_with_dash_dash_checks_replace_the_installed_ones(tmp_path):
+    """``--checks DIR``: an instructor trying new checks; the grader's snapshot (what the kernel's probes
+    and the evaluator's judges load) takes DIR's ``labNN.py`` instead of the installed one, the rest as is."""
+    from devicekit_grade.run import snapshot_sources
+
+    (tmp_path / "lab01.py").write_text("# new checks for lab 1\n", encoding="utf-8")
+    (tmp_path / "notes.py").write_text("# not a lab module\n", encoding="utf-8")
+    installed, replaced = snapshot_sources(), snapshot_sources(tmp_path)
+    assert replaced["devicekit_labs/lab01.py"] == b"# new checks for lab 1\n"
+    assert installed["devicekit_labs/lab01.py"] != replaced["devicekit_labs/lab01.py"]
+    assert "devicekit_labs/notes.py" not in replaced
+    assert {k: v for k, v in replaced.items() if k != "devicekit_labs/lab01.py"} == {
+        k: v for k, v in installed.items() if k != "devicekit_labs/lab01.py"
+    }
+    with pytest.raises(RuntimeError, match="no such folder"):
+        snapshot_sources(tmp_path / "missing")
+
+
+def test_the_zygote_forks_fresh_evaluators_and_falls_back_when_it_is_gone(tmp_path):
+    """The evaluator's zygote answers the probe once, then forks a child per evaluation, and keeps serving;
+    when the zygote is gone, evaluations start a process of their own and still answer."""
+    import socket
+
+    from devicekit_grade import run
+    from devicekit_grade.released import Released
+
+    ctx = run.Context(run.Options(released=Released(None, None), trust=True, isolation="none"))
+    try:
+        assert ctx.forks and ctx.labs, "the zygote started and listed the labs"
+        answers = []
+        for _ in range(2):
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(str(tmp_path / f"s{len(answers)}"))
+            listener.listen(1)
+            args = ["--lab", "01-devices", "--fd", str(listener.fileno()), "--connect-timeout", "0.01"]
+            answers.append(ctx.evaluate(args, timeout=300, fds=(listener.fileno(),)))
+            listener.close()
+        assert ctx.forks, "the zygote serves the next evaluation"
+        for answer in answers:
+            assert [r["status"] for r in answer["results"]] == ["not-evaluated"] * 3, answer
+            assert "never reached the end" in answer["results"][0]["why"]
+        ctx.stop_zygote()
+        assert not ctx.forks
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(tmp_path / "after"))
+        listener.listen(1)
+        args = ["--lab", "01-devices", "--fd", str(listener.fileno()), "--connect-timeout", "0.01"]
+        after = ctx.evaluate(args, timeout=300, fds=(listener.fileno(),))
+        listener.close()
+        assert [r["status"] for r in after["results"]] == ["not-evaluated"] * 3, after
+    finally:
+        ctx.close()

@@ -13,6 +13,11 @@ from __future__ import annotations
 
 import sys
 
+#: nbformat validates with jsonschema, whose format checkers import ``rfc3987_syntax`` when it is installed
+#: (JupyterLab brings it): that import builds a grammar, about 1 s of CPU in every process, for IRI formats
+#: that no notebook schema uses. The grader's own processes skip it (an absent module to jsonschema).
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
+
 #: What the grader needs beyond devicekit itself: the ``grade`` extra of the devicekit distribution.
 REQUIRES = ("nbformat", "nbclient", "ipykernel")
 

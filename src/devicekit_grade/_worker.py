@@ -29,9 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+#: nbformat validates with jsonschema, whose format checkers import ``rfc3987_syntax`` when it is installed
+#: (JupyterLab brings it): that import builds a grammar, about 1 s of CPU in every process, for IRI formats
+#: that no notebook schema uses. This worker skips it (an absent module to jsonschema).
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
+
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import DeadKernelError  # noqa: E402
 
 TIMEOUT_ENAME = "DevicekitGradeCellTimeout"
 MAX_EVALUE = 500

@@ -46,6 +46,7 @@ from typing import Any
 import nbformat
 
 from devicekit_grade import sandbox
+from devicekit_grade._evaluator import FD_PLACEHOLDER
 from devicekit_grade._kernel import INJECTED
 from devicekit_grade.discover import Submission
 from devicekit_grade.identify import BadSubmission, identify, loads
@@ -205,7 +206,7 @@ class Context:
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
         os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
         self.uids = sandbox.UidPool(options.uid_base)
-        self.snapshot = _snapshot_sources(options.checks)
+        self.snapshot = snapshot_sources(options.checks)
         self.hidden = _read_hidden(options.hidden)
         self.site = [p for p in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))]
         self.tampered: str = ""
@@ -219,7 +220,13 @@ class Context:
                 "notebook 单独的 PID 命名空间（util-linux 的 unshare、用户命名空间）：notebook 能在 /proc "
                 "中看到评分器的进程"
             )
-        probe = self.evaluate(["--probe"], timeout=600)
+        self._zygote: subprocess.Popen | None = None
+        self._control: socket.socket | None = None
+        self._zygote_lock = threading.Lock()
+        self._zygote_hidden: list[str] = []
+        probe = self._start_zygote() if os.name == "posix" and hasattr(socket, "send_fds") else {}
+        if "labs" not in probe:
+            probe = self.evaluate(["--probe"], timeout=600)
         if "labs" not in probe:
             self.close()
             raise RuntimeError(f"the grader's evaluator does not start: {probe.get('error', probe)}")
@@ -229,7 +236,125 @@ class Context:
         self.digest = _run_digest(self.snapshot, self.hidden, options)
 
     def close(self) -> None:
+        self.stop_zygote()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    # --- the evaluator: a zygote that forks a fresh one per submission, or a new process each time ---------
+
+    def _boot(self, private: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
+        """The command and environment of an evaluator process whose code is the copy in ``private``."""
+        boot = (
+            "import sys; n = sys.argv.index('--'); sys.path[:0] = sys.argv[1:n]; "
+            "from devicekit_grade._evaluator import main; raise SystemExit(main(sys.argv[n + 1:]))"
+        )
+        env = {k: os.environ[k] for k in sandbox.PASSTHROUGH if k in os.environ}
+        env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(private), PYTHONIOENCODING="utf-8")
+        env.update(TMPDIR=str(private), PYTHONDONTWRITEBYTECODE="1")
+        if self.hidden:
+            (private / "hidden").mkdir()
+            for name, data in self.hidden.items():
+                (private / "hidden" / name).write_bytes(data)
+            args = [*args, "--hidden", str(private / "hidden")]
+        return [sys.executable, "-I", "-S", "-c", boot, str(private), *self.site, "--", *args], env
+
+    def _private_copy(self) -> Path:
+        """A new 0700 folder of the grader's user holding the snapshot of devicekit and the grader."""
+        private = Path(tempfile.mkdtemp(prefix="eval-", dir=self.root))
+        for relative, data in self.snapshot.items():
+            target = private / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return private
+
+    def _start_zygote(self) -> dict[str, Any]:
+        """Start the zygote (`devicekit_grade._evaluator.serve_forks`) and return its ``--probe`` answer;
+        ``{}`` when it does not start (then every evaluation starts a process of its own)."""
+        private = self._private_copy()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cmd, env = self._boot(private, ["--zygote", str(theirs.fileno())])
+        try:
+            with open(private / "zygote.err", "wb") as err:
+                self._zygote = subprocess.Popen(
+                    cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=private,
+                    pass_fds=(theirs.fileno(),),
+                )  # fmt: skip
+        except OSError:
+            ours.close()
+            return {}
+        finally:
+            theirs.close()
+        self._zygote_hidden = ["--hidden", str(private / "hidden")] if self.hidden else []
+        assert self._zygote.stdout is not None
+        line = _read_line(self._zygote.stdout.fileno(), timeout=600)
+        try:
+            probe = json.loads(line)
+        except ValueError:
+            probe = {}
+        if "labs" not in probe:
+            ours.close()
+            self.stop_zygote()
+            return {}
+        self._control = ours
+        return probe
+
+    @property
+    def forks(self) -> bool:
+        """Whether evaluations are forked from the zygote now (False: a new process each time)."""
+        return self._control is not None and self._zygote is not None and self._zygote.poll() is None
+
+    def stop_zygote(self) -> None:
+        """Stop the zygote (at the end of the run); later evaluations start a process of their own."""
+        if self._control is not None:
+            with contextlib.suppress(OSError):
+                self._control.close()
+            self._control = None
+        if self._zygote is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._zygote.wait(timeout=10)
+            if self._zygote.poll() is None:
+                self._zygote.kill()
+                self._zygote.wait()
+            if self._zygote.stdout is not None:
+                self._zygote.stdout.close()
+            self._zygote = None
+
+    def _evaluate_forked(
+        self, args: list[str], timeout: float, fds: tuple[int, ...]
+    ) -> dict[str, Any] | None:
+        """`evaluate` by a child of the zygote; None when the zygote is gone (the caller starts a process)."""
+        if self._control is None:
+            return None
+        listener = fds[0] if fds else -1
+        request = [FD_PLACEHOLDER if a == str(listener) and i and args[i - 1] == "--fd" else a
+                   for i, a in enumerate(args)]  # fmt: skip
+        request += self._zygote_hidden
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        dummy = os.open(os.devnull, os.O_RDONLY) if listener < 0 else -1
+        try:
+            with self._zygote_lock:
+                socket.send_fds(
+                    self._control, [json.dumps({"args": request}).encode()],
+                    [listener if listener >= 0 else dummy, out_w, err_w],
+                )  # fmt: skip
+        except OSError:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            return None
+        finally:
+            for fd in (out_w, err_w, dummy):
+                if fd >= 0:
+                    os.close(fd)
+        out, err, finished = _read_pipes(out_r, err_r, timeout)
+        lines = out.decode("utf-8", "replace").strip().splitlines()
+        if not finished:
+            with contextlib.suppress(ValueError, IndexError, OSError):
+                os.kill(int(lines[0]), 9)
+            return {"error": f"the grader's evaluator took longer than {timeout:.0f} s"}
+        try:
+            return json.loads(lines[-1]) if len(lines) > 1 else _no_json(err)
+        except ValueError:
+            return _no_json(err)
 
     def check_environment(self) -> str:
         """ "" when nothing the evaluator loads has changed since the start, else the first changed file."""
@@ -242,28 +367,14 @@ class Context:
         return self.tampered
 
     def evaluate(self, args: list[str], timeout: float, fds: tuple[int, ...] = ()) -> dict[str, Any]:
-        """Run the evaluator with a fresh copy of the snapshot; its JSON answer (or ``{"error": ...}``)."""
-        private = Path(tempfile.mkdtemp(prefix="eval-", dir=self.root))  # 0700, the grader's user
+        """Run the evaluator (a fresh child of the zygote, else a fresh process with a fresh copy of the
+        snapshot); its JSON answer (or ``{"error": ...}``)."""
+        forked = self._evaluate_forked(args, timeout, fds)
+        if forked is not None:
+            return forked
+        private = self._private_copy()
         try:
-            for relative, data in self.snapshot.items():
-                target = private / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            boot = (
-                "import sys; n = sys.argv.index('--'); sys.path[:0] = sys.argv[1:n]; "
-                "from devicekit_grade._evaluator import main; raise SystemExit(main(sys.argv[n + 1:]))"
-            )
-            env = {k: os.environ[k] for k in sandbox.PASSTHROUGH if k in os.environ}
-            env.update(
-                PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(private), PYTHONIOENCODING="utf-8"
-            )
-            env.update(TMPDIR=str(private), PYTHONDONTWRITEBYTECODE="1")
-            if self.hidden:
-                (private / "hidden").mkdir()
-                for name, data in self.hidden.items():
-                    (private / "hidden" / name).write_bytes(data)
-                args = [*args, "--hidden", str(private / "hidden")]
-            cmd = [sys.executable, "-I", "-S", "-c", boot, str(private), *self.site, "--", *args]
+            cmd, env = self._boot(private, args)
             try:
                 done = subprocess.run(
                     cmd, capture_output=True, timeout=timeout, env=env, cwd=private, pass_fds=fds,
@@ -275,10 +386,51 @@ class Context:
             try:
                 return json.loads(lines[-1])
             except (IndexError, ValueError):
-                tail = done.stderr.decode("utf-8", "replace").strip()[-600:]
-                return {"error": f"the grader's evaluator failed (exit {done.returncode}): {tail}"}
+                return _no_json(done.stderr, done.returncode)
         finally:
             shutil.rmtree(private, ignore_errors=True)
+
+
+def _no_json(stderr: bytes, code: int | None = None) -> dict[str, Any]:
+    tail = stderr.decode("utf-8", "replace").strip()[-600:]
+    status = f" (exit {code})" if code is not None else ""
+    return {"error": f"the grader's evaluator failed{status}: {tail}"}
+
+
+def _read_line(fd: int, timeout: float) -> str:
+    """The first line written to ``fd`` within ``timeout`` seconds ("" if none)."""
+    deadline, data = time.monotonic() + timeout, b""
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+def _read_pipes(out_fd: int, err_fd: int, timeout: float) -> tuple[bytes, bytes, bool]:
+    """Everything written to two pipes until both are closed (True) or ``timeout`` runs out (False)."""
+    deadline = time.monotonic() + timeout
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    open_fds = [out_fd, err_fd]
+    try:
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for fd in select.select(open_fds, [], [], left)[0]:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    chunks[fd].append(chunk)
+                else:
+                    open_fds.remove(fd)
+    finally:
+        os.close(out_fd)
+        os.close(err_fd)
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])[-4000:], not open_fds
 
 
 def _run_digest(snapshot: dict[str, bytes], hidden: dict[str, bytes], options: Options) -> str:
@@ -323,7 +475,9 @@ def default_hidden(cwd: Path | None = None) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def _snapshot_sources(checks: Path | None = None) -> dict[str, bytes]:
+def snapshot_sources(checks: Path | None = None) -> dict[str, bytes]:
+    """{path relative to a ``sys.path`` entry: bytes} of devicekit, devicekit_labs and the grader, read once
+    when the run starts; ``checks``' ``labNN.py`` (``--checks``) replace the installed lab modules."""
     import devicekit
     import devicekit_grade
     import devicekit_labs
