@@ -260,6 +260,36 @@ def test_worker_called_directly_in_one_process():
     assert not dist.is_initialized()
 
 
+def test_batchnorm_worker_in_one_process():
+    """Lesson 8's BatchNorm worker: with one rank the broadcast changes nothing, and SyncBatchNorm is still
+    refused on the CPU, by DDP and by the layer (its check comes before it looks at the world size)."""
+    result = dist_workers.batchnorm_demo(0, 1)
+    assert result["converted"] == "SyncBatchNorm" and result["eval_forward_ok"]
+    assert result["ddp_error"] == "ValueError: SyncBatchNorm layers only work with GPU modules"
+    assert result["forward_error"].startswith("ValueError: SyncBatchNorm expected input tensor to be on GPU")
+    assert all(s["same_at_start"] and s["same_after"] for s in result["stats"].values())
+    assert not dist.is_initialized()
+
+
+def test_resume_worker_in_one_process(tmp_path):
+    """Lesson 8's resume worker reads a checkpoint recorded on cuda:0 through its map_location function."""
+    from devicekit_labs.lab06 import save_as_if_on
+
+    net = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    net(torch.randn(8, 4)).square().mean().backward()
+    optimizer.step()
+    path = tmp_path / "checkpoint.pt"
+    momentum = [s["momentum_buffer"] for s in optimizer.state_dict()["state"].values()]
+    checkpoint = {"model": net.state_dict(), "optimizer": optimizer.state_dict()}
+    save_as_if_on(checkpoint, path, "cuda:0", [*net.state_dict().values(), *momentum])
+    result = dist_workers.resume_demo(0, 1, None, str(path))
+    for way in ("rank 0 only", "every rank"):
+        assert result[way]["locations"] == ["cuda:0"] and result[way]["has_momentum"]
+        assert result[way]["same_after_step"]  # one rank agrees with itself
+    assert not dist.is_initialized()
+
+
 @pytest.mark.integration
 def test_spawn_from_a_real_notebook_kernel(tmp_path):
     """The case spawn() is for: a Jupyter kernel, whose ``__main__`` the children cannot import."""

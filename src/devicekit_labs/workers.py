@@ -38,7 +38,16 @@ from torch import nn
 
 from devicekit.distributed import setup, teardown
 
-__all__ = ["PROBES", "all_reduce_demo", "collect_results", "ddp_train_step", "param_digest", "straggler_demo"]
+__all__ = [
+    "PROBES",
+    "all_reduce_demo",
+    "batchnorm_demo",
+    "collect_results",
+    "ddp_train_step",
+    "param_digest",
+    "resume_demo",
+    "straggler_demo",
+]
 
 
 def param_digest(module: nn.Module) -> tuple[float, str]:
@@ -174,6 +183,139 @@ def all_reduce_demo(
             "after": float(tensor),
             "expected": float(world_size * (world_size + 1) // 2),
         }
+        finished = True
+    finally:
+        _leave_group(finished)
+    return _deliver(result, out)
+
+
+def _same_on_all_ranks(tensor: torch.Tensor) -> bool:
+    """Whether every rank holds exactly these values (an ``all_gather``: every rank must call it)."""
+    gathered = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, tensor.contiguous())
+    return all(torch.equal(gathered[0], other) for other in gathered[1:])
+
+
+def batchnorm_demo(rank: int, world_size: int, out: Any = None) -> dict[str, Any]:
+    """What DDP does with BatchNorm's running statistics, and what ``SyncBatchNorm`` does on CPU processes.
+
+    1. ``stats``: for ``broadcast_buffers`` True (the default) and False, every rank trains two steps on its
+       own batches; a forward pre-hook on the BatchNorm layer records ``running_mean`` at the start of its
+       second forward (after DDP's broadcast before the forward, before the layer updates it) and after it.
+       ``same_at_start`` / ``same_after`` say whether all ranks held the same values there.
+    2. ``converted``: the layer's class after ``nn.SyncBatchNorm.convert_sync_batchnorm``; ``ddp_error``: what
+       ``DDP`` raises when wrapping that model on the CPU; ``forward_error``: what the layer's own forward
+       raises in training mode inside a process group; ``eval_forward_ok``: that eval mode still runs.
+    """
+    import warnings
+
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    info = setup("gloo")
+    finished = False
+    try:
+        stats = {}
+        for broadcast in (True, False):
+            torch.manual_seed(0)  # the same initial weights on every rank
+            model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).to(info.device)
+            seen: list[torch.Tensor] = []
+            model[1].register_forward_pre_hook(
+                lambda module, args, seen=seen: seen.append(module.running_mean.clone())
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # torch 2.13 deprecates broadcast_buffers
+                ddp = DDP(model, broadcast_buffers=broadcast)
+            optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+            data = torch.Generator().manual_seed(100 + info.rank)  # each rank its own batches
+            for _ in range(2):
+                x = (torch.randn(8, 4, generator=data) + info.rank).to(info.device)
+                optimizer.zero_grad()
+                ddp(x).square().mean().backward()
+                optimizer.step()
+            after = model[1].running_mean.detach().clone()
+            stats[str(broadcast)] = {
+                "at_start": [round(v, 4) for v in seen[1].tolist()],
+                "after": [round(v, 4) for v in after.tolist()],
+                "same_at_start": _same_on_all_ranks(seen[1]),
+                "same_after": _same_on_all_ranks(after),
+            }
+            del ddp, optimizer
+        sync = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)))
+        result: dict[str, Any] = {
+            "rank": info.rank,
+            "world_size": info.world_size,
+            "device": str(info.device),
+            "stats": stats,
+            "converted": type(sync[1]).__name__,
+        }
+        try:
+            DDP(sync)
+            result["ddp_error"] = None
+        except ValueError as err:
+            result["ddp_error"] = f"ValueError: {err}"
+        try:
+            sync(torch.randn(8, 4))
+            result["forward_error"] = None
+        except ValueError as err:
+            result["forward_error"] = f"ValueError: {err}"
+        sync.eval()
+        result["eval_forward_ok"] = tuple(sync(torch.randn(8, 4)).shape) == (8, 3)
+        finished = True
+    finally:
+        _leave_group(finished)
+    return _deliver(result, out)
+
+
+def resume_demo(rank: int, world_size: int, out: Any = None, path: str = "") -> dict[str, Any]:
+    """Resume from one checkpoint on rank 0 only, then on every rank; each time train one DDP step.
+
+    ``path`` holds ``{"model": ..., "optimizer": ...}`` (SGD with momentum, so the optimizer has state).
+    Every rank builds the model with a different seed; in ``"rank 0 only"`` rank 0 alone loads the file, in
+    ``"every rank"`` each rank does. ``torch.load`` gets a ``map_location`` function that records each
+    location the file names and puts the storage on this rank's device (``info.device``: the CPU here,
+    ``cuda:<local rank>`` on GPUs). Reported per way: ``locations`` (what the function was given),
+    ``has_momentum`` (this rank's optimizer has state to resume), ``same_after_wrap`` (DDP's construction
+    broadcast made the weights equal) and ``same_after_step`` (the ranks still agree after one step).
+    """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    info = setup("gloo")
+    finished = False
+    try:
+        result: dict[str, Any] = {"rank": info.rank, "world_size": info.world_size}
+        for way in ("rank 0 only", "every rank"):
+            torch.manual_seed(100 + info.rank)  # different weights on every rank before resuming
+            model = nn.Linear(4, 1).to(info.device)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            locations: list[str] = []
+
+            def to_my_device(storage, location, locations=locations):
+                locations.append(location)
+                return storage.to(device=info.device)
+
+            if way == "every rank" or info.rank == 0:
+                checkpoint = torch.load(path, map_location=to_my_device)
+                model.load_state_dict(checkpoint["model"])
+                optimizer.load_state_dict(checkpoint["optimizer"])
+            has_momentum = bool(optimizer.state)
+            ddp = DDP(model)  # broadcasts rank 0's parameters and buffers, nothing else
+
+            def weights(model=model):
+                return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+            same_after_wrap = _same_on_all_ranks(weights())
+            data = torch.Generator().manual_seed(200 + info.rank)
+            x = torch.randn(8, 4, generator=data).to(info.device)
+            optimizer.zero_grad()
+            ddp(x).square().mean().backward()  # DDP averages the gradients: equal on every rank
+            optimizer.step()
+            result[way] = {
+                "locations": sorted(set(locations)),
+                "has_momentum": has_momentum,
+                "same_after_wrap": same_after_wrap,
+                "same_after_step": _same_on_all_ranks(weights()),
+            }
+            del ddp, optimizer
         finished = True
     finally:
         _leave_group(finished)
