@@ -7,24 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from course_tools.paths import ROOT
-
-
-def _run_nbval(tmp_path, cell, mode: str = "--nbval-lax"):
-    nb = nbformat.v4.new_notebook()
-    nb.cells.append(cell)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = tmp_path / "probe.ipynb"
-    nbformat.write(nb, path)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
-    args = [sys.executable, "-m", "pytest", "-p", "nbval_checks", mode, "--nbval-current-env"]
-    args += ["-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts="]
-    args += ["--rootdir", str(tmp_path), str(path)]
-    return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True)
 
 
 def _cell(source: str, tags: list[str], stored_error: str | None = None):
@@ -35,37 +23,88 @@ def _cell(source: str, tags: list[str], stored_error: str | None = None):
     return cell
 
 
-@pytest.mark.integration
-def test_tagged_cell_that_does_not_raise_fails(tmp_path):
-    run = _run_nbval(tmp_path, _cell("x = 1 + 1", ["raises-exception"]))
-    assert run.returncode == 1, run.stdout
-    assert "tagged raises-exception but did not raise" in run.stdout
+#: One one-cell notebook per case, and the nbval mode it runs under: {case: (mode, cell)}.
+CASES = {
+    "does-not-raise": ("--nbval-lax", lambda: _cell("x = 1 + 1", ["raises-exception"])),
+    "raises": ("--nbval-lax", lambda: _cell("raise RuntimeError('boom')", ["raises-exception"])),
+    "raises-another-type": (
+        "--nbval",
+        lambda: _cell("raise ValueError('no')", ["raises-exception", "nbval-ignore-output"], "RuntimeError"),
+    ),
+    # stored on the CPU runner from `strict_devices` (DeviceMismatchError); on a GPU PyTorch raises
+    "pytorch-vs-stand-in": (
+        "--nbval",
+        lambda: _cell(
+            "raise RuntimeError('on cuda')",
+            ["raises-exception", "nbval-ignore-output"],
+            "DeviceMismatchError",
+        ),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def nbval_outcomes(tmp_path_factory) -> dict[str, list[tuple[str, str]]]:
+    """Every case run by the real plugin: one pytest process per mode over that mode's notebooks (a kernel
+    per notebook); {case: [(outcome, message) per collected cell]} from the JUnit report."""
+    import xml.etree.ElementTree as ET
+
+    outcomes: dict[str, list[tuple[str, str]]] = {case: [] for case in CASES}
+    for mode in sorted({mode for mode, _ in CASES.values()}):
+        folder = tmp_path_factory.mktemp(mode.strip("-"))
+        for case, (case_mode, make) in CASES.items():
+            if case_mode == mode:
+                nb = nbformat.v4.new_notebook(cells=[make()])
+                nb.metadata["kernelspec"] = {
+                    "name": "python3",
+                    "display_name": "Python 3",
+                    "language": "python",
+                }
+                nbformat.write(nb, folder / f"{case}.ipynb")
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+        args = [sys.executable, "-m", "pytest", "-p", "nbval_checks", mode, "--nbval-current-env"]
+        args += ["-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=", "--junitxml", "report.xml"]
+        args += ["--rootdir", str(folder), "."]
+        run = subprocess.run(args, cwd=folder, env=env, capture_output=True, text=True)
+        assert (folder / "report.xml").exists(), run.stdout + run.stderr
+        for case_el in ET.parse(folder / "report.xml").iter("testcase"):
+            case = Path(case_el.get("classname", "")).name.removesuffix(".ipynb")
+            assert case in CASES, case_el.attrib
+            bad = case_el.find("failure")
+            bad = case_el.find("error") if bad is None else bad  # (an Element without children is falsy)
+            skipped = case_el.find("skipped")
+            if bad is not None:
+                outcomes[case].append(("failed", (bad.get("message") or "") + (bad.text or "")))
+            elif skipped is not None:
+                outcomes[case].append(("skipped", skipped.get("message") or ""))
+            else:
+                outcomes[case].append(("passed", ""))
+    return outcomes
 
 
 @pytest.mark.integration
-def test_tagged_cell_that_raises_passes(tmp_path):
-    run = _run_nbval(tmp_path, _cell("raise RuntimeError('boom')", ["raises-exception"]))
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "1 passed" in run.stdout, run.stdout  # the cell ran (not skipped, not uncollected)
+def test_tagged_cell_that_does_not_raise_fails(nbval_outcomes):
+    ((outcome, message),) = nbval_outcomes["does-not-raise"]
+    assert outcome == "failed" and "tagged raises-exception but did not raise" in message, message
 
 
 @pytest.mark.integration
-def test_tagged_cell_raising_another_exception_type_fails(tmp_path):
-    cell = _cell("raise ValueError('no')", ["raises-exception", "nbval-ignore-output"], "RuntimeError")
-    run = _run_nbval(tmp_path, cell, mode="--nbval")
-    assert run.returncode == 1, run.stdout
-    assert "raised ['ValueError'], the stored output shows ['RuntimeError']" in run.stdout
+def test_tagged_cell_that_raises_passes(nbval_outcomes):
+    # exactly one cell, and it passed: it ran (not skipped, not uncollected)
+    assert nbval_outcomes["raises"] == [("passed", "")]
 
 
 @pytest.mark.integration
-def test_pytorchs_own_error_matches_the_stored_stand_in_error(tmp_path):
+def test_tagged_cell_raising_another_exception_type_fails(nbval_outcomes):
+    ((outcome, message),) = nbval_outcomes["raises-another-type"]
+    assert outcome == "failed", message
+    assert "raised ['ValueError'], the stored output shows ['RuntimeError']" in message
+
+
+@pytest.mark.integration
+def test_pytorchs_own_error_matches_the_stored_stand_in_error(nbval_outcomes):
     """Stored on the CPU runner from `strict_devices` (DeviceMismatchError); on a GPU PyTorch raises."""
-    cell = _cell(
-        "raise RuntimeError('on cuda')", ["raises-exception", "nbval-ignore-output"], "DeviceMismatchError"
-    )
-    run = _run_nbval(tmp_path, cell, mode="--nbval")
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "1 passed" in run.stdout, run.stdout
+    assert nbval_outcomes["pytorch-vs-stand-in"] == [("passed", "")]
 
 
 # --- Chinese twins: skipped where their code cells are the English twin's ---------------------------------
