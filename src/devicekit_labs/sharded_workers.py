@@ -81,8 +81,8 @@ def mesh_demo(rank: int, world_size: int, out: Any = None) -> dict[str, Any]:
     """A DeviceMesh over all ranks, one tensor sharded and one replicated, and the errors of mixing them.
 
     Each rank reports its mesh (device type, shape), the rows of an 8 x 2 tensor it holds under
-    ``Shard(0)`` (``to_local()``, and on which device), the shape it holds under ``Replicate()``, and the first
-    line of two real errors: a DTensor plus a plain tensor (DTensor refuses, whatever the plain tensor's
+    ``Shard(0)`` (``to_local()``, and on which device), the shape it holds under ``Replicate()``, and the
+    first line of two real errors: a DTensor plus a plain tensor (DTensor refuses, whatever the plain tensor's
     device), and a DTensor whose local tensor is on ``meta`` plus one on the mesh's device (meta's kernel
     refuses to mix devices).
     """
@@ -131,7 +131,7 @@ def mesh_demo(rank: int, world_size: int, out: Any = None) -> dict[str, Any]:
 
 
 def _materialised_fsdp(mesh, device: torch.device) -> nn.Module:
-    """The lab's model built on meta (no memory), sharded, then given storage on ``device`` and initialised."""
+    """The lab's model built on meta (no memory), sharded, given storage on ``device``, initialised."""
     from torch.distributed.fsdp import fully_shard
 
     with torch.device("meta"):
@@ -219,7 +219,9 @@ def fsdp_train(
             folder = Path(checkpoint)
             model_sd, optim_sd = get_state_dict(model, optimizer)
             dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(folder / "dcp"))
-            full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+            full = get_model_state_dict(
+                model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+            )
             if info.rank == 0:
                 torch.save(full, folder / "full.pt")
             moments = [optimizer.state[p][k] for p in params for k in ("exp_avg", "exp_avg_sq")]
