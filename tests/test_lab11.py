@@ -98,6 +98,7 @@ def test_the_resume_check_reports_a_checkpoint_exception_instead_of_escaping():
     assert "CheckpointException: RuntimeError: Missing key in checkpoint state_dict" in result.en
 
 
+@pytest.mark.integration
 def test_workers_shard_train_and_resume_on_another_world_size(tmp_path):
     """Two ranks hold different rows and learn; one rank and two ranks resume the very same weights."""
     spawn(sw.mesh_demo, nprocs=2, args=(2, tmp_path / "mesh"))
@@ -124,6 +125,7 @@ def test_workers_shard_train_and_resume_on_another_world_size(tmp_path):
     assert not dist.is_initialized()
 
 
+@pytest.mark.integration
 def test_nothing_is_left_running_after_the_lab(tmp_path):
     """The lab's runs (workers and the resume check) leave no child process and no process group.
 
