@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
+import devicekit
 import devicekit_labs
+import devicekit_labs.lab10
 from devicekit_labs import run
 
 LAB = "10-compile"
@@ -84,9 +86,36 @@ def test_the_rotate_probe_restores_the_default_device():
 
 
 def test_the_stand_in_gap_the_rotate_probe_works_around_is_real():
-    # Dynamo keeps torch.tensor(data, device="meta") as a real tensor and refuses to mix it with its
-    # FakeTensors; on a GPU the same code compiles. The probe re-runs such a call under strict_devices.
+    # Dynamo keeps torch.tensor(data, device="meta") as a real tensor, and FakeTensorMode refuses any
+    # operation on it, with or without a fake tensor beside it; on a GPU the same code compiles. The probe
+    # re-runs such a call under strict_devices.
+    for fn in (MUTATIONS.rotate_ok, lambda x: torch.tensor([[0.0, 1.0], [-1.0, 0.0]], device=x.device) * 2):
+        torch.compiler.reset()
+        with pytest.raises(RuntimeError, match="Please convert all Tensors to FakeTensors"):
+            torch.compile(fn, backend="aot_eager")(torch.ones(3, 2, device="meta"))
     torch.compiler.reset()
-    with pytest.raises(RuntimeError, match="Please convert all Tensors to FakeTensors"):
-        torch.compile(MUTATIONS.rotate_ok, backend="aot_eager")(torch.ones(3, 2, device="meta"))
-    torch.compiler.reset()
+
+
+def test_the_rotate_probe_describes_x_before_the_call_in_non_representable_values():
+    # an answer that changes x in place must not make its own expectation, and a float64 answer that went
+    # through float32 must come back different: 0.1 and 1/3 have no exact binary form
+    exercise = next(e for e in devicekit_labs.exercises_for(LAB) if e.key == "rotate")
+    seen = exercise.probe(MUTATIONS.rotate_zeroing_its_input)
+    first = seen["cases"][0]
+    assert not first["compiled"] and first["device"] == "cpu"
+    assert first["x"]["values"][0, 0].item() == pytest.approx(0.1)  # as planted, not as left
+    assert first["result"]["values"].abs().sum() == 0
+    planted = devicekit_labs.lab10.planted_points(torch.float64)
+    assert not torch.equal(planted.float().double(), planted)
+    eager_devices = [c["device"] for c in seen["cases"] if not c["compiled"]]
+    assert eager_devices == ["cpu", str(devicekit.mismatch_device())]
+
+
+def test_the_state_dict_probe_compares_with_a_copy_taken_before_the_call():
+    exercise = next(e for e in devicekit_labs.exercises_for(LAB) if e.key == "plain-state-dict")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seen = exercise.probe(MUTATIONS.state_dict_zeroing_the_model)
+    assert seen["cases"][0]["model_changed"], "the zeroed model differs from its copy"
+    assert torch.equal(torch.ones(2), torch.ones(2, dtype=torch.float64)), "why dtypes are compared apart"
+    assert seen["cases"][0]["wanted_dtypes"]["1.num_batches_tracked"] == "int64"

@@ -79,8 +79,24 @@ def test_stored_outputs_come_from_a_run():
         errors = [o for c in code for o in c.outputs if o.output_type == "error"]
         assert errors, f"{path.name} shows no real error output"
         for out in (o for c in code for o in c.outputs):
-            text = str(out.get("text", "")) + str(out.get("traceback", ""))
+            text = str(out.get("text", "")) + str(out.get("evalue", "")) + str(out.get("traceback", ""))
             assert "site-packages" not in text and "/home/" not in text and "/root/" not in text
+            assert not re.search(r"ipykernel_\d", text), f"{path.name} stores this run's cell file name"
+
+
+def test_stored_outputs_name_no_cell_file_of_this_run():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("f()")
+    where = 'File "/tmp/ipykernel_14294/2542620439.py", line 4, in rotate_buggy'
+    cell.outputs = [
+        nbformat.v4.new_output("error", ename="E", evalue=where, traceback=[where]),
+        nbformat.v4.new_output("stream", name="stdout", text=where + "\n"),
+    ]
+    nb.cells.append(cell)
+    labtool.scrub_outputs(nb)
+    stored = 'File "/tmp/ipykernel_<pid>/<cell>.py", line 4, in rotate_buggy'
+    assert [cell.outputs[0].evalue, *cell.outputs[0].traceback] == [stored, stored]
+    assert cell.outputs[1].text == stored + "\n"
 
 
 def test_quoted_cpu_runner_message_is_the_stored_error():

@@ -2,9 +2,13 @@
 
 Both checks are two-part (`judged`): the probe compiles or calls the learner's code on inputs it plants,
 on the CPU and on the stand-in device (`mismatch_device()`: the accelerator, else `meta`), and returns
-plain data; the judge reads that data only. The probe compiles with ``backend="aot_eager"``: Dynamo and
-AOTAutograd trace with FakeTensors (which check devices for every operation, `torch.mm` included) and the
-traced graph runs on PyTorch's eager kernels, so no C/C++ compiler is needed.
+plain data; the judge reads that data only. The probe compiles with ``backend="aot_eager"``: Dynamo traces
+with FakeTensors, which compare the devices of an operation's tensors on their common path
+(`_find_common_device`: elementwise operations, `torch.mm`, `@`, `F.linear` without bias; not a
+convolution's weight, nor an embedding with a meta side, which have their own fake kernels), AOTAutograd
+traces again (without Inductor's decompositions), and the graph runs on PyTorch's eager kernels, so no
+C/C++ compiler is needed. Eager calls with x on `meta` run under `strict_devices`, since meta's own kernels
+let many device mixes through.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from devicekit.strict import strict_devices
 from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
 
 LAB = "10-compile"
-#: The backend every compiled call of this lab uses: traces like the default one, generates no code.
+#: The backend of every compiled call in this lab: Dynamo traces as for the default one, no code is generated.
 BACKEND = "aot_eager"
 #: The prefix `torch.compile`'s wrapper (OptimizedModule) puts before every state_dict key.
 PREFIX = "_orig_mod."
@@ -40,9 +44,15 @@ def _first_compiled_call() -> None:
 _first_compiled_call()
 
 
-def planted_points() -> torch.Tensor:
-    """The points the rotate check plants: four 2-D points, one per row (float32, on the CPU)."""
-    return torch.tensor([[1.0, 2.0], [3.0, -4.0], [0.5, 0.0], [-2.0, 1.5]])
+#: The points the rotate check plants, one per row. Most are not exactly representable in binary (0.1, 1/3),
+#: so a float64 answer that went through float32 comes back with other values; the rotation itself only
+#: swaps and negates, so a right answer reproduces them exactly.
+PLANTED = [[0.1, 1 / 3], [3.0, -4.0], [-2.7, 0.2], [1 / 7, 1e-3]]
+
+
+def planted_points(dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The points the rotate check plants, made from Python floats straight in ``dtype`` (on the CPU)."""
+    return torch.tensor(PLANTED, dtype=dtype)
 
 
 def make_model() -> nn.Module:
@@ -55,7 +65,12 @@ def make_model() -> nn.Module:
 
 
 def _rotate_cases() -> list[dict]:
-    """Input device, dtype, compiled or not, default device during the call: in the order judged."""
+    """Input device, dtype, compiled or not, default device during the call: in the order judged.
+
+    The last case runs the function eagerly with x on the other device. A function can be right when
+    compiled and wrong eagerly (a branch on `torch.compiler.is_compiling()`); on `meta` that eager call runs
+    under `strict_devices`, which checks the devices of every operation as a GPU's kernels would.
+    """
     other = str(mismatch_device())
     cases = [
         ("cpu", "float32", False, "cpu"),
@@ -63,6 +78,7 @@ def _rotate_cases() -> list[dict]:
         (other, "float32", True, "cpu"),
         ("cpu", "float32", True, other),
         ("cpu", "float64", True, "cpu"),
+        (other, "float32", False, "cpu"),
     ]
     return [
         {"device": device, "dtype": dtype, "compiled": compiled, "default": default}
@@ -92,22 +108,34 @@ def _rotate_label(case: dict) -> tuple[str, str]:
     target="rotate",
 )
 def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
-    """Call ``rotate`` eagerly and compiled, on the CPU and the stand-in, with either default device."""
+    """Call ``rotate`` eagerly and compiled, on the CPU and the stand-in, with either default device.
+
+    Each case records the planted points before the call (``x``): what the function returns is judged
+    against them, so an answer that changes its input in place cannot make its own expectation.
+    """
     seen = []
     before = _default_device_setting()
     try:
         for case in _rotate_cases():
             torch.compiler.reset()  # a fresh cache: earlier calls in the notebook must not decide this one
-            x = planted_points().to(device=case["device"], dtype=getattr(torch, case["dtype"]))
-            fn = torch.compile(rotate, backend=BACKEND) if case["compiled"] else rotate
+            x = planted_points(getattr(torch, case["dtype"])).to(case["device"])
+            entry = {**case, "x": describe_tensor(x)}  # described now, before the learner's code runs
+            on_meta = x.device.type == "meta"
+            if case["compiled"]:
+                fn = torch.compile(rotate, backend=BACKEND)
+            else:
+                fn = _strictly(rotate) if on_meta else rotate
+                entry["via"] = "strict_devices" if on_meta else "eager"
             got, default_after = _call_with_default(fn, x, case["default"], before)
-            entry = {**case, "x": describe_tensor(x), "default_after": default_after}
             if case["compiled"] and _meta_gap(got):
                 # Dynamo keeps a tensor made from data on `meta` (torch.tensor(..., device="meta")) as a
-                # real tensor and then refuses to mix it with its FakeTensors: a stand-in limit, not the
-                # learner's. The same call runs eagerly under strict_devices, which checks every operation.
+                # real tensor, and FakeTensorMode refuses any operation on a real tensor: a stand-in limit,
+                # not the learner's. The same call runs eagerly under strict_devices, which checks every
+                # operation. A fresh x: the failed trace may have left nothing behind, but be sure.
+                x = planted_points(getattr(torch, case["dtype"])).to(case["device"])
                 got, default_after = _call_with_default(_strictly(rotate), x, case["default"], before)
-                entry.update(default_after=default_after, via="strict_devices")
+                entry["via"] = "strict_devices"
+            entry["default_after"] = default_after
             if "error" in got:
                 entry["error"] = got["error"]
             else:
@@ -120,7 +148,7 @@ def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
     return {"cases": seen}
 
 
-#: What Dynamo says when a tensor made on `meta` inside the compiled function meets its FakeTensors.
+#: What Dynamo says when an operation inside the compiled function gets a real tensor made on `meta` there.
 META_CONSTANT_GAP = "Please convert all Tensors to FakeTensors"
 
 
@@ -185,7 +213,7 @@ def judge_rotate(seen: dict) -> None:
                     "creates follows the default device, not x: create it with device=x.device (and "
                     "dtype=x.dtype), or derive it from x.",
                     f"（{label_zh}）同一个运算收到了两个设备上的张量：{text} "
-                    "函数里新建的张量跟随默认设备，而不是 x：创建时写上 device=x.device"
+                    "函数里新建的张量跟随的是默认设备，而不是 x 所在的设备：创建时写上 device=x.device"
                     "（以及 dtype=x.dtype），或者从 x 派生出来。",
                 )
             if "dtype" in error["message"]:
@@ -217,25 +245,47 @@ def judge_rotate(seen: dict) -> None:
                 f"({label}) the result is on {result['device']}, but x is on {x['device']}. Keep the "
                 "computation where the data is: no .cpu() or .to('cpu') on the way.",
                 f"（{label_zh}）结果在 {result['device']} 上，而 x 在 {x['device']} 上。计算要留在数据所在的"
-                "设备上：中途不要 .cpu() 或 .to('cpu')。",
+                "设备上：中途不要调用 .cpu() 或 .to('cpu')。",
             )
         if result["dtype"] != x["dtype"] or result["shape"] != x["shape"]:
             raise Fail(
                 f"({label}) the result is {result['dtype']} of shape {result['shape']}; x is {x['dtype']} of "
                 f"shape {x['shape']}. Return one rotated point per row, in x's dtype.",
-                f"（{label_zh}）结果是形状为 {result['shape']} 的 {result['dtype']}；"
-                f"x 是形状为 {x['shape']} 的 {x['dtype']}。每一行返回一个旋转后的点，dtype 与 x 相同。",
+                f"（{label_zh}）结果是形状为 {result['shape']} 的 {result['dtype']} 张量；"
+                f"x 是形状为 {x['shape']} 的 {x['dtype']} 张量。每一行返回一个旋转后的点，dtype 与 x 相同。",
             )
         if "values" in result and "values" in x:
             points = x["values"]
             expected = torch.stack((-points[:, 1], points[:, 0]), dim=1)
-            if not torch.allclose(result["values"], expected):
+            if not torch.equal(result["values"], expected):
+                # the first point that came back wrong; swapping and negating is exact in any dtype
+                row = next(i for i in range(len(points)) if not torch.equal(result["values"][i], expected[i]))
+                dtype = x["dtype"]
+                point, got = _shortest(points[row], dtype), _shortest(result["values"][row], dtype)
+                want = _shortest(expected[row], dtype)
                 raise Fail(
-                    f"({label}) the values are not (x, y) -> (-y, x): for the point "
-                    f"{points[0].tolist()} you returned {result['values'][0].tolist()}.",
-                    f"（{label_zh}）结果不是 (x, y) -> (-y, x)：对点 {points[0].tolist()}，你返回的是 "
-                    f"{result['values'][0].tolist()}。",
+                    f"({label}) the values are not (x, y) -> (-y, x): for the point {point} you returned "
+                    f"{got}, not {want}. Swapping and negating is exact: compute in x's dtype, on x itself "
+                    "(not on a copy in another dtype), and build the result from the points you were given.",
+                    f"（{label_zh}）结果不是 (x, y) -> (-y, x)：对点 {point}，你返回的是 {got}，"
+                    f"应当是 {want}。交换和取负都是精确的运算：请按 x 的 dtype、直接在 x 上计算"
+                    "（不要先转成别的 dtype），并用传进来的那些点构造结果。",
                 )
+
+
+def _shortest(row: torch.Tensor, dtype: str) -> str:
+    """A row of values for a hint, each in the fewest digits that give back its value in ``dtype``."""
+    texts = []
+    for value in row.tolist():
+        text = repr(value)
+        if dtype != "float64":
+            for digits in range(1, 18):
+                candidate = f"{value:.{digits}g}"
+                if torch.tensor(float(candidate), dtype=row.dtype).item() == value:
+                    text = candidate
+                    break
+        texts.append(text)
+    return "[" + ", ".join(texts) + "]"
 
 
 # --- Exercise 2: a compiled module's state dict that loads into a plain model ---------------------------
@@ -263,14 +313,22 @@ def _state_dict_cases() -> list[tuple[str, str, str, bool]]:
     target="plain_state_dict",
 )
 def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, torch.Tensor]]) -> dict:
-    """Hand ``plain_state_dict`` compiled and plain modules; record the keys, devices and a strict load."""
+    """Hand ``plain_state_dict`` compiled and plain modules; record the keys, devices and a strict load.
+
+    The model's state is copied before the call (to the CPU, or as data-less meta tensors): the answer is
+    compared with that copy, dtype included, so one that zeroes or converts the model's own tensors and
+    returns them cannot match itself.
+    """
     seen = []
     for label, label_zh, device, compiled in _state_dict_cases():
         model = make_model().to(device)
         handed = torch.compile(model, backend=BACKEND) if compiled else model
-        wanted = model.state_dict()
+        wanted = {key: _snapshot(value) for key, value in model.state_dict().items()}
         got = observe(plain_state_dict, handed)
         entry: dict = {"label": label, "label_zh": label_zh, "device": device, "wanted_keys": list(wanted)}
+        entry["model_changed"] = [
+            key for key, value in model.state_dict().items() if not _same(value, wanted[key], values=True)
+        ]
         if "error" in got:
             entry["error"] = got["error"]
             seen.append(entry)
@@ -285,14 +343,13 @@ def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, 
             str(key): str(v.device) if isinstance(v, torch.Tensor) else type(v).__name__
             for key, v in value.items()
         }
-        entry["same_values"] = {
-            str(key): bool(
-                isinstance(v, torch.Tensor)
-                and key in wanted
-                and v.shape == wanted[key].shape
-                and (v.device.type == "meta" or torch.equal(v.detach().cpu(), wanted[key].detach().cpu()))
-            )
+        entry["dtypes"] = {
+            str(key): str(v.dtype).removeprefix("torch.") if isinstance(v, torch.Tensor) else type(v).__name__
             for key, v in value.items()
+        }
+        entry["wanted_dtypes"] = {key: str(v.dtype).removeprefix("torch.") for key, v in wanted.items()}
+        entry["same_values"] = {
+            str(key): bool(key in wanted and _same(v, wanted[key], values=True)) for key, v in value.items()
         }
         fresh = make_model().to(device)
         try:
@@ -302,6 +359,21 @@ def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, 
             entry["load"] = f"{type(exc).__name__}: {exc}"[:600]
         seen.append(entry)
     return {"cases": seen}
+
+
+def _snapshot(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` that no later change to ``t`` reaches: on the CPU, or a meta tensor (no data)."""
+    t = t.detach()
+    return t.clone() if t.device.type == "meta" else t.to("cpu", copy=True)
+
+
+def _same(v: object, wanted: torch.Tensor, values: bool) -> bool:
+    """``v`` is a tensor of ``wanted``'s shape and dtype, with its values where there are values to see."""
+    if not isinstance(v, torch.Tensor) or v.shape != wanted.shape or v.dtype != wanted.dtype:
+        return False
+    if not values or v.device.type == "meta" or wanted.device.type == "meta":
+        return True
+    return torch.equal(v.detach().cpu(), wanted)
 
 
 @probe_plain_state_dict.judge
@@ -324,7 +396,7 @@ def judge_plain_state_dict(seen: dict) -> None:
                 f"（{label_zh}）键 {prefixed[0]!r} 仍然以 {PREFIX!r} 开头：torch.compile 把模型包在一个 "
                 "OptimizedModule 里，模型存放在它的 `_orig_mod` 属性中，"
                 "所以它的 state_dict() 给每个键都加上了这个前缀，普通模型加载不了。"
-                "去掉这个前缀，或者直接取包装里面那个模型的 state_dict。",
+                "去掉这个前缀，或者直接取包装里面那个模型的 state_dict()。",
             )
         wanted = case["wanted_keys"]
         missing = [key for key in wanted if key not in case["keys"]]
@@ -346,15 +418,36 @@ def judge_plain_state_dict(seen: dict) -> None:
                 "leave the tensors where they are. Where a checkpoint lands is decided when it is loaded "
                 "(map_location, lesson 6), not by renaming its keys.",
                 f"（{label_zh}）{key!r} 在 {case['devices'][key]} 上，而模型在 {case['device']} 上："
-                "张量留在原处即可。检查点落到哪个设备，是加载时决定的（map_location，第 6 课），"
-                "而不是改键名的时候。",
+                "请让张量留在原处。检查点落到哪个设备，是在加载时决定的（map_location，第 6 课），"
+                "与改键名无关。",
+            )
+        if case.get("model_changed"):
+            key = case["model_changed"][0]
+            raise Fail(
+                f"({label}) after your function ran, the model's {key!r} was not what it was before: "
+                "return its parameters and buffers without changing them (no in-place operations, no "
+                ".zero_() or .copy_() on the model's tensors).",
+                f"（{label_zh}）函数运行之后，模型的 {key!r} 与运行之前不一样了：返回模型的参数和缓冲区即可，"
+                "不要改动它们（不要对模型的张量做原地操作，例如 .zero_() 或 .copy_()）。",
+            )
+        converted = [key for key, dtype in case["dtypes"].items() if dtype != case["wanted_dtypes"].get(key)]
+        if converted:
+            key = converted[0]
+            raise Fail(
+                f"({label}) {key!r} is {case['dtypes'][key]}, but the model's is "
+                f"{case['wanted_dtypes'][key]}: "
+                "keep each tensor's dtype (a checkpoint converted to another dtype is another checkpoint; "
+                "num_batches_tracked, for one, is an integer).",
+                f"（{label_zh}）{key!r} 的 dtype 是 {case['dtypes'][key]}，而模型里的是 "
+                f"{case['wanted_dtypes'][key]}：请保持每个张量原来的 dtype（换了 dtype 的检查点已经是另一份"
+                "检查点了；比如 num_batches_tracked 就是整数）。",
             )
         changed = [key for key, same in case["same_values"].items() if not same]
         if changed:
             raise Fail(
-                f"({label}) {changed[0]!r} does not hold the model's own tensor: return the model's "
+                f"({label}) {changed[0]!r} does not hold the model's own values: return the model's "
                 "parameters and buffers as they are, under the plain names.",
-                f"（{label_zh}）{changed[0]!r} 不是模型自己的张量："
+                f"（{label_zh}）{changed[0]!r} 里不是模型自己的数值："
                 "原样返回模型的参数和缓冲区，只是换成不带前缀的键名。",
             )
         if case["load"] != "ok":

@@ -3,7 +3,11 @@ give) and right (which it must accept). Read by tests/test_lab10.py and the gene
 
 from __future__ import annotations
 
+import io
+
+import numpy as np
 import torch
+from torch._dynamo.eval_frame import OptimizedModule
 from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 
 from devicekit.device import mismatch_device
@@ -14,6 +18,9 @@ LAB = "10-compile"
 ON_GPU = mismatch_device().type != "meta"
 
 # --- Exercise 1: rotate(x), (x, y) -> (-y, x) on x's device, in x's dtype, compiled ------------------
+
+#: A matrix made once, outside the function, on the CPU.
+ROTATION = torch.tensor([[0.0, 1.0], [-1.0, 0.0]])
 
 
 def rotate_matrix_without_device(x):
@@ -53,6 +60,21 @@ def rotate_wrong_way(x):
     return x @ r
 
 
+def rotate_zeroing_its_input(x):
+    return x.zero_()  # destroys the points: only a check that describes x before the call sees it
+
+
+def rotate_through_float32(x):
+    # right device, right dtype on the way out, but a float64 x loses its digits in float32
+    return (x.float() @ torch.tensor([[0.0, 1.0], [-1.0, 0.0]], device=x.device)).to(x.dtype)
+
+
+def rotate_right_only_when_compiled(x):
+    # right while Dynamo traces it, the taught bug when it runs eagerly: only an eager call with x on the
+    # other device catches it (on meta, under strict_devices)
+    return x @ (ROTATION.to(x) if torch.compiler.is_compiling() else ROTATION)
+
+
 def rotate_ok(x):
     r = torch.tensor([[0.0, 1.0], [-1.0, 0.0]], device=x.device, dtype=x.dtype)
     return x @ r
@@ -69,6 +91,36 @@ def rotate_ok_moving_the_matrix(x):
 
 def rotate_ok_with_flip(x):
     return x.flip(1) * x.new_tensor([-1.0, 1.0])
+
+
+def rotate_ok_in_place(x):
+    x.copy_(torch.stack((-x[:, 1], x[:, 0]), dim=1))  # overwrites the input with its rotation
+    return x
+
+
+def rotate_ok_times_i(x):
+    return torch.view_as_real(torch.view_as_complex(x.contiguous()) * 1j)  # (x + iy) * i = -y + ix
+
+
+def rotate_ok_device_context(x):
+    with torch.device(x.device):
+        r = torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=x.dtype)
+    return x @ r
+
+
+def rotate_ok_numpy_matrix(x):
+    return x @ torch.from_numpy(np.array([[0.0, 1.0], [-1.0, 0.0]])).to(x)
+
+
+def rotate_ok_filled_out(x):
+    out = torch.empty_like(x)
+    out[:, 0] = -x[:, 1]
+    out[:, 1] = x[:, 0]
+    return out
+
+
+def rotate_ok_matrix_on_the_left(x):
+    return (torch.tensor([[0.0, -1.0], [1.0, 0.0]], device=x.device, dtype=x.dtype) @ x.T).T
 
 
 # --- Exercise 2: plain_state_dict(module) ------------------------------------------------------------
@@ -100,6 +152,22 @@ def state_dict_keys_only(module):
     return [key.removeprefix("_orig_mod.") for key in module.state_dict()]
 
 
+def state_dict_zeroing_the_model(module):
+    state = getattr(module, "_orig_mod", module).state_dict()
+    for value in state.values():
+        value.zero_()  # the model's own tensors: the model is zeroed too
+    return state
+
+
+def state_dict_in_float64(module):
+    return {key: value.double() for key, value in getattr(module, "_orig_mod", module).state_dict().items()}
+
+
+def state_dict_integers_as_floats(module):
+    state = getattr(module, "_orig_mod", module).state_dict()
+    return {key: value if value.is_floating_point() else value.float() for key, value in state.items()}
+
+
 def state_dict_ok_removeprefix(module):
     return {key.removeprefix("_orig_mod."): value for key, value in module.state_dict().items()}
 
@@ -112,6 +180,26 @@ def state_dict_ok_consume_prefix(module):
     state = module.state_dict()
     consume_prefix_in_state_dict_if_present(state, "_orig_mod.")
     return state
+
+
+def state_dict_ok_isinstance(module):
+    return (module._orig_mod if isinstance(module, OptimizedModule) else module).state_dict()
+
+
+def state_dict_ok_keep_vars(module):
+    return getattr(module, "_orig_mod", module).state_dict(keep_vars=True)  # the Parameters themselves
+
+
+def state_dict_ok_clone(module):
+    return {key.removeprefix("_orig_mod."): value.clone() for key, value in module.state_dict().items()}
+
+
+def state_dict_ok_saved_and_loaded(module):
+    inner = getattr(module, "_orig_mod", module)
+    buffer = io.BytesIO()
+    torch.save(inner.state_dict(), buffer)
+    buffer.seek(0)
+    return torch.load(buffer, map_location=next(inner.parameters()).device)
 
 
 WRONG = {
@@ -128,6 +216,9 @@ WRONG = {
         ),
         ("matrix without dtype", rotate_without_dtype, "dtype=x.dtype"),
         ("rotates the wrong way", rotate_wrong_way, "(-y, x)"),
+        ("zeroes its input and returns it", rotate_zeroing_its_input, "(-y, x)"),
+        ("goes through float32", rotate_through_float32, "(-y, x)"),
+        ("right only when compiled", rotate_right_only_when_compiled, "two devices"),
         ("stub", lambda x: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "plain-state-dict": [
@@ -136,6 +227,9 @@ WRONG = {
         ("drops the first part of every key", state_dict_dropping_first_part, "is missing"),
         ("parameters only", state_dict_parameters_only, "running_mean"),
         ("keys only", state_dict_keys_only, "return a dict"),
+        ("zeroes the model's tensors", state_dict_zeroing_the_model, "was not what it was before"),
+        ("converts every tensor to float64", state_dict_in_float64, "keep each tensor's dtype"),
+        ("turns integer buffers into floats", state_dict_integers_as_floats, "keep each tensor's dtype"),
         (
             "moves the tensors to the cpu",
             state_dict_on_the_cpu,
@@ -150,10 +244,20 @@ RIGHT = {
         ("no matrix: stack", rotate_ok_without_a_matrix),
         ("matrix moved with .to(x)", rotate_ok_moving_the_matrix),
         ("flip and sign", rotate_ok_with_flip),
+        ("in place, returning x", rotate_ok_in_place),
+        ("complex multiply by 1j", rotate_ok_times_i),
+        ("with torch.device(x.device)", rotate_ok_device_context),
+        ("a numpy matrix moved with .to(x)", rotate_ok_numpy_matrix),
+        ("filled into empty_like", rotate_ok_filled_out),
+        ("matrix on the left, transposed", rotate_ok_matrix_on_the_left),
     ],
     "plain-state-dict": [
         ("removeprefix", state_dict_ok_removeprefix),
         ("the module inside the wrapper", state_dict_ok_inner_module),
         ("consume_prefix_in_state_dict_if_present", state_dict_ok_consume_prefix),
+        ("isinstance OptimizedModule", state_dict_ok_isinstance),
+        ("keep_vars=True", state_dict_ok_keep_vars),
+        ("cloned values", state_dict_ok_clone),
+        ("saved and loaded back", state_dict_ok_saved_and_loaded),
     ],
 }

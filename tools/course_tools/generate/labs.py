@@ -31,6 +31,10 @@ from devicekit.lang import language_of_path
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HINT = "### HINT:"
 INSTALL_LINE = re.compile(r'("devicekit @ git\+)[^"]*(")')
+#: The file ipykernel writes a cell to (``/tmp/ipykernel_14294/2542620439.py``), as tracebacks and Dynamo's
+#: "from user code" name it: a process id and a hash of this machine's run, not worth storing.
+CELL_FILE = re.compile(r"ipykernel_\d+([/\\])\d+\.py")
+CELL_FILE_STORED = r"ipykernel_<pid>\1<cell>.py"
 
 STUB = {
     "en": 'raise NotImplementedError("Exercise: write your code here, then run the check cell below.")',
@@ -141,8 +145,27 @@ def execute(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
+    scrub_outputs(nb)
     nb.metadata.setdefault("devicekit", {})["executed"] = _this_run()
     return nb
+
+
+def scrub_outputs(nb: nbformat.NotebookNode) -> None:
+    """Replace what only this run printed (the cell's temporary file name) in the stored outputs."""
+
+    def scrub(text):
+        if isinstance(text, list):
+            return [scrub(part) for part in text]
+        return CELL_FILE.sub(CELL_FILE_STORED, text) if isinstance(text, str) else text
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            for field in ("text", "evalue", "traceback"):
+                if field in out:
+                    out[field] = scrub(out[field])
+            for kind, data in out.get("data", {}).items():
+                if kind.startswith("text/"):
+                    out["data"][kind] = scrub(data)
 
 
 def sync(execute_notebooks: bool = True, only: str | None = None) -> list[Path]:
