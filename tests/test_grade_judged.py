@@ -60,7 +60,7 @@ def test_a_learners_own_work_is_judged_from_data_with_full_marks_and_no_flag(gra
 
 
 def test_an_untouched_lab_scores_zero_in_chinese(graded):
-    r = row(graded, "bob-untouched.zh.ipynb")
+    r = row(graded, "01-devices-untouched.zh.ipynb")
     assert (r["score"], r["lang"]) == (0, "zh")
     assert all(line.startswith("✗ 练习") for line in r["feedback"][:3]), r["feedback"]
 

@@ -108,3 +108,23 @@ def test_a_drills_public_digests_agree_with_the_hidden_answers(lab, key, truth_n
     digests = importlib.import_module(digests_module)._DIGESTS
     assert digests == {k: answer_digest(lab, key, k, v) for k, v in truth.items()}
     assert run(lab, key, dict(truth)).passed
+
+
+def _every_exercise() -> list[tuple[str, str]]:
+    from devicekit_labs import known_labs
+
+    return [(lab, ex.key) for lab in known_labs() for ex in exercises_for(lab)]
+
+
+@pytest.mark.parametrize(("lab", "key"), _every_exercise(), ids=[f"{a}:{b}" for a, b in _every_exercise()])
+def test_an_untouched_exercise_never_passes(lab, key):
+    """The student notebook's stub (a function that raises ``NotImplementedError``) fails every exercise's
+    check, with a message in both languages: an untouched lab scores zero in the grader, for every lab (the
+    grader's own test runs the untouched notebooks of the single-process labs end to end)."""
+
+    def stub(*args, **kwargs):
+        raise NotImplementedError("Exercise: not done yet")
+
+    result = run(lab, key, stub)
+    assert not result.passed, f"{lab}:{key} accepts an untouched stub"
+    assert result.en.startswith("✗") and _has_chinese(result.zh) and result.zh.startswith("✗"), result

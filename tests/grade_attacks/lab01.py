@@ -30,7 +30,7 @@ MINE = {
     "def my_predictions(": (
         "def my_predictions():\n"
         "    works, raises = False, True\n"
-        '    return dict(a=works, b=raises, c=works, d=raises)'
+        "    return dict(a=works, b=raises, c=works, d=raises)"
     ),
 }
 
@@ -49,9 +49,7 @@ RENAMED = {
         "    return torch.tril(ones).to(torch.bool)"
     ),
     "def my_predictions(": (
-        "def my_predictions():\n"
-        "    fine, bad = False, True\n"
-        '    return dict(a=fine, b=bad, c=fine, d=bad)'
+        "def my_predictions():\n    fine, bad = False, True\n    return dict(a=fine, b=bad, c=fine, d=bad)"
     ),
 }
 
@@ -145,7 +143,6 @@ def deleted_checks() -> nbformat.NotebookNode:
 
 CLASS = {
     "alice-mine.ipynb": lambda: with_answers(MINE),
-    "bob-untouched.zh.ipynb": lambda: lab_notebook(LAB, "zh"),
     "carol-twin.ipynb": lambda: with_answers(MINE),  # byte-identical to alice's
     "dan-renamed.ipynb": lambda: with_answers(RENAMED),
     "erin-copied-solution.ipynb": lambda: solved_lab(LAB),  # the solution without its markers
