@@ -178,11 +178,9 @@ def as_device(device: DeviceLike, *, origin: Message | str = DEFAULT_ORIGIN) -> 
             if len(_DEVICE_CACHE) < 64:
                 _DEVICE_CACHE[device] = dev  # type: ignore[index]
         return dev
-    if tp is bool or not isinstance(device, (str, int, torch.device)):
+    if tp is bool or not isinstance(device, (str, int)):  # torch.device cannot be subclassed: handled above
         raise _form_error(device, origin, Message("is not a device", "不是设备"))
-    if isinstance(device, torch.device):
-        return device
-    if isinstance(device, str):
+    if isinstance(device, str):  # a str subclass (numpy.str_, a str enum)
         return _parse(str(device), origin)
     index = int(device)
     if not 0 <= index <= _MAX_INDEX:
