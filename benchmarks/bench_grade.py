@@ -94,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated lab numbers, e.g. 01,07 (default: every lab)")
     parser.add_argument("--extra", default="", help="more grader arguments, e.g. --trust-submissions")
     args = parser.parse_args(argv)
+    temp = Path(tempfile.gettempdir()).resolve()
+    if args.src.resolve().is_relative_to(temp):
+        # bubblewrap gives each notebook a /tmp of its own: a grader kept there is invisible to the kernel,
+        # whose setup cell then fails at once, and every row would time a run that never happened
+        parser.error(f"--src {args.src}: put the other grader outside {temp} (the sandbox hides it)")
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         root = args.keep or Path(tmp)
         subs, out = root / "submissions", root / "grades"
