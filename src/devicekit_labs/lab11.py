@@ -50,7 +50,7 @@ def _materialise_cases() -> list[str]:
     "materialize",
     1,
     "give a model built on meta storage and values on a device",
-    "为在 meta 上构建的模型在某个设备上分配存储并初始化",
+    "在指定设备上为 meta 上构建的模型分配存储并初始化",
     target="materialize",
 )
 def probe_materialize(materialize: Callable[[nn.Module, torch.device], nn.Module]) -> dict:
@@ -63,7 +63,9 @@ def probe_materialize(materialize: Callable[[nn.Module, torch.device], nn.Module
         with torch.device("meta"):
             handed = build_model()
         torch.manual_seed(0)
-        with warnings.catch_warnings():
+        # Called with meta as the default device: a second whole model built inside lands on meta too, so
+        # building one and copying it in (what meta init is there to avoid) fails like .to() does.
+        with warnings.catch_warnings(), torch.device("meta"):
             warnings.simplefilter("ignore")
             got = observe(materialize, handed, device)
         entry: dict[str, Any] = {"device": name}
@@ -97,15 +99,16 @@ def judge_materialize(seen: dict) -> None:
         device = case["device"]
         error = case.get("error")
         if error is not None and NO_DATA in error["message"]:
+            first = error["message"].splitlines()[0]
+            first = first.split("!")[0] + "!" if "!" in first else first[:120]
             raise Fail(
-                f"(device {device}) {error['type']}: {error['message'].splitlines()[0][:80]} A model "
-                "built on "
-                "meta has shapes but no data, so .to() has nothing to copy. Give it storage with "
-                "model.to_empty(device=device), then initialise it.",
-                f"（设备 {device}）{error['type']}: {error['message'].splitlines()[0][:80]} 在 meta "
-                "上构建的模型"
-                "只有形状、没有数据，.to() 没有东西可复制。请用 model.to_empty(device=device) 为它分配存储，"
-                "然后再初始化。",
+                f"(device {device}) your code raised {error['type']} ({first}): a model built on meta "
+                "(and, in this check, one built inside your function) has shapes but no data, so .to() has "
+                "nothing to copy. Give the model you were given storage with model.to_empty(device=device), "
+                "then initialise it in place.",
+                f"（设备 {device}）你的代码抛出了 {error['type']}（{first}）：在 meta 上构建的模型"
+                "（在这个自测里，也包括在你的函数里新建的模型）只有形状、没有数据，.to() 没有东西可复制。"
+                "请用 model.to_empty(device=device) 为传入的模型分配存储，再原地初始化。",
             )
         failed_call(
             case,
@@ -116,18 +119,24 @@ def judge_materialize(seen: dict) -> None:
             raise Fail(
                 f"(device {device}) return the model you were given, after giving it storage (got a "
                 f"{case['returned']}).",
-                f"（设备 {device}）请返回传入的那个模型，在为它分配存储之后（得到的是 {case['returned']}）。",
+                f"（设备 {device}）分配存储之后，请返回传入的那个模型本身（你返回的是 {case['returned']}）。",
             )
         moved = [key for key, where in case["devices"].items() if where != device]
+        if moved and device != "meta" and all(case["devices"][key] == "meta" for key in moved):
+            raise Fail(
+                f"(device {device}) every parameter and buffer is still on meta: nothing was materialised. "
+                "Call model.to_empty(device=device) first, then reset_parameters().",
+                f"（设备 {device}）所有参数和缓冲区都还在 meta 上：什么都没有分配。"
+                "请先调用 model.to_empty(device=device)，再调用 reset_parameters()。",
+            )
         if moved:
             key = moved[0]
             raise Fail(
                 f"(device {device}) {key!r} is on {case['devices'][key]}, not on {device}: give every "
                 "parameter "
                 "and buffer storage on the device you were given, not on a fixed one.",
-                f"（设备 {device}）{key!r} 在 {case['devices'][key]} 上，而不是 {device}："
-                "每个参数和缓冲区都要在"
-                "传入的设备上分配存储，而不是写死的设备。",
+                f"（设备 {device}）{key!r} 在 {case['devices'][key]} 上，不在 {device} 上："
+                "每个参数和缓冲区都要在传入的设备上分配存储，不要写死设备。",
             )
         wrong = [key for key, same in case["same_values"].items() if not same]
         if wrong:
@@ -136,11 +145,9 @@ def judge_materialize(seen: dict) -> None:
                 f"(device {device}) {key!r} does not hold the values the model's own initialisation gives: "
                 "to_empty allocates memory without setting it. After it, call reset_parameters() on every "
                 "module that has one (linear layers and the batch norm alike), in model.modules() order.",
-                f"（设备 {device}）{key!r} 里不是模型自身的初始化应给出的数值：to_empty 只分配内存，"
-                "不设置数值。"
-                "之后要对每个带 reset_parameters() 的模块调用它（线性层和批归一化层都算），按 "
-                "model.modules() "
-                "的顺序。",
+                f"（设备 {device}）{key!r} 的数值和模型自己初始化的结果不同：to_empty 只分配内存，"
+                "不设置数值；之后请按 model.modules() 的顺序，对每个有 reset_parameters() 的模块调用它"
+                "（线性层和 BatchNorm 层都算）。",
             )
 
 
@@ -158,8 +165,41 @@ RESUME_RANKS = [
 SAVED_ON = "cuda:0"
 
 
+class StorageStandIn:
+    """What a map_location function is called with, in this check: it records where it is sent.
+
+    `torch.load` calls such a function as ``fn(storage, location)`` with the storage read onto the CPU and the
+    location it was saved from, and uses what it returns (``None``: the default, back to that location)
+    (`torch/serialization.py`, `_get_restore_location`, v2.13.0). A CPU-only build cannot make CUDA storage,
+    so this stand-in answers `to`, `cuda` and `cpu` with the signatures of `torch.UntypedStorage`'s
+    (``to(*, device, non_blocking=False)``: keyword only, as there) and keeps only the device asked for.
+    """
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = torch.device(device)
+
+    def to(self, *, device: object, non_blocking: bool = False) -> StorageStandIn:
+        return StorageStandIn(str(torch.device(device)))
+
+    def cuda(self, device: object = None, non_blocking: bool = False) -> StorageStandIn:
+        if device is None:
+            return StorageStandIn("cuda")
+        index = device if isinstance(device, int) else torch.device(device).index
+        return StorageStandIn(f"cuda:{index}" if index is not None else "cuda")
+
+    def cpu(self) -> StorageStandIn:
+        return StorageStandIn("cpu")
+
+    def size(self) -> int:
+        return 4
+
+    def nbytes(self) -> int:
+        return 4
+
+
 def _plain_location(value: object) -> dict:
-    """A map_location as plain data: a device string, a dict of strings, None, or what it was."""
+    """A map_location as plain data: a device string, a dict of strings, a function's answer, None, or what
+    it was. `torch.load` accepts a device, a string, a dict of strings to strings, or a function."""
     if value is None:
         return {"kind": "none"}
     if isinstance(value, torch.device | str):
@@ -168,7 +208,20 @@ def _plain_location(value: object) -> dict:
         except (RuntimeError, TypeError):
             return {"kind": "other", "repr": repr(value)[:60]}
     if isinstance(value, dict):
-        return {"kind": "dict", "map": {str(k): str(v) for k, v in value.items()}}
+        odd = [(k, v) for k, v in value.items() if not (isinstance(k, str) and isinstance(v, str))]
+        if odd:
+            # torch.load passes a dict's value to default_restore_location, which needs a string:
+            # {"cuda:0": torch.device("cpu")} raises TypeError (torch/serialization.py, v2.13.0)
+            key, val = odd[0]
+            return {"kind": "dict-not-str", "repr": f"{key!r}: {val!r}"[:80]}
+        return {"kind": "dict", "map": dict(value)}
+    if callable(value):
+        restored = value(StorageStandIn(), SAVED_ON)  # an error here is the learner's, and is reported
+        if restored is None:
+            return {"kind": "function", "device": SAVED_ON}
+        if isinstance(restored, StorageStandIn):
+            return {"kind": "function", "device": str(restored.device)}
+        return {"kind": "function-bad", "repr": type(restored).__name__}
     return {"kind": "other", "repr": type(value).__name__}
 
 
@@ -183,7 +236,7 @@ def _plain_location(value: object) -> dict:
 def probe_map_location(map_location_for: Callable[[DistInfo], object]) -> dict:
     answers = []
     for info in RESUME_RANKS:
-        got = observe(map_location_for, info)
+        got = observe(lambda info: _plain_location(map_location_for(info)), info)
         entry: dict[str, Any] = {
             "rank": info.rank,
             "local_rank": info.local_rank,
@@ -193,7 +246,7 @@ def probe_map_location(map_location_for: Callable[[DistInfo], object]) -> dict:
         if "error" in got:
             entry["error"] = got["error"]
         else:
-            entry["location"] = _plain_location(got["value"])
+            entry["location"] = got["value"]
         answers.append(entry)
     return {"answers": answers}
 
@@ -202,7 +255,7 @@ def _lands_on(location: dict) -> str | None:
     """Where a tensor saved on `SAVED_ON` lands with this map_location (None: not a device)."""
     if location["kind"] == "none":
         return SAVED_ON
-    if location["kind"] == "device":
+    if location["kind"] in ("device", "function"):
         return location["device"]
     if location["kind"] == "dict":
         target = location["map"].get(SAVED_ON, SAVED_ON)
@@ -218,15 +271,36 @@ def judge_map_location(seen: dict) -> None:
     for answer in seen["answers"]:
         label = f"rank {answer['rank']} (local rank {answer['local_rank']}, {answer['backend']})"
         label_zh = f"rank {answer['rank']}（local rank {answer['local_rank']}，{answer['backend']}）"
-        failed_call(answer, f"for {label}", f"{label_zh}时")
+        failed_call(answer, f"for {label}", f"为 {label_zh} 求 map_location 时")
         location = answer["location"]
         lands = _lands_on(location)
+        if location["kind"] == "dict-not-str":
+            raise Fail(
+                f"for {label} the dict maps to something that is not a string ({location['repr']}): "
+                "torch.load hands a dict's values to its default restore, which needs a string, and raises "
+                "TypeError. Write both keys and values as strings ({'cuda:0': str(info.device)}), or return "
+                "info.device itself.",
+                f"为 {label_zh}给出的字典里有不是字符串的键或值（{location['repr']}）：torch.load 会把"
+                "字典的值交给默认的恢复函数，而它只接受字符串，于是抛出 TypeError。请把键和值都写成字符串"
+                "（{'cuda:0': str(info.device)}），或者直接返回 info.device。",
+            )
+        if location["kind"] == "function-bad":
+            raise Fail(
+                f"for {label} your map_location function returned a {location['repr']}: torch.load calls it "
+                "as fn(storage, location) and needs a storage back (storage.to(device=...), or None for "
+                "the default).",
+                f"为 {label_zh}写的 map_location 函数返回了 {location['repr']}：torch.load 以 "
+                "fn(storage, location) 调用它，需要拿回一个存储（storage.to(device=...)，或者返回 None "
+                "表示用默认位置）。",
+            )
         if lands is None:
             raise Fail(
                 f"for {label} the answer ({location.get('repr')}) is not a map_location the check can read: "
-                "return a device (or a string naming one).",
+                "return a device, a string naming one, a dict of strings, or a function of (storage, "
+                "location).",
                 f"{label_zh}，返回值（{location.get('repr')}）不是自测能读懂的 map_location："
-                "请返回一个设备（或表示设备的字符串）。",
+                "请返回一个设备、表示设备的字符串、由字符串组成的字典，或者一个以 (storage, location) "
+                "为参数的函数。",
             )
         want = torch.device(answer["device"])
         got = torch.device(lands)
@@ -242,11 +316,20 @@ def judge_map_location(seen: dict) -> None:
                 "的那份会落到 "
                 f"{SAVED_ON} 上，而不是 {want}。",
             )
+        if got.type == "cuda" and got.index is None:
+            raise Fail(
+                f"for {label} the tensors would land on 'cuda', the current GPU: that is cuda:0 unless "
+                f"torch.cuda.set_device(local_rank) ran in this process, and this rank computes on {want}. "
+                "Name the index: return info.device.",
+                f"为 {label_zh}给出的 'cuda' 指当前 GPU：除非这个进程里调用过 "
+                f"torch.cuda.set_device(local_rank)，否则就是 cuda:0，而这个 rank 在 {want} 上计算。"
+                "请写明编号：返回 info.device。",
+            )
         raise Fail(
             f"for {label} the tensors would land on {got}, but this rank computes on {want}. Each rank loads "
-            "onto its own device: the one its rank info names (its local rank's GPU, or the CPU with gloo).",
+            "onto its own device: info.device (its local rank's GPU, or the CPU with gloo).",
             f"{label_zh}，张量会落到 {got} 上，而这个 rank 在 {want} 上计算。每个 rank 都加载到自己的设备上："
-            "也就是它的 rank 信息里的那个设备（local rank 对应的 GPU，用 gloo 时是 CPU）。",
+            "也就是 `info.device`（local rank 对应的 GPU，用 gloo 时是 CPU）。",
         )
 
 
@@ -347,8 +430,7 @@ def judge_resume(seen: dict) -> None:
             f"{device}: "
             "load into the model's own tensors, where they are (dcp.load fills them in place).",
             f"恢复之后参数在 {'、'.join(seen['devices'])} 上，而模型原本在 {device} 上："
-            "要加载进模型自己的张量，"
-            "留在原处（dcp.load 会原地填充它们）。",
+            "应加载进模型自己的张量，让它们留在原来的设备上（dcp.load 会原地填充它们）。",
         )
     if seen["digest"] != seen["saved"]["digest"]:
         raise Fail(

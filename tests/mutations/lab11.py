@@ -65,6 +65,25 @@ def materialize_in_place_returns_nothing(model, device):
             module.reset_parameters()
 
 
+def materialize_untouched(model, device):
+    return model  # still on meta: nothing materialised
+
+
+def materialize_rebuild_and_copy(model, device):
+    # a second whole model on the device, copied in: what meta init exists to avoid (the check calls this
+    # with meta as the default device, so the rebuilt model is on meta and .to() fails)
+    fresh = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2)).to(device)
+    model.to_empty(device=device)
+    model.load_state_dict(fresh.state_dict())
+    return model
+
+
+def materialize_rebuild_assign(model, device):
+    fresh = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2)).to(device)
+    model.load_state_dict(fresh.state_dict(), assign=True)
+    return model
+
+
 def materialize_ok(model, device):
     model.to_empty(device=device)
     for module in model.modules():
@@ -113,6 +132,22 @@ def location_cpu(info):
     return "cpu"
 
 
+def location_dict_of_devices(info):
+    return {"cuda:0": info.device}  # torch.load: TypeError, a dict's values must be strings
+
+
+def location_bare_cuda(info):
+    return "cuda" if info.backend == "nccl" else "cpu"  # the current GPU: cuda:0 without set_device
+
+
+def location_function_positional(info):
+    return lambda storage, loc: storage.to(info.device)  # UntypedStorage.to takes device= only: TypeError
+
+
+def location_function_always_cuda_0(info):
+    return lambda storage, loc: storage.cuda(0) if info.backend == "nccl" else storage
+
+
 def location_ok(info):
     return info.device
 
@@ -127,6 +162,14 @@ def location_ok_dict(info):
 
 def location_ok_by_backend(info):
     return f"cuda:{info.local_rank}" if info.backend == "nccl" else "cpu"
+
+
+def location_ok_function(info):
+    return lambda storage, loc: storage.to(device=info.device)  # lesson 8: a function works too
+
+
+def location_ok_function_cuda(info):
+    return lambda storage, loc: storage.cuda(info.local_rank) if info.backend == "nccl" else storage
 
 
 # --- Exercise 3: resume(model, optimizer, checkpoint_dir) -----------------------------------------------
@@ -157,6 +200,14 @@ def resume_wrong_key(model, optimizer, checkpoint_dir):
     set_state_dict(
         model, optimizer, model_state_dict=state["model_state"], optim_state_dict=state["optimizer"]
     )
+
+
+def resume_without_set_state_dict(model, optimizer, checkpoint_dir):
+    # correct for THIS model only: a plain model's (and plain Adam's) state dicts from get_state_dict share
+    # their tensors with the model and the optimizer, so dcp.load fills them in place. A sharded model (or
+    # options such as cpu_offload) gets copies, and then set_state_dict is what puts the values back.
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=checkpoint_dir)
 
 
 def resume_ok(model, optimizer, checkpoint_dir):
@@ -191,6 +242,9 @@ WRONG = {
         ("reset on the root", materialize_root_reset, "AttributeError"),
         ("zeros everywhere", materialize_with_zeros, "does not hold the values"),
         ("returns nothing", materialize_in_place_returns_nothing, "return the model you were given"),
+        ("handed back on meta", materialize_untouched, "still on meta"),
+        ("a second model, copied in", materialize_rebuild_and_copy, "to_empty(device=device)"),
+        ("a second model, assign=True", materialize_rebuild_assign, "to_empty(device=device)"),
         ("stub", lambda model, device: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "map-location": [
@@ -199,6 +253,10 @@ WRONG = {
         ("global rank", location_global_rank, "rank 5"),
         ("a GPU even for gloo", location_always_a_gpu, "this rank computes on cpu"),
         ("always the cpu", location_cpu, "this rank computes on cuda:0"),
+        ("a dict of torch.device values", location_dict_of_devices, "not a string"),
+        ("bare 'cuda'", location_bare_cuda, "set_device(local_rank)"),
+        ("function, storage.to positional", location_function_positional, "TypeError"),
+        ("function, always cuda:0", location_function_always_cuda_0, "would land on cuda:0"),
         ("stub", lambda info: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "resume": [
@@ -222,10 +280,13 @@ RIGHT = {
         ("str(info.device)", location_ok_string),
         ("a dict from cuda:0", location_ok_dict),
         ("by backend", location_ok_by_backend),
+        ("a function, storage.to(device=)", location_ok_function),
+        ("a function, storage.cuda(local_rank)", location_ok_function_cuda),
     ],
     "resume": [
         ("get_state_dict, dcp.load, set_state_dict", resume_ok),
         ("model and optimizer calls apart", resume_ok_separate_calls),
         ("model in place, optimizer by name", resume_ok_in_place_model),
+        ("get_state_dict and dcp.load, no set_state_dict (this plain model)", resume_without_set_state_dict),
     ],
 }
