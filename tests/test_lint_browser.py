@@ -19,7 +19,7 @@ def _bundled(built) -> bool:
     return (built / "assets" / "pyodide" / "pyodide.asm.wasm").is_file()
 
 
-def test_sources_json_is_the_linter_without_torch(site):  # noqa: F811
+def test_sources_json_is_the_linter_without_torch(site):
     files = json.loads((site / "assets" / "devicelint" / "sources.json").read_text(encoding="utf-8"))
     assert "devicekit/lint/engine.py" in files and "devicekit/lint/rules.py" in files
     assert "import torch" not in files["devicekit/__init__.py"]

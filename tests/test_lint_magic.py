@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
-from traitlets.config import Config  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
 
-from devicekit import ipython as ext  # noqa: E402
-from devicekit.lint import magic  # noqa: E402
+from devicekit import ipython as ext
+from devicekit.lint import magic
 
 
 @pytest.fixture

@@ -489,7 +489,7 @@ def serve_forks(control_fd: int, hidden: str | None) -> int:
                 torch.set_num_threads(1)  # tiny tensors; and no OpenMP pool inherited across the fork
                 args = [str(listener) if a == FD_PLACEHOLDER else str(a) for a in request["args"]]
                 code = main(args)
-            except BaseException:  # noqa: BLE001 - a child's failure is reported on its stderr, never raised
+            except BaseException:
                 traceback.print_exc()
             finally:
                 with contextlib.suppress(Exception):

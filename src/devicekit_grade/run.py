@@ -32,6 +32,7 @@ import re
 import secrets
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -347,9 +348,11 @@ class Context:
                     os.close(fd)
         out, err, finished = _read_pipes(out_r, err_r, timeout)
         lines = out.decode("utf-8", "replace").strip().splitlines()
+        if finished and not lines:
+            return None  # the zygote died before it forked: the caller starts a process of its own
         if not finished:
             with contextlib.suppress(ValueError, IndexError, OSError):
-                os.kill(int(lines[0]), 9)
+                os.kill(int(lines[0]), signal.SIGKILL)
             return {"error": f"the grader's evaluator took longer than {timeout:.0f} s"}
         try:
             return json.loads(lines[-1]) if len(lines) > 1 else _no_json(err)

@@ -61,7 +61,7 @@ def fix_source(source: str, codes: Iterable[str] | None = None) -> tuple[str, in
         return targets.get((start.line, start.column))
 
     class Fixer(cst.CSTTransformer):
-        def leave_Expr(self, original, updated):  # noqa: N802 (libcst's naming)
+        def leave_Expr(self, original, updated):  # libcst's method names
             nonlocal applied
             call = original.value
             if isinstance(call, cst.Call) and target_of(call) == "DK002":
@@ -70,7 +70,7 @@ def fix_source(source: str, codes: Iterable[str] | None = None) -> tuple[str, in
                 return cst.Assign(targets=[cst.AssignTarget(target=receiver)], value=updated.value)
             return updated
 
-        def leave_Call(self, original, updated):  # noqa: N802
+        def leave_Call(self, original, updated):
             nonlocal applied
             if target_of(original) == "DK008":
                 applied += 1
