@@ -28,7 +28,7 @@ import torch.distributed as dist
 from torch import nn
 
 from devicekit.distributed import setup
-from devicekit_labs.workers import _deliver, _leave_group, collect_results
+from devicekit_labs.workers import collect_results, deliver, leave_group
 
 __all__ = [
     "backend_for",
@@ -126,8 +126,8 @@ def mesh_demo(rank: int, world_size: int, out: Any = None) -> dict[str, Any]:
         }
         finished = True
     finally:
-        _leave_group(finished)
-    return _deliver(result, out)
+        leave_group(finished)
+    return deliver(result, out)
 
 
 def _materialised_fsdp(mesh, device: torch.device) -> nn.Module:
@@ -234,8 +234,8 @@ def fsdp_train(
         del model, optimizer
         finished = True
     finally:
-        _leave_group(finished)
-    return _deliver(result, out)
+        leave_group(finished)
+    return deliver(result, out)
 
 
 def fsdp_resume(rank: int, world_size: int, out: Any = None, checkpoint: str = "") -> dict[str, Any]:
@@ -280,5 +280,5 @@ def fsdp_resume(rank: int, world_size: int, out: Any = None, checkpoint: str = "
         del model, optimizer
         finished = True
     finally:
-        _leave_group(finished)
-    return _deliver(result, out)
+        leave_group(finished)
+    return deliver(result, out)

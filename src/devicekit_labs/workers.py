@@ -44,6 +44,8 @@ __all__ = [
     "batchnorm_demo",
     "collect_results",
     "ddp_train_step",
+    "deliver",
+    "leave_group",
     "param_digest",
     "resume_demo",
     "straggler_demo",
@@ -56,7 +58,9 @@ def param_digest(module: nn.Module) -> tuple[float, str]:
     return float(flat.sum()), hashlib.sha256(flat.numpy().tobytes()).hexdigest()
 
 
-def _deliver(result: dict[str, Any], out: Any) -> dict[str, Any]:
+def deliver(result: dict[str, Any], out: Any) -> dict[str, Any]:
+    """Send a rank's ``result`` back (``spawn`` drops return values): to ``out``'s ``put`` (a queue), as
+    ``rank<N>.json`` in the folder ``out`` (written whole, then renamed), or nowhere when ``out`` is None."""
     if out is None:
         return result
     if hasattr(out, "put"):
@@ -77,7 +81,7 @@ def collect_results(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return sorted(results, key=lambda r: r["rank"])
 
 
-def _leave_group(finished: bool) -> None:
+def leave_group(finished: bool) -> None:
     """Destroy the process group; after a successful run, only once every rank has got this far.
 
     Without the barrier a fast rank destroys its group (and rank 0 the rendezvous store) while a slower
@@ -154,8 +158,8 @@ def ddp_train_step(rank: int, world_size: int, out: Any = None, steps: int = 2) 
         del ddp, optimizer  # the reducer holds the group: let it go before the group is destroyed
         finished = True
     finally:
-        _leave_group(finished)
-    return _deliver(result, out)
+        leave_group(finished)
+    return deliver(result, out)
 
 
 def all_reduce_demo(
@@ -185,8 +189,8 @@ def all_reduce_demo(
         }
         finished = True
     finally:
-        _leave_group(finished)
-    return _deliver(result, out)
+        leave_group(finished)
+    return deliver(result, out)
 
 
 def _same_on_all_ranks(tensor: torch.Tensor) -> bool:
@@ -262,8 +266,8 @@ def batchnorm_demo(rank: int, world_size: int, out: Any = None) -> dict[str, Any
         result["eval_forward_ok"] = tuple(sync(torch.randn(8, 4)).shape) == (8, 3)
         finished = True
     finally:
-        _leave_group(finished)
-    return _deliver(result, out)
+        leave_group(finished)
+    return deliver(result, out)
 
 
 def resume_demo(rank: int, world_size: int, out: Any = None, path: str = "") -> dict[str, Any]:
@@ -318,8 +322,8 @@ def resume_demo(rank: int, world_size: int, out: Any = None, path: str = "") -> 
             del ddp, optimizer
         finished = True
     finally:
-        _leave_group(finished)
-    return _deliver(result, out)
+        leave_group(finished)
+    return deliver(result, out)
 
 
 #: The prefix c10d puts before each log line: ``[rank0]:[E1130 19:34:15.385269979 ProcessGroupGloo.cpp:67] ``.
@@ -398,4 +402,4 @@ def straggler_demo(
         result["waited_s"] = round(time.monotonic() - start, 1)
     finally:
         teardown()
-    return _deliver(result, out)
+    return deliver(result, out)
