@@ -330,3 +330,20 @@ def test_two_process_nccl_all_reduce(tmp_path):
     spawn(dist_workers.all_reduce_demo, nprocs=2, args=(2, tmp_path, "nccl"))
     results = dist_workers.collect_results(tmp_path)
     assert [(r["device"], r["after"]) for r in results] == [("cuda:0", 3.0), ("cuda:1", 3.0)]
+
+
+@pytest.mark.integration
+def test_spawn_is_not_failed_by_a_crash_in_teardown_after_the_work(tmp_path):
+    """A child whose function returned ends before interpreter teardown, where PyTorch can abort."""
+    import finalization_workers
+
+    spawn(finalization_workers.finish_then_abort_at_teardown, nprocs=2, args=(str(tmp_path),))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank0.txt", "rank1.txt"]
+
+
+@pytest.mark.integration
+def test_spawn_still_reports_a_worker_that_raised(tmp_path):
+    import finalization_workers
+
+    with pytest.raises(torch.multiprocessing.ProcessRaisedException, match="failed on purpose"):
+        spawn(finalization_workers.fail_after_arming, nprocs=2, args=(str(tmp_path),))

@@ -19,6 +19,7 @@ defined in a notebook cell that ``spawn`` cannot find.  This module does those l
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import os
 import socket
@@ -374,6 +375,30 @@ def _check_importable(fn: Callable[..., Any]) -> None:
         )
 
 
+# Set in a spawn() child once its function has returned.
+_finished = False
+
+
+def _end_a_finished_child() -> None:
+    """The last exit handler of a spawn() child: once its function returned, end the process right here.
+
+    Registered before the worker runs, so it runs after every exit handler registered later (atexit is
+    last-in, first-out) and after multiprocessing has flushed the child's queues.  What it skips is the
+    interpreter's teardown, where PyTorch can still free C++ objects that need the interpreter and abort
+    the process: pytorch/pytorch#179291 describes gloo work objects holding tensors that are freed there
+    (SIGABRT).  We saw it once in CI, "process 0 terminated with signal SIGABRT" from lab 11's mesh demo
+    (105 runs under load did not repeat it); ``tests/finalization_workers.py`` plants such an object.
+    A worker that raised is left alone: its exit code already says it failed.
+    """
+    if _finished:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        os._exit(0)
+
+
 def _child(
     local_rank: int,
     fn: Callable[..., Any],
@@ -397,7 +422,11 @@ def _child(
         # As torchrun does: several processes each using every core only fight over them.
         os.environ["OMP_NUM_THREADS"] = "1"
         torch.set_num_threads(1)
+    atexit.register(_end_a_finished_child)
+    global _finished
     fn(local_rank, *args)
+    _finished = True
+
 
 
 def spawn(
