@@ -119,8 +119,8 @@ def _every_exercise() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("lab", "key"), _every_exercise(), ids=[f"{a}:{b}" for a, b in _every_exercise()])
 def test_an_untouched_exercise_never_passes(lab, key):
     """The student notebook's stub (a function that raises ``NotImplementedError``) fails every exercise's
-    check, with a message in both languages: an untouched lab scores zero in the grader, for every lab (the
-    grader's own test runs the untouched notebooks of the single-process labs end to end)."""
+    check, with a message in both languages: an untouched lab scores zero in the grader, for every lab
+    (grade_attacks.classroom grades the untouched notebooks of labs 1 and 5 end to end)."""
 
     def stub(*args, **kwargs):
         raise NotImplementedError("Exercise: not done yet")
