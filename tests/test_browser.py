@@ -295,10 +295,15 @@ def test_widget_agrees_with_devicekit_explain_on_every_catalog_example_and_more(
 
 # --- the browser ---------------------------------------------------------------------------------
 
+#: One page of each kind (a lesson, a lab, a solution: three templates of the switcher). That every page's
+#: switcher names its counterpart, in the other language, is checked in the built HTML
+#: (test_site.py::test_language_switcher_links_page_to_page); here the menu is hovered and clicked.
 COUNTERPARTS = [
-    *(f"lessons/{p.stem}/" for p in sorted(DOCS.glob("lessons/[0-9]*.md")) if ".zh." not in p.name),
-    *(f"labs/{p.stem}/" for p in english(notebooks(LABS))),
-    *(f"solutions/{p.stem}/" for p in english(notebooks(SOLUTIONS))),
+    next(f"lessons/{p.stem}/" for p in sorted(DOCS.glob("lessons/[0-9]*.md")) if ".zh." not in p.name),
+    *(
+        f"{folder}/{english(notebooks(path))[-1].stem}/"
+        for folder, path in (("labs", LABS), ("solutions", SOLUTIONS))
+    ),
 ]
 
 
@@ -310,8 +315,19 @@ def _switch_language(page, lang: str):
         link.click()
 
 
+def _without_search(tab) -> None:
+    """Serve Material's search worker as an empty script: it builds the whole lunr index (zh included) on
+    every page, most of a page's load time here. Search has its own test
+    (test_search_finds_the_lesson_and_the_atlas)."""
+    tab.context.route(
+        "**/assets/javascripts/workers/search.*.min.js",
+        lambda route: route.fulfill(body="", content_type="text/javascript"),
+    )
+
+
 @pytest.mark.parametrize("path", COUNTERPARTS)
 def test_language_switcher_goes_to_the_counterpart_page(tab, path):
+    _without_search(tab)
     page = tab.goto(path)
     assert page.evaluate("document.documentElement.lang") == "en"
     _switch_language(page, "zh")
@@ -359,6 +375,7 @@ def test_lab_page_shows_stored_error_and_buttons(tab, lab, lang):
         for out in cell.get("outputs", [])
         if out.get("output_type") == "error" and out.get("evalue")
     )
+    _without_search(tab)
     page = tab.goto(f"{_lang_prefix(lang)}labs/{lab}/")
     # the first error the lab stored (its trigger), as the page shows it
     error = page.locator(".jupyter-wrapper").get_by_text(evalue.splitlines()[0][:60]).first
@@ -460,13 +477,7 @@ PAGES_AT_ONCE = 4
 def test_no_console_errors_on_any_page(tab, site):
     paths = _site_pages(site)
     assert "" in paths and "zh/" in paths and "zh/atlas/" in paths
-    # Material's search worker builds the whole lunr index (zh included) on every page: most of a page's
-    # load time here. Search has its own test (test_search_finds_the_lesson_and_the_atlas); this one serves
-    # the worker as an empty script, so a page is its own HTML, CSS and scripts.
-    tab.context.route(
-        "**/assets/javascripts/workers/search.*.min.js",
-        lambda route: route.fulfill(body="", content_type="text/javascript"),
-    )
+    _without_search(tab)  # so a page is its own HTML, CSS and scripts
     pending, window = list(paths), []
     while pending or window:  # a few pages at a time: each loads while the next ones start, then closes
         while pending and len(window) < PAGES_AT_ONCE:

@@ -101,12 +101,23 @@ def test_chinese_headings_keep_chinese_ids(built):
     assert 'href="#2-触发报错"' in page
 
 
+LESSON_PAGES = [f"lessons/{p.stem}" for p in sorted(DOCS.glob("lessons/[0-9]*.md")) if ".zh." not in p.name]
+
+
 def test_language_switcher_links_page_to_page(built):
+    """Every lesson, lab and solution page's switcher names its counterpart, which is in that language (the
+    browser clicks through one page of each kind: test_browser.py)."""
     site, _, _ = built
-    for url in ["lessons/01-devices", *LAB_PAGES]:
+    assert len(LESSON_PAGES) >= 11 and len(LAB_PAGES) >= 22
+    for url in [*LESSON_PAGES, *LAB_PAGES]:
         en, zh = _page(site, url, "en"), _page(site, url, "zh")
         assert re.search(rf'href="[./]*zh/{url}/"[^>]*hreflang="zh"', en), f"{url}: no link to the zh page"
         assert re.search(rf'href="[./]*{url}/"[^>]*hreflang="en"', zh), f"{url}: no link to the en page"
+        assert '<html lang="en"' in en and '<html lang="zh"' in zh, url
+        title = re.search(r"<h1[^>]*>(.*?)</h1>", zh, re.S)
+        assert title and re.search(r"[\u4e00-\u9fff]", title.group(1)), (
+            f"{url}: the zh page's title is not Chinese"
+        )
 
 
 def test_chinese_search_finds_chinese_words(built):
