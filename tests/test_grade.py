@@ -1,8 +1,8 @@
 """devicekit-grade end to end: the shared class (`grade_attacks.classroom`, graded once per test run by the
-command as an instructor runs it, two notebooks at a time), with every lab's correct and untouched
-submission and, for lab 1, each attack from issue 16 as a submission. Each attack gets the right grade and
-leaves the other rows, the submissions and the output folder untouched. (Issue 22's attacks, in the same
-class: ``test_grade_judged.py``.)
+command as an instructor runs it, two notebooks at a time), with every lab's correct submission, the untouched
+Chinese notebooks of labs 1 and 5 and, for lab 1, each attack from issue 16 as a submission. Each attack gets
+the right grade and leaves the other rows, the submissions and the output folder untouched. (Issue 22's
+attacks, in the same class: ``test_grade_judged.py``.)
 
 The grades are the grader's own: its checks run in a process the notebooks never ran in. Limits are
 generous (a busy 2-core machine); nothing here looks at a process or file it did not create.

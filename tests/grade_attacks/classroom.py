@@ -2,9 +2,10 @@
 ``devicekit-grade`` (a subprocess, as an instructor runs it, two notebooks at a time) per test run, shared by
 ``test_grade.py`` and ``test_grade_judged.py`` through the ``graded_class`` fixture (``conftest.py``).
 
-The class: every lab's correct and untouched (Chinese) submission; for lab 1, each attack of issues 16 and 22
-as a submission (this module and `grade_attacks.lab01`), broken and odd files, a student's own folder.
-Graded with the released labs and solutions and the instructor's hidden judges (``grading/hidden``).
+The class: every lab's correct submission, the untouched Chinese notebooks of labs 1 and 5 (`UNTOUCHED_LABS`);
+for lab 1, each attack of issues 16 and 22 as a submission (this module and `grade_attacks.lab01`), broken and
+odd files, a student's own folder. Graded with the released labs and solutions and the instructor's hidden
+judges (``grading/hidden``).
 """
 
 from __future__ import annotations
