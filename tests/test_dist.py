@@ -127,3 +127,27 @@ def test_a_students_notebook_keeps_its_text_apart_from_the_links():
     assert untouched and all(plain["cells"][i] == source["cells"][i] for i in untouched), "only links change"
     moved = for_students(original, repo, "https://gitee.com/s/r")
     assert "devicekit @ git+https://gitee.com/s/r" in moved and repo not in moved
+
+
+def test_a_students_page_gets_the_same_links_as_its_notebook():
+    """The page of a lab (HTML) follows the notebook's rule: an empty install string, a GitHub link written
+    as its URL becomes the file's name, a link with its own text keeps the text; no path of the repository
+    is left as a link on the site (it would 404)."""
+    from course_tools.generate.students import page_for_students
+
+    repo = dist.repo_url()
+    page = (
+        '<span class="s2">"devicekit @ git+' + repo + '"</span>\n'
+        f'<p>the lesson is at <a href="{repo}/blob/main/docs/lessons/01-devices.md">'
+        f"{repo}/blob/main/docs/lessons/01-devices.md</a>, "
+        f'and <a href="{repo}/tree/main/labs">the labs</a>.</p>'
+        f'<a href="{repo}" class="md-source">repo</a>'
+    )
+    plain = page_for_students(page, repo, None)
+    assert '<span class="s2">""</span>' in plain
+    assert "the lesson is at <code>docs/lessons/01-devices.md</code>, and the labs." in plain
+    assert repo not in plain and "/blob/" not in plain and "/tree/" not in plain
+    moved = page_for_students(page, repo, "https://gitee.com/s/r")
+    assert "devicekit @ git+https://gitee.com/s/r" in moved and repo not in moved
+    assert 'href="https://gitee.com/s/r/blob/main/docs/lessons/01-devices.md"' in moved
+    assert page_for_students(page, "", None) == page

@@ -31,6 +31,8 @@ def test_students_only_build_has_no_instructor_pages_or_course_repository(reques
         text = path.read_text(encoding="utf-8", errors="replace")
         where = path.relative_to(site)
         assert course_repo not in text, f"{where} links to the repository that holds the solutions"
+        # what a link to it would leave behind without a students' repository: a path on this site that 404s
+        assert not re.search(r'href="/(?:blob|tree)/', text), f"{where} keeps a repository path as a link"
         assert "instructors/" not in text, f"{where} links to an instructors' page"
         assert "devicekit-grade" not in text, f"{where} mentions the grader"
         found_students_repo |= bool(students_repo) and students_repo in text

@@ -58,7 +58,7 @@ from mkdocs.plugins import event_priority
 from pymdownx.slugs import slugify
 
 from course_tools.generate import dist, verified
-from course_tools.generate.students import for_students, students_repo
+from course_tools.generate.students import for_students, page_for_students, students_repo
 
 from course_tools import course
 
@@ -95,9 +95,6 @@ HEAD_ALTERNATE = re.compile(r'[ \t]*<link rel="alternate" href="[^"]*" hreflang=
 
 #: What the students-only build leaves out: solution pages and the instructors' pages (grading guide...).
 STUDENTS_HIDDEN = ("solutions/", "instructors/")
-#: The students-only build links to this repository instead of ``repo_url`` (which holds solutions/); unset,
-#: it links to no repository at all (see the grading guide, "A solution-free public repository").
-STUDENTS_REPO_ENV = "COURSE_STUDENTS_REPO_URL"
 HIDDEN_LINK = re.compile(r"\[([^\]]+)\]\((?:\.\./)*(?:solutions|instructors)/[^)]*\)")
 
 #: Where the lab zips go in the built site (``downloads/NN-slug.zip``).
@@ -286,7 +283,8 @@ def on_config(config):
     branch = extra.get("branch", "main")
     extra.setdefault("course_repo_url", config.repo_url)  # on_config runs again for each language
     if students_only(config):  # never link to the repository that holds solutions/
-        config.repo_url = os.environ.get(STUDENTS_REPO_ENV) or None
+        # the solution-free repository (COURSE_STUDENTS_REPO_URL, course_tools.generate.students), or none
+        config.repo_url = students_repo()
         config.repo_name = config.repo_name if config.repo_url else None
     extra["colab_base"] = (
         f"https://colab.research.google.com/github/{_repo_slug(config.repo_url)}/blob/{branch}"
@@ -469,9 +467,15 @@ def split_notebook_css(html: str) -> tuple[str, str]:
     return html, "\n".join(blocks) + "\n"
 
 
+def _course_repo(config) -> str:
+    """The repository that holds the solutions (``repo_url``, kept by on_config before a students-only build
+    drops it)."""
+    return str(config.extra.get("course_repo_url") or "")
+
+
 def on_post_page(output, page, config):
     if students_only(config):
-        output = students_links(output, config)
+        output = page_for_students(output, _course_repo(config), students_repo())
     return HEAD_ALTERNATE.sub("", output)
 
 
@@ -483,14 +487,12 @@ def on_post_build(config):
     _build_lab_zips(config)
     if not students_only(config):
         return
-    course_repo = str(config.extra.get("course_repo_url") or "")
+    course_repo = _course_repo(config)
     for path in Path(config.site_dir).rglob("*"):
         if path.suffix in (".ipynb", ".json") and path.is_file() and DOWNLOADS not in path.parts:
             text = path.read_text(encoding="utf-8")
-            if path.suffix == ".ipynb" and course_repo:
-                fixed = for_students(text, course_repo, students_repo())
-            else:
-                fixed = students_links(text, config)
+            rewrite = for_students if path.suffix == ".ipynb" and course_repo else page_for_students
+            fixed = rewrite(text, course_repo, students_repo())
             if fixed != text:
                 path.write_text(fixed, encoding="utf-8")
 
@@ -502,18 +504,6 @@ def _build_lab_zips(config) -> None:
     if out.is_dir() and all((out / f"{lab.id}.zip").exists() for lab in course.labs(root)):
         return  # i18n runs post_build once per language: build once
     dist.build(out, root)
-
-
-def students_links(output: str, config) -> str:
-    """In the students-only build, the course repository's URL (in the labs' install line) becomes the
-    solution-free repository's, or, without one, a plain ``devicekit`` requirement."""
-    course_repo = str(config.extra.get("course_repo_url") or "").rstrip("/")
-    if not course_repo:
-        return output
-    students_repo = os.environ.get(STUDENTS_REPO_ENV, "").rstrip("/")
-    install = re.compile(r"devicekit @ git\+" + re.escape(course_repo) + r"[^\"'\s<&\\]*")
-    output = install.sub(f"devicekit @ git+{students_repo}" if students_repo else "devicekit", output)
-    return output.replace(course_repo, students_repo)
 
 
 def on_post_template(output_content, template_name, config):
