@@ -14,9 +14,11 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -151,12 +153,11 @@ def colab_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def build_class(root: Path) -> dict[str, str]:
-    """Write the class into ``root/subs``; returns {file name: expectation key}."""
+def build_class(root: Path, victims: Path) -> dict[str, str]:
+    """Write the class into ``root/subs``; returns {file name: expectation key}. The detached and startup-file
+    submissions write into ``victims``."""
     subs = root / "subs"
     subs.mkdir(parents=True)
-    victims = root / "victims"
-    victims.mkdir()
     notebooks: dict[str, nbformat.NotebookNode] = {}
     for lab in LABS:
         notebooks[f"{lab}-correct.ipynb"] = solved_lab(lab)
@@ -285,7 +286,11 @@ def wait_until_gone(marker: str, deadline_s: float) -> list[int]:
 
 def grade_class(root: Path) -> None:
     """Build the class in ``root``, grade it once, and record what the tests read in ``root/run.json``."""
-    names = build_class(root)
+    # A folder that a notebook running as a user of its own (--isolation user) can write to as well: the
+    # test's tmp folder is private to the user running the tests.
+    victims = Path(tempfile.mkdtemp(prefix="devicekit-grade-victims-"))
+    victims.chmod(0o777)
+    names = build_class(root, victims)
     protected = {k: v for k, v in sha256(root / "subs").items() if not k.startswith(("overwriter", "zz-"))}
     started = time.monotonic()
     released = ["--labs", str(ROOT / "labs"), "--solutions", str(SOLUTIONS)]
@@ -297,7 +302,7 @@ def grade_class(root: Path) -> None:
     rows = json.loads(grades.read_text(encoding="utf-8")) if done.returncode == 0 else []
     # The detached process of detached.ipynb names its heartbeat file on its command line; that path is this
     # run's own, so whatever process still carries it was started by this test's submission.
-    survivors = wait_until_gone(str(root / "victims" / "detached"), DETACHED_DEADLINE_S)
+    survivors = wait_until_gone(str(victims / "detached"), DETACHED_DEADLINE_S)
     record = {
         "names": names,
         "returncode": done.returncode,
@@ -307,5 +312,9 @@ def grade_class(root: Path) -> None:
         "protected_before": protected,
         "rows": {r["file"].removeprefix("subs/"): r for r in rows},
         "detached_survivors": survivors,
+        # what the two submissions left in their folder, which is removed here (it is outside the test's tmp)
+        "detached_beat": (victims / "detached").exists(),
+        "startup_ran": (victims / "startup").exists(),
     }
+    shutil.rmtree(victims, ignore_errors=True)
     (root / "run.json").write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
