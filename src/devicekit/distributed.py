@@ -408,6 +408,7 @@ def _child(
     master_port: int,
 ) -> None:
     """Runs in each new process: set the variables torchrun would set, then call ``fn(rank, *args)``."""
+    global _finished
     os.environ.update(
         {
             "MASTER_ADDR": master_addr,
@@ -423,10 +424,8 @@ def _child(
         os.environ["OMP_NUM_THREADS"] = "1"
         torch.set_num_threads(1)
     atexit.register(_end_a_finished_child)
-    global _finished
     fn(local_rank, *args)
     _finished = True
-
 
 
 def spawn(

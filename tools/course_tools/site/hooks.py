@@ -252,7 +252,10 @@ def _nav_from_manifest(config, root: Path) -> None:
     if i18n is not None:
         for language in i18n.config.languages:
             if language.locale == "zh":
-                language.nav_translations = {**(language.nav_translations or {}), **course.nav_translations(data)}
+                language.nav_translations = {
+                    **(language.nav_translations or {}),
+                    **course.nav_translations(data),
+                }
 
 
 def on_config(config):
