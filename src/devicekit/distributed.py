@@ -387,7 +387,7 @@ def _end_a_finished_child() -> None:
     interpreter's teardown, where PyTorch can still free C++ objects that need the interpreter and abort
     the process: pytorch/pytorch#179291 describes gloo work objects holding tensors that are freed there
     (SIGABRT).  We saw it once in CI, "process 0 terminated with signal SIGABRT" from lab 11's mesh demo
-    (105 runs under load did not repeat it); ``tests/finalization_workers.py`` plants such an object.
+    (125 runs here under load did not repeat it); ``tests/finalization_workers.py`` plants such an object.
     A worker that raised is left alone: its exit code already says it failed.
     """
     if _finished:
