@@ -197,6 +197,17 @@ class StorageStandIn:
         return 4
 
 
+def _restore_stand_in(storage: object, location: str) -> object:
+    """`torch.serialization.default_restore_location` for the stand-in: the storage, sent to ``location``
+    (a CPU-only build cannot restore onto CUDA, which is what a GPU machine would do)."""
+    if isinstance(storage, StorageStandIn):
+        return StorageStandIn(str(torch.device(location)))
+    return _DEFAULT_RESTORE(storage, location)
+
+
+_DEFAULT_RESTORE = torch.serialization.default_restore_location
+
+
 def _plain_location(value: object) -> dict:
     """A map_location as plain data: a device string, a dict of strings, a function's answer, None, or what
     it was. `torch.load` accepts a device, a string, a dict of strings to strings, or a function."""
@@ -208,15 +219,27 @@ def _plain_location(value: object) -> dict:
         except (RuntimeError, TypeError):
             return {"kind": "other", "repr": repr(value)[:60]}
     if isinstance(value, dict):
-        odd = [(k, v) for k, v in value.items() if not (isinstance(k, str) and isinstance(v, str))]
+        odd = [(k, v) for k, v in value.items() if not isinstance(v, str)]
         if odd:
             # torch.load passes a dict's value to default_restore_location, which needs a string:
             # {"cuda:0": torch.device("cpu")} raises TypeError (torch/serialization.py, v2.13.0)
             key, val = odd[0]
             return {"kind": "dict-not-str", "repr": f"{key!r}: {val!r}"[:80]}
-        return {"kind": "dict", "map": dict(value)}
+        # torch.load looks the saved location up as a string: a key that is not one never matches
+        keys = [k for k in value if not isinstance(k, str)]
+        plain = {k: v for k, v in value.items() if isinstance(k, str)}
+        if keys and SAVED_ON not in plain:
+            return {"kind": "dict-key-not-str", "repr": repr(keys[0])[:60]}
+        return {"kind": "dict", "map": plain}
     if callable(value):
-        restored = value(StorageStandIn(), SAVED_ON)  # an error here is the learner's, and is reported
+        # an error here is the learner's, and is reported; torch.serialization.default_restore_location,
+        # which a right answer may call, answers for the stand-in storage as it would for a real one
+        original = torch.serialization.default_restore_location
+        torch.serialization.default_restore_location = _restore_stand_in
+        try:
+            restored = value(StorageStandIn(), SAVED_ON)
+        finally:
+            torch.serialization.default_restore_location = original
         if restored is None:
             return {"kind": "function", "device": SAVED_ON}
         if isinstance(restored, StorageStandIn):
@@ -257,6 +280,8 @@ def _lands_on(location: dict) -> str | None:
         return SAVED_ON
     if location["kind"] in ("device", "function"):
         return location["device"]
+    if location["kind"] == "dict-key-not-str":
+        return SAVED_ON
     if location["kind"] == "dict":
         target = location["map"].get(SAVED_ON, SAVED_ON)
         try:
@@ -315,6 +340,15 @@ def judge_map_location(seen: dict) -> None:
                 f"{label_zh}，不写 map_location 时每个张量都回到保存时的设备 {SAVED_ON}：这个 rank "
                 "的那份会落到 "
                 f"{SAVED_ON} 上，而不是 {want}。",
+            )
+        if location["kind"] == "dict-key-not-str":
+            raise Fail(
+                f"for {label} the dict's key {location['repr']} is not a string: torch.load looks the saved "
+                f"location up as the string '{SAVED_ON}', so it never matches and the tensors stay on "
+                f"{SAVED_ON}. Write the key as a string: {{'{SAVED_ON}': str(info.device)}}.",
+                f"为 {label_zh}给出的字典的键 {location['repr']} 不是字符串：torch.load 用字符串 "
+                f"'{SAVED_ON}' 查找保存时的位置，这个键永远对不上，张量仍会留在 {SAVED_ON} 上。"
+                f"请把键写成字符串：{{'{SAVED_ON}': str(info.device)}}。",
             )
         if got.type == "cuda" and got.index is None:
             raise Fail(

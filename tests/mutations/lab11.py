@@ -136,6 +136,10 @@ def location_dict_of_devices(info):
     return {"cuda:0": info.device}  # torch.load: TypeError, a dict's values must be strings
 
 
+def location_dict_keyed_by_device(info):
+    return {torch.device("cuda:0"): str(info.device)}  # torch.load: the key never matches "cuda:0"
+
+
 def location_bare_cuda(info):
     return "cuda" if info.backend == "nccl" else "cpu"  # the current GPU: cuda:0 without set_device
 
@@ -170,6 +174,12 @@ def location_ok_function(info):
 
 def location_ok_function_cuda(info):
     return lambda storage, loc: storage.cuda(info.local_rank) if info.backend == "nccl" else storage
+
+
+def location_ok_default_restore(info):
+    # torch's own restore: on a GPU machine this restores onto info.device; the check's stand-in storage has
+    # no CUDA, so the check answers for it (a CPU-only build raises "torch.cuda.is_available() is False")
+    return lambda storage, loc: torch.serialization.default_restore_location(storage, str(info.device))
 
 
 # --- Exercise 3: resume(model, optimizer, checkpoint_dir) -----------------------------------------------
@@ -254,6 +264,7 @@ WRONG = {
         ("a GPU even for gloo", location_always_a_gpu, "this rank computes on cpu"),
         ("always the cpu", location_cpu, "this rank computes on cuda:0"),
         ("a dict of torch.device values", location_dict_of_devices, "not a string"),
+        ("a dict keyed by a torch.device", location_dict_keyed_by_device, "never matches"),
         ("bare 'cuda'", location_bare_cuda, "set_device(local_rank)"),
         ("function, storage.to positional", location_function_positional, "TypeError"),
         ("function, always cuda:0", location_function_always_cuda_0, "would land on cuda:0"),
@@ -282,6 +293,7 @@ RIGHT = {
         ("by backend", location_ok_by_backend),
         ("a function, storage.to(device=)", location_ok_function),
         ("a function, storage.cuda(local_rank)", location_ok_function_cuda),
+        ("a function, torch's default_restore_location", location_ok_default_restore),
     ],
     "resume": [
         ("get_state_dict, dcp.load, set_state_dict", resume_ok),
