@@ -463,9 +463,11 @@ def serve_forks(control_fd: int, hidden: str | None) -> int:
         try:
             message, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
         except (OSError, InterruptedError):
-            return 0
-        if not message:
-            return 0  # the grader is done
+            message, fds = b"", []
+        if not message:  # the grader is done: end at once (torch's interpreter teardown takes seconds)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         try:
             request = json.loads(message)
             listener, out, err = fds

@@ -17,6 +17,7 @@ learner), else the one in the metadata, else Chinese when the markdown is mostly
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -24,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-
-from devicekit.lang import language_of_path
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 CHECK_CALL = re.compile(r"""\b(?:check|run)\(\s*["']([\w.-]+)["']""")
@@ -60,6 +59,39 @@ def known_labs() -> list[str]:
         return []
     manifest = json.loads((Path(spec.origin).parent / "manifest.json").read_text(encoding="utf-8"))
     return [lab["id"] for lab in manifest["labs"] if lab["exercises"]]
+
+
+def _devicekit_file(name: str) -> Path | None:
+    """The installed ``devicekit/<name>``, found without importing devicekit (whose ``__init__`` imports
+    torch: three seconds that the grader's own process never needs)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("devicekit")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / name
+
+
+@functools.cache
+def _lang_module() -> Any:
+    """`devicekit.lang` (stdlib only), executed from its file as a module of the grader's own: the one rule
+    for a notebook's language, without devicekit's package ``__init__``."""
+    import importlib.util
+
+    path = _devicekit_file("lang.py")
+    spec = importlib.util.spec_from_file_location("devicekit_grade._devicekit_lang", path) if path else None
+    if spec is None or spec.loader is None:
+        import devicekit.lang
+
+        return devicekit.lang
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def language_of_path(path: str) -> str | None:
+    """`devicekit.lang.language_of_path`: the language a file's name says (``.zh.ipynb``), or None."""
+    return _lang_module().language_of_path(path)
 
 
 def load(path: Path) -> nbformat.NotebookNode:

@@ -29,21 +29,6 @@ BACKEND = "aot_eager"
 PREFIX = "_orig_mod."
 
 
-def _first_compiled_call() -> None:
-    """Run one tiny compiled call now, so that what Dynamo patches on its first call is patched already.
-
-    Entering a compiled function for the first time, Dynamo replaces `torch.nn.Module.__init__` and
-    `__setstate__` (once), to tag modules created while it traces (`install_generation_tagging_init`,
-    https://github.com/pytorch/pytorch/blob/v2.13.0/torch/_dynamo/mutation_guard.py#L134-L159). The grader
-    compares torch's functions before and after a notebook runs, and counts a change as tampering with the
-    checks; it takes that snapshot after importing them, so the patch happens here, before the snapshot.
-    """
-    torch.compile(lambda x: x + 1, backend=BACKEND)(torch.zeros(1))
-
-
-_first_compiled_call()
-
-
 #: The points the rotate check plants, one per row. Most are not exactly representable in binary (0.1, 1/3),
 #: so a float64 answer that went through float32 comes back with other values; the rotation itself only
 #: swaps and negates, so a right answer reproduces them exactly.
