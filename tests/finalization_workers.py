@@ -26,3 +26,12 @@ def fail_after_arming(rank: int, out: str) -> None:
     """Raise: an unfinished worker must still fail, whatever its teardown does."""
     _kept.append(_AbortsWhenFreed())
     raise RuntimeError(f"rank {rank} failed on purpose")
+
+
+def report_environment(rank: int, out: str, name: str) -> None:
+    """Write what this process sees: the variable ``name``, its working folder and its parent's pid."""
+    import json
+
+    seen = {"value": os.environ.get(name), "cwd": os.getcwd(), "parent": os.getppid()}
+    Path(out).mkdir(parents=True, exist_ok=True)
+    Path(out, f"rank{rank}.json").write_text(json.dumps(seen))

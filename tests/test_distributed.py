@@ -347,3 +347,32 @@ def test_spawn_still_reports_a_worker_that_raised(tmp_path):
 
     with pytest.raises(torch.multiprocessing.ProcessRaisedException, match="failed on purpose"):
         spawn(finalization_workers.fail_after_arming, nprocs=2, args=(str(tmp_path),))
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(sys.platform != "linux", reason="forkserver is spawn()'s start method where it exists")
+def test_spawned_processes_come_from_one_forkserver_and_see_the_callers_environment_of_now(
+    tmp_path, monkeypatch
+):
+    """spawn() forks its children from one forkserver (torch imported once, not per process); a forked
+    child would inherit the server's environment, taken at the first spawn(), so spawn() hands each child
+    its caller's environment and folder of the moment (a variable set in a notebook cell after the first
+    spawn)."""
+    import json
+
+    import finalization_workers
+
+    name = "DEVICEKIT_TEST_SET_AFTER_THE_FIRST_SPAWN"
+    monkeypatch.delenv(name, raising=False)
+    spawn(finalization_workers.report_environment, nprocs=1, args=(str(tmp_path / "first"), name))
+    monkeypatch.setenv(name, "set later")
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    spawn(finalization_workers.report_environment, nprocs=2, args=(str(tmp_path / "second"), name))
+    first = json.loads((tmp_path / "first" / "rank0.json").read_text())
+    second = [json.loads((tmp_path / "second" / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert first["value"] is None
+    assert [s["value"] for s in second] == ["set later", "set later"]
+    assert {s["cwd"] for s in second} == {str(tmp_path / "here")}
+    parents = {first["parent"], *(s["parent"] for s in second)}
+    assert len(parents) == 1 and os.getpid() not in parents, "one server forks every child"
