@@ -28,10 +28,16 @@ def fail_after_arming(rank: int, out: str) -> None:
     raise RuntimeError(f"rank {rank} failed on purpose")
 
 
+#: A variable this module reads when it is imported (in a spawned child: before the worker runs).
+READ_AT_IMPORT = "DEVICEKIT_TEST_SET_AFTER_THE_FIRST_SPAWN"
+_AT_IMPORT = os.environ.get(READ_AT_IMPORT)
+
+
 def report_environment(rank: int, out: str, name: str) -> None:
-    """Write what this process sees: the variable ``name``, its working folder and its parent's pid."""
+    """Write what this process sees: the variable ``name`` now and when this module was imported, and its
+    working folder."""
     import json
 
-    seen = {"value": os.environ.get(name), "cwd": os.getcwd(), "parent": os.getppid()}
+    seen = {"value": os.environ.get(name), "at_import": _AT_IMPORT, "cwd": os.getcwd()}
     Path(out).mkdir(parents=True, exist_ok=True)
     Path(out, f"rank{rank}.json").write_text(json.dumps(seen))

@@ -399,24 +399,6 @@ def _end_a_finished_child() -> None:
         os._exit(0)
 
 
-def _start_method() -> str:
-    """``forkserver`` where the platform has it (Linux, macOS), else ``spawn`` (Windows).
-
-    Both start every child from a process that never touched CUDA: ``spawn`` starts a new interpreter per
-    child, which imports torch again (seconds per child, for every spawn() call); a forkserver is one such
-    interpreter, started at the first spawn() and kept, that imports torch once and forks each child from
-    there. PyTorch supports both with CUDA; only ``fork`` of a process that used CUDA is broken
-    ("Cannot re-initialize CUDA in forked subprocess").
-    """
-    import multiprocessing
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return "spawn"
-    # Only effective before the server starts; torch itself initialises no CUDA when imported.
-    multiprocessing.set_forkserver_preload(["__main__", "torch"])
-    return "forkserver"
-
-
 def _child(
     local_rank: int,
     fn: Callable[..., Any],
@@ -424,18 +406,9 @@ def _child(
     world_size: int,
     master_addr: str,
     master_port: int,
-    environ: dict[str, str] | None = None,
 ) -> None:
-    """Runs in each new process: set the variables torchrun would set, then call ``fn(rank, *args)``.
-
-    ``environ``: the caller's environment when it called spawn(). A forkserver's children inherit the
-    server's environment, taken when it started; the caller may have changed its own since (a variable
-    set in a notebook cell before this call), and a spawn()-ed process sees what its caller saw.
-    """
+    """Runs in each new process: set the variables torchrun would set, then call ``fn(rank, *args)``."""
     global _finished
-    if environ is not None:
-        os.environ.clear()
-        os.environ.update(environ)
     os.environ.update(
         {
             "MASTER_ADDR": master_addr,
@@ -468,10 +441,8 @@ def spawn(
 
     Each process gets ``RANK`` = ``LOCAL_RANK`` = its index, ``WORLD_SIZE`` = ``nprocs``, and the same
     ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls `setup`.  The
-    processes come from a forkserver where the platform has one (a clean process that imported torch
-    once and forks each child), else from the ``spawn`` method; never from a plain ``fork`` of the caller,
-    whose child would inherit its CUDA state and fail with "Cannot re-initialize CUDA in forked
-    subprocess". Either way a child sees the caller's environment, working directory and ``sys.path``.
+    processes are started with the ``spawn`` method, never ``fork``: a forked child inherits the parent's
+    CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess".
 
     ``fn`` must be importable by the children (a top-level function of a module, not of a notebook cell);
     otherwise this raises `ValueError` before starting anything.  With ``join=True`` it waits for
@@ -497,10 +468,10 @@ def spawn(
         try:
             return mp.start_processes(
                 _child,
-                args=(fn, tuple(args), nprocs, master_addr, port, dict(os.environ)),
+                args=(fn, tuple(args), nprocs, master_addr, port),
                 nprocs=nprocs,
                 join=join,
-                start_method=_start_method(),
+                start_method="spawn",
             )
         except mp.ProcessRaisedException as error:
             if attempt == attempts or "EADDRINUSE" not in str(error):
