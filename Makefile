@@ -90,6 +90,7 @@ bench: setup
 	$(BIN)/python -m pip install -q -e ".[bench]"
 	$(BIN)/python benchmarks/bench_transfer.py
 	$(BIN)/python benchmarks/bench_check.py
+	$(BIN)/python benchmarks/bench_kernels.py
 
 # Every GPU check into results/gpu-check.json; on a CPU machine: make gpu-check GPU_CHECK_ARGS=--dry-run
 gpu-check: setup

@@ -4,11 +4,21 @@ to raise must really raise. A plugin, not a conftest, because it must also apply
 A Chinese notebook of `labs/` or `solutions/` whose code cells are its English twin's (compared as
 `tests/test_parity.py` compares them) is skipped, as it runs the same code: unless `DEVICEKIT_NBVAL_ALL=1`
 (CI sets it, so CI runs both) or the notebook is named on the command line.
+
+On Linux each notebook's fresh kernel is forked from a warm process of this test process
+(`course_tools.kernel_zygote`: seconds saved per notebook); ``DEVICEKIT_NBVAL_FRESH_KERNELS=1`` starts each
+kernel as its own interpreter instead.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -95,3 +105,59 @@ def pytest_runtest_call(item):
             # Checked even when the cell's output comparison is off (nbval-ignore-output).
             message = f"{where} raised {raised}, the stored output shows {stored}"
             outcome.force_exception(AssertionError(message))
+
+
+#: Set to 1 to start every notebook's kernel as an interpreter of its own (no zygote).
+FRESH_KERNELS = "DEVICEKIT_NBVAL_FRESH_KERNELS"
+_zygote: dict[str, object] = {}
+
+
+def _zygote_argv() -> list[str] | None:
+    """The kernel command line of this process's zygote, started at its first use; None where there is
+    none (not Linux, turned off, or it failed to start: then kernels start as usual, with a warning)."""
+    if "argv" in _zygote:
+        return _zygote["argv"]  # type: ignore[return-value]
+    _zygote["argv"] = None
+    if not sys.platform.startswith("linux") or os.environ.get(FRESH_KERNELS) == "1":
+        return None
+    from course_tools import kernel_zygote
+
+    folder = tempfile.mkdtemp(prefix="devicekit-zygote-")
+    address = os.path.join(folder, "zygote.sock")
+    server = subprocess.Popen(
+        [sys.executable, kernel_zygote.__file__, "serve", address],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+    def stop() -> None:
+        server.kill()
+        server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(stop)
+    first = server.stdout.readline() if server.stdout else ""
+    if first.strip() != kernel_zygote.READY:
+        rest = server.stdout.read() if server.stdout and server.poll() is not None else ""
+        why = (first + rest)[-500:]
+        warnings.warn(f"the kernel zygote did not start ({why!r}): fresh kernels instead", stacklevel=2)
+        return None
+    client = [sys.executable, "-I", kernel_zygote.__file__, "connect", address]
+    _zygote["argv"] = [*client, "-f", "{connection_file}"]
+    return _zygote["argv"]  # type: ignore[return-value]
+
+
+def pytest_configure(config):
+    try:
+        from nbval import kernel
+    except ImportError:
+        return
+    original = kernel.NbvalKernelspecManager.get_kernel_spec
+
+    def get_kernel_spec(self, kernel_name):
+        spec = original(self, kernel_name)
+        argv = _zygote_argv() if kernel_name == kernel.CURRENT_ENV_KERNEL_NAME else None
+        if argv:
+            spec.argv = argv
+        return spec
+
+    kernel.NbvalKernelspecManager.get_kernel_spec = get_kernel_spec
