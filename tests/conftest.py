@@ -1,12 +1,13 @@
 """What several test modules share, made once per test run: the two snapshot site builds and one real
 two-process DDP run.
 
-- ``site_full``: ``mkdocs build --strict`` of the whole course, built twice in the same snapshot (the second
-  build shows whether the render cache hits). Used by ``test_site.py``, ``test_links.py`` and
-  ``test_browser.py`` (through the ``site`` fixture).
+- ``site_full``: ``mkdocs build --strict`` of the whole course, cold (nothing rendered before). Used by
+  ``test_site.py``, ``test_links.py`` and ``test_browser.py`` (through the ``site`` fixture).
 - ``site_students``: the students-only build (``COURSE_STUDENTS_ONLY=1``), used by ``test_site.py`` and
   ``test_grade_site.py``; ``site_students_repo`` the same with a solution-free repository to link to
-  (``COURSE_STUDENTS_REPO_URL``), used by ``test_grade_site.py``.
+  (``COURSE_STUDENTS_REPO_URL``), used by ``test_grade_site.py``. Both start from a copy of the full build's
+  render cache (``.cache/``, keyed by each notebook's bytes), as a second ``make build`` would: their logs
+  show that the cache hits (``test_site.py``), and they cost a warm build instead of a cold one.
 - ``ddp_run``: ``devicekit_labs.workers.ddp_train_step`` on two CPU processes (gloo), used by
   ``test_distributed.py`` and ``test_lab08.py``, which only inspect what the run produced.
 
@@ -148,19 +149,20 @@ def _inputs_key(files: list[str], env: dict[str, str]) -> str:
 @dataclass(frozen=True)
 class SiteBuild:
     """A site built from a snapshot of the checkout: ``source`` (the copy it was built from, with its
-    notebook mirrors), ``site`` (the output), the log of each build in order, and the variables that chose
-    the flavour (``env``)."""
+    notebook mirrors and render cache), ``site`` (the output), the build's ``log`` and the variables that
+    chose the flavour (``env``)."""
 
     source: Path
     site: Path
-    logs: tuple[str, ...]
+    log: str
     env: dict[str, str]
 
 
 def build_site(
-    request: pytest.FixtureRequest, flavour: str, env: dict[str, str], builds: int = 1
+    request: pytest.FixtureRequest, flavour: str, env: dict[str, str], cache: Path | None = None
 ) -> SiteBuild:
-    """``mkdocs build --strict`` of a snapshot, ``builds`` times into the same folder, once per run."""
+    """``mkdocs build --strict`` of a snapshot, once per run; ``cache``: a render cache (another snapshot's
+    ``.cache/``) that the snapshot starts with."""
     files = source_files()
     build_env = {k: v for k, v in os.environ.items() if k not in _SITE_ENV}
     build_env.update({"NO_MKDOCS_2_WARNING": "1", **env})
@@ -171,46 +173,48 @@ def build_site(
             target = source / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, target)
-        for number in range(1, builds + 1):
-            started = time.monotonic()
-            run = subprocess.run(
-                [*MKDOCS_BUILD, "-d", str(folder / "site")],
-                cwd=source,
-                env=build_env,
-                capture_output=True,
-                text=True,
-            )
-            log = run.stdout + run.stderr
-            (folder / f"build-{number}.log").write_text(log, encoding="utf-8")
-            if run.returncode != 0:
-                raise RuntimeError(f"mkdocs build ({flavour}, build {number}) failed:\n{log[-6000:]}")
-            print(f"{flavour} site, build {number}: {time.monotonic() - started:.0f} s", file=sys.stderr)
+        if cache is not None and cache.is_dir():
+            shutil.copytree(cache, source / ".cache")
+        started = time.monotonic()
+        run = subprocess.run(
+            [*MKDOCS_BUILD, "-d", str(folder / "site")],
+            cwd=source,
+            env=build_env,
+            capture_output=True,
+            text=True,
+        )
+        log = run.stdout + run.stderr
+        (folder / "build.log").write_text(log, encoding="utf-8")
+        if run.returncode != 0:
+            raise RuntimeError(f"mkdocs build ({flavour}) failed:\n{log[-6000:]}")
+        print(f"{flavour} site: {time.monotonic() - started:.0f} s", file=sys.stderr)
 
     folder = once_per_run(request, f"site-{flavour}", _inputs_key(files, env), make)
-    logs = tuple((folder / f"build-{n}.log").read_text(encoding="utf-8") for n in range(1, builds + 1))
-    return SiteBuild(source=folder / "source", site=folder / "site", logs=logs, env=env)
+    log = (folder / "build.log").read_text(encoding="utf-8")
+    return SiteBuild(source=folder / "source", site=folder / "site", log=log, env=env)
 
 
 @pytest.fixture(scope="session")
 def site_full(request) -> SiteBuild:
-    """The whole course, built twice in one snapshot (the second build reads the render cache)."""
-    return build_site(request, "full", {}, builds=2)
+    """The whole course, built with a cold render cache."""
+    return build_site(request, "full", {})
 
 
 @pytest.fixture(scope="session")
-def site_students(request) -> SiteBuild:
-    """The students-only site, as ``make students`` builds it (no ``COURSE_STUDENTS_REPO_URL``)."""
-    return build_site(request, "students", {"COURSE_STUDENTS_ONLY": "1"})
+def site_students(request, site_full: SiteBuild) -> SiteBuild:
+    """The students-only site, as ``make students`` builds it (no ``COURSE_STUDENTS_REPO_URL``), starting
+    from the full build's render cache."""
+    return build_site(request, "students", {"COURSE_STUDENTS_ONLY": "1"}, cache=site_full.source / ".cache")
 
 
 @pytest.fixture(scope="session")
-def site_students_repo(request) -> SiteBuild:
+def site_students_repo(request, site_full: SiteBuild) -> SiteBuild:
     """The students-only site that links to a solution-free repository (``COURSE_STUDENTS_REPO_URL``)."""
     env = {
         "COURSE_STUDENTS_ONLY": "1",
         "COURSE_STUDENTS_REPO_URL": "https://github.com/example/device-course-labs",
     }
-    return build_site(request, "students-repo", env)
+    return build_site(request, "students-repo", env, cache=site_full.source / ".cache")
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,9 @@ from __future__ import annotations
 import importlib.util
 import io
 import multiprocessing
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -140,6 +143,20 @@ def test_nothing_is_left_running_after_the_lab(tmp_path):
     from torch.distributed import distributed_c10d
 
     assert distributed_c10d._world.pg_map == {}, "a process group object survived teardown"
+
+
+@pytest.mark.integration
+def test_the_resume_checks_checkpoint_folder_is_removed_when_the_process_ends(tmp_path):
+    """The check's two ranks save into a temporary folder that lives as long as the process (the check
+    resumes from it each time) and goes with it: running the lab leaves nothing behind in ``/tmp``."""
+    code = (
+        "import os; from devicekit_labs import lab11; saved = lab11.saved_checkpoint(); "
+        "print(os.path.isdir(saved['dcp']))"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-3000:]
+    assert not list(tmp_path.glob("lab11-check-*")), "the checkpoint folder outlived the process"
 
 
 def test_the_notebook_ends_by_checking_that_nothing_is_left():

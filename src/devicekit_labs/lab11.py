@@ -371,6 +371,8 @@ def judge_map_location(seen: dict) -> None:
 
 #: The checkpoint two FSDP2 ranks saved in this process, and what they reported: made once per process.
 _SAVED: dict[str, Any] = {}
+#: Its folder, removed when the process ends (a ``TemporaryDirectory``'s finalizer), not left in ``/tmp``.
+_SAVED_FOLDER: list[tempfile.TemporaryDirectory] = []
 
 
 def saved_checkpoint() -> dict[str, Any]:
@@ -378,7 +380,8 @@ def saved_checkpoint() -> dict[str, Any]:
     from devicekit_labs import sharded_workers as sw
 
     if not _SAVED:
-        folder = tempfile.mkdtemp(prefix="lab11-check-")
+        _SAVED_FOLDER[:] = [tempfile.TemporaryDirectory(prefix="lab11-check-")]
+        folder = _SAVED_FOLDER[0].name
         spawn(sw.fsdp_train, nprocs=2, args=(2, folder, 3, folder))
         ranks = sw.collect_results(folder)
         if len(ranks) != 2 or ranks[0]["digest"] != ranks[1]["digest"]:
