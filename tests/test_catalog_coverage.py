@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from course_tools.miners import mine_messages
+from course_tools.miners.elf import data_sections
 from course_tools.paths import DATA, ROOT
 from devicekit import explain
 from devicekit.catalog import load_catalog
@@ -215,14 +216,14 @@ def _edges(text: str) -> str:
 
 @cache
 def _installed_torch() -> tuple[str, frozenset[str], str]:
-    """The installed torch as text: the string pieces of its shared libraries (printable runs of 4+
-    characters, as the miner reads 16+), joined and as a set, and its Python sources with adjacent string
-    literals joined."""
+    """The installed torch as text: the string pieces of its shared libraries' data sections, where string
+    literals live (printable runs of 4+ characters, as the miner reads 16+; `course_tools.miners.elf`),
+    joined and as a set, and its Python sources with adjacent string literals joined."""
     root = Path(torch.__file__).resolve().parent
     found = [
         piece.decode("ascii")
         for path in sorted((root / "lib").glob("*.so*"))
-        for piece in _PRINTABLE.findall(path.read_bytes())
+        for piece in _PRINTABLE.findall(data_sections(path))
     ]
     libraries = "\n".join(piece for piece in found if len(piece) >= 16)
     pieces = frozenset(_edges(piece) for piece in found)
