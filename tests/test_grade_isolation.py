@@ -96,6 +96,7 @@ FORKS = textwrap.dedent(
 )
 
 
+@pytest.mark.integration  # forks real processes
 def test_the_process_limit_holds_for_the_graders_own_user():
     limits = sandbox.Limits(memory_mb=0, cpu_s=60, processes=20, file_mb=1)
     done = subprocess.run(
@@ -110,6 +111,7 @@ def test_the_process_limit_holds_for_the_graders_own_user():
         assert started < 40, f"{started} forks with a limit of 20 more processes"
 
 
+@pytest.mark.integration  # forks real processes
 def test_the_watchdog_stops_a_submission_that_forks_past_the_limit():
     proc = subprocess.Popen(
         [sys.executable, "-c", FORKS.replace("time.sleep(3)", "time.sleep(30)"), "30"],

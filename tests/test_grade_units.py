@@ -342,6 +342,7 @@ def test_checks_given_with_dash_dash_checks_replace_the_installed_ones(tmp_path)
         snapshot_sources(tmp_path / "missing")
 
 
+@pytest.mark.integration  # starts the evaluator zygote and forks evaluators from it
 def test_the_zygote_forks_fresh_evaluators_and_falls_back_when_it_is_gone(tmp_path):
     """The evaluator's zygote answers the probe once, then forks a child per evaluation, and keeps serving;
     when the zygote is gone, evaluations start a process of their own and still answer."""

@@ -134,16 +134,19 @@ def test_the_twins_share_the_code_of_both_scripts():
     assert _code(_fixed_script("en")) == _code(_fixed_script("zh"))
 
 
+@pytest.mark.integration  # trains and resumes a model: seconds
 def test_the_fixed_script_passes():
     result = run(LAB, "fixed-script", _train_and_resume(_fixed_script()))
     assert result.passed, result.en
 
 
+@pytest.mark.integration  # trains and resumes a model: seconds
 def test_the_broken_script_fails():
     result = run(LAB, "fixed-script", _train_and_resume(_broken_script()))
     assert not result.passed
 
 
+@pytest.mark.integration  # trains and resumes a model: seconds
 @pytest.mark.parametrize("bug", BUG_NAMES)
 def test_each_planted_bug_alone_fails_the_check(bug):
     """Every bug is found by the check, also when it is the only one left."""
@@ -154,6 +157,7 @@ def test_each_planted_bug_alone_fails_the_check(bug):
     assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh)
 
 
+@pytest.mark.integration  # trains and resumes a model: seconds
 def test_a_resume_that_forgets_the_scheduler_fails():
     """StepLR(step_size=10) changes no loss within the check's steps, so the scheduler is compared itself."""
     fixed = _fixed_script()
@@ -226,6 +230,7 @@ def _through_bytes(observations):
     return torch.load(buffer, weights_only=True)
 
 
+@pytest.mark.integration  # runs each check, one trains and resumes a model: seconds
 @pytest.mark.parametrize("key", [e.key for e in exercises_for(LAB)])
 def test_observations_survive_bytes_and_the_judge_alone_decides(key):
     """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""

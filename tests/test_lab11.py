@@ -50,6 +50,11 @@ def _run(key, answer):
         return run(LAB, key, answer)
 
 
+def _layered(cases: list[tuple]) -> list:
+    """The resume check's cases are integration tests: its first call starts two FSDP2 ranks (cached)."""
+    return [pytest.param(*c, marks=pytest.mark.integration) if c[0] == "resume" else c for c in cases]
+
+
 def test_three_exercises_in_order_and_the_taught_bug_first():
     assert [e.key for e in exercises_for(LAB)] == ["materialize", "map-location", "resume"]
     assert MUTATIONS.WRONG["materialize"][0][1] is MUTATIONS.materialize_with_to
@@ -57,7 +62,9 @@ def test_three_exercises_in_order_and_the_taught_bug_first():
     assert MUTATIONS.WRONG["resume"][0][1] is MUTATIONS.resume_with_optimizer_state_dict
 
 
-@pytest.mark.parametrize(("key", "name", "answer", "hint"), WRONG, ids=[f"{k}:{n}" for k, n, _, _ in WRONG])
+@pytest.mark.parametrize(
+    ("key", "name", "answer", "hint"), _layered(WRONG), ids=[f"{k}:{n}" for k, n, _, _ in WRONG]
+)
 def test_wrong_answers_fail_with_their_hint(key, name, answer, hint):
     result = _run(key, answer)
     assert not result.passed, f"{name} passed"
@@ -65,7 +72,7 @@ def test_wrong_answers_fail_with_their_hint(key, name, answer, hint):
     assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), result.zh
 
 
-@pytest.mark.parametrize(("key", "name", "answer"), RIGHT, ids=[f"{k}:{n}" for k, n, _ in RIGHT])
+@pytest.mark.parametrize(("key", "name", "answer"), _layered(RIGHT), ids=[f"{k}:{n}" for k, n, _ in RIGHT])
 def test_right_answers_pass(key, name, answer):
     result = _run(key, answer)
     assert result.passed, result.en
@@ -73,11 +80,13 @@ def test_right_answers_pass(key, name, answer):
 
 @pytest.mark.parametrize(
     ("key", "answer"),
-    [
-        ("materialize", MUTATIONS.materialize_with_to),
-        ("map-location", MUTATIONS.location_cuda_0),
-        ("resume", MUTATIONS.resume_with_optimizer_state_dict),
-    ],
+    _layered(
+        [
+            ("materialize", MUTATIONS.materialize_with_to),
+            ("map-location", MUTATIONS.location_cuda_0),
+            ("resume", MUTATIONS.resume_with_optimizer_state_dict),
+        ]
+    ),
 )
 def test_observations_are_plain_data_and_the_judge_alone_decides(key, answer):
     exercise = next(e for e in devicekit_labs.exercises_for(LAB) if e.key == key)
@@ -92,6 +101,7 @@ def test_observations_are_plain_data_and_the_judge_alone_decides(key, answer):
         exercise.judge(loaded)
 
 
+@pytest.mark.integration  # the resume check starts two FSDP2 ranks first
 def test_the_resume_check_reports_a_checkpoint_exception_instead_of_escaping():
     # DCP's CheckpointException is a BaseException: unwrapped it would pass through `observe`
     from torch.distributed.checkpoint.api import CheckpointException

@@ -15,6 +15,8 @@ from course_tools.paths import DOCS, english, zh_twin
 from devicekit.lang import using_language
 
 LESSONS = english(sorted((DOCS / "lessons").glob("*.md")))
+#: A page's snippets take seconds (lessons 8 and 11 start two processes): the integration layer.
+pytestmark = pytest.mark.integration
 MARKED_OUTPUT = re.compile(r"<!-- output: cpu-runner -->\s*\n\s*```text\n(.*?)\n\s*```", re.DOTALL)
 
 

@@ -131,6 +131,7 @@ def test_list_rules(capsys):
     assert code == 0 and len(out.strip().splitlines()) == len(RULES)
 
 
+@pytest.mark.integration  # runs the command in a process of its own
 def test_python_m_and_console_script(files):
     buggy = str(files / "pkg" / "buggy.py")
     done = subprocess.run(
@@ -194,6 +195,7 @@ def test_fix_without_libcst_says_how_to_get_it(tmp_path, capsys, monkeypatch):
 # --- flake8 and pre-commit -------------------------------------------------------------------------
 
 
+@pytest.mark.integration  # runs the command in a process of its own
 def test_flake8_plugin(files):
     flake8 = shutil.which("flake8", path=str(Path(sys.executable).parent))
     if flake8 is None:

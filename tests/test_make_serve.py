@@ -15,6 +15,8 @@ import pytest
 
 from course_tools.paths import ROOT
 
+pytestmark = pytest.mark.integration  # runs `make serve`: a real server process
+
 
 def _free_port() -> int:
     with socket.socket() as s:

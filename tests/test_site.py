@@ -30,6 +30,7 @@ def _page(site: Path, url: str, lang: str) -> str:
     return (site / f"{prefix}{url}/index.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.site  # its builds are chosen by name (getfixturevalue), so marked here
 @pytest.mark.parametrize("flavour", ["site_full", "site_students", "site_students_repo"])
 def test_strict_build_has_no_warnings(request, flavour):
     log = request.getfixturevalue(flavour).log
