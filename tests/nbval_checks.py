@@ -29,7 +29,7 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
 
 import pytest  # noqa: E402
 
-from devicekit.lang import language_of_path
+from devicekit.lang import language_of_path  # noqa: E402
 
 try:
     from nbval.plugin import IPyNbCell

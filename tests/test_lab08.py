@@ -11,6 +11,7 @@ import nbformat
 import pytest
 import torch
 import torch.distributed as dist
+from mutations import layered
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from check_outcome import expect
@@ -192,13 +193,7 @@ def _through_bytes(observations):
     return torch.load(buffer, weights_only=True)
 
 
-@pytest.mark.parametrize(
-    "key",
-    [  # fail-fast's check starts two ranks: an integration test
-        pytest.param(e.key, marks=pytest.mark.integration) if e.key == "fail-fast" else e.key
-        for e in exercises_for(LAB)
-    ],
-)
+@pytest.mark.parametrize("key", layered([(e.key,) for e in exercises_for(LAB)], LAB))
 def test_observations_survive_bytes_and_the_judge_alone_decides(key):
     """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""
     from mutations import lab08 as cases

@@ -17,6 +17,7 @@ import nbformat
 import pytest
 import torch
 import torch.distributed as dist
+from mutations import layered
 
 import devicekit_labs
 from course_tools.paths import SOLUTIONS
@@ -50,11 +51,6 @@ def _run(key, answer):
         return run(LAB, key, answer)
 
 
-def _layered(cases: list[tuple]) -> list:
-    """The resume check's cases are integration tests: its first call starts two FSDP2 ranks (cached)."""
-    return [pytest.param(*c, marks=pytest.mark.integration) if c[0] == "resume" else c for c in cases]
-
-
 def test_three_exercises_in_order_and_the_taught_bug_first():
     assert [e.key for e in exercises_for(LAB)] == ["materialize", "map-location", "resume"]
     assert MUTATIONS.WRONG["materialize"][0][1] is MUTATIONS.materialize_with_to
@@ -63,7 +59,7 @@ def test_three_exercises_in_order_and_the_taught_bug_first():
 
 
 @pytest.mark.parametrize(
-    ("key", "name", "answer", "hint"), _layered(WRONG), ids=[f"{k}:{n}" for k, n, _, _ in WRONG]
+    ("key", "name", "answer", "hint"), layered(WRONG, LAB), ids=[f"{k}:{n}" for k, n, _, _ in WRONG]
 )
 def test_wrong_answers_fail_with_their_hint(key, name, answer, hint):
     result = _run(key, answer)
@@ -72,7 +68,9 @@ def test_wrong_answers_fail_with_their_hint(key, name, answer, hint):
     assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh), result.zh
 
 
-@pytest.mark.parametrize(("key", "name", "answer"), _layered(RIGHT), ids=[f"{k}:{n}" for k, n, _ in RIGHT])
+@pytest.mark.parametrize(
+    ("key", "name", "answer"), layered(RIGHT, LAB), ids=[f"{k}:{n}" for k, n, _ in RIGHT]
+)
 def test_right_answers_pass(key, name, answer):
     result = _run(key, answer)
     assert result.passed, result.en
@@ -80,12 +78,13 @@ def test_right_answers_pass(key, name, answer):
 
 @pytest.mark.parametrize(
     ("key", "answer"),
-    _layered(
+    layered(
         [
             ("materialize", MUTATIONS.materialize_with_to),
             ("map-location", MUTATIONS.location_cuda_0),
             ("resume", MUTATIONS.resume_with_optimizer_state_dict),
-        ]
+        ],
+        LAB,
     ),
 )
 def test_observations_are_plain_data_and_the_judge_alone_decides(key, answer):

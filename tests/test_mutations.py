@@ -11,7 +11,7 @@ import io
 
 import pytest
 import torch
-from mutations import hidden_module, lab_modules, right_cases, wrong_cases
+from mutations import SLOW_CHECKS, hidden_module, lab_modules, layered, right_cases, wrong_cases
 
 from devicekit_labs import Fail, exercises_for, run
 
@@ -34,32 +34,13 @@ def _ids(cases) -> list[str]:
     return [f"{c[0]}:{c[1]}:{c[2]}" for c in cases]
 
 
-#: Exercises whose check starts processes (two ranks: labs 8 and 11), compiles (lab 10) or trains and resumes
-#: a model (lab 9): seconds per case, so their cases belong to the integration layer, not the unit layer.
-SLOW_CHECKS = {
-    ("08-multi-gpu", "fail-fast"),
-    ("09-capstone", "fixed-script"),
-    ("09-capstone", "audit"),
-    ("10-compile", "rotate"),
-    ("11-sharded", "resume"),
-}
-
-
-def _layered(cases: list[tuple]) -> list:
-    """``cases`` as parameters, those of `SLOW_CHECKS` marked ``integration``."""
-    return [
-        pytest.param(*case, marks=pytest.mark.integration) if case[:2] in SLOW_CHECKS else case
-        for case in cases
-    ]
-
-
 def test_the_slow_checks_name_real_exercises():
     every = {(lab, key) for lab, key, *_ in wrong_cases() + right_cases()}
     assert SLOW_CHECKS <= every, SLOW_CHECKS - every
 
 
 @pytest.mark.parametrize(
-    ("lab", "key", "name", "answer", "hint"), _layered(wrong_cases()), ids=_ids(wrong_cases())
+    ("lab", "key", "name", "answer", "hint"), layered(wrong_cases()), ids=_ids(wrong_cases())
 )
 def test_a_wrong_answer_is_rejected_with_its_hint(lab, key, name, answer, hint):
     result = run(lab, key, answer)
@@ -68,7 +49,7 @@ def test_a_wrong_answer_is_rejected_with_its_hint(lab, key, name, answer, hint):
     assert _has_chinese(result.zh) and result.zh.startswith("✗"), result.zh
 
 
-@pytest.mark.parametrize(("lab", "key", "name", "answer"), _layered(right_cases()), ids=_ids(right_cases()))
+@pytest.mark.parametrize(("lab", "key", "name", "answer"), layered(right_cases()), ids=_ids(right_cases()))
 def test_a_right_answer_passes_the_public_and_the_hidden_judges(lab, key, name, answer):
     result = run(lab, key, answer)
     assert result.passed, result.en
@@ -82,7 +63,7 @@ def test_a_right_answer_passes_the_public_and_the_hidden_judges(lab, key, name, 
 _EVERY = [c[:4] for c in wrong_cases()] + right_cases()
 
 
-@pytest.mark.parametrize(("lab", "key", "name", "answer"), _layered(_EVERY), ids=_ids(_EVERY))
+@pytest.mark.parametrize(("lab", "key", "name", "answer"), layered(_EVERY), ids=_ids(_EVERY))
 def test_observations_are_plain_data_and_judged_the_same_after_the_trip(lab, key, name, answer):
     ex = _exercise(lab, key)
     seen = ex.probe(answer)

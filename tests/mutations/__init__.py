@@ -25,6 +25,8 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 HIDDEN_DIR = HERE.parents[1] / "grading" / "hidden"
 
@@ -64,3 +66,25 @@ def right_cases() -> list[tuple[str, str, str, object]]:
         for key, cases in m.RIGHT.items()
         for name, answer in cases
     ]
+
+
+#: Exercises whose check starts processes (two ranks: labs 8 and 11), compiles (lab 10) or trains and resumes
+#: a model (lab 9): seconds per case, so their cases belong to the integration layer, not the unit layer.
+SLOW_CHECKS = {
+    ("08-multi-gpu", "fail-fast"),
+    ("09-capstone", "fixed-script"),
+    ("09-capstone", "audit"),
+    ("10-compile", "rotate"),
+    ("11-sharded", "resume"),
+}
+
+
+def layered(cases: list[tuple], lab: str | None = None) -> list:
+    """``cases`` as pytest parameters, those of a `SLOW_CHECKS` exercise marked ``integration``. A case
+    starts with (lab, key), or with (key,) when ``lab`` is given."""
+    params = []
+    for case in cases:
+        exercise = (lab, case[0]) if lab is not None else tuple(case[:2])
+        marks = pytest.mark.integration if exercise in SLOW_CHECKS else ()
+        params.append(pytest.param(*case, marks=marks))
+    return params
