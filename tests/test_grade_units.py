@@ -316,6 +316,33 @@ def test_the_command_line_of_the_running_grader_names_no_folder(tmp_path):
         proc.wait()
 
 
+@pytest.mark.integration  # a whole grading run: the evaluator zygote imports torch in its own process
+def test_the_grading_process_itself_never_imports_torch_or_devicekit(tmp_path):
+    # torch's import is about three seconds of CPU per run; only the evaluator and the kernels need it
+    (tmp_path / "broken.ipynb").write_text("{not json", encoding="utf-8")
+    script = (
+        "import json, sys\n"
+        "from devicekit_grade import cli\n"
+        "code = cli.main(['--out', 'out', '-q', 'broken.ipynb'])\n"
+        "print(json.dumps([code, sorted({'torch', 'devicekit', 'devicekit_labs'} & set(sys.modules))]))\n"
+    )
+    env = {**os.environ, "DEVICEKIT_GRADE_NO_REEXEC": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == [0, []], done.stderr[-2000:]
+    rows = json.loads((tmp_path / "out" / "grades.json").read_text(encoding="utf-8"))
+    assert [(r["file"], r["status"]) for r in rows] == [("broken.ipynb", "invalid-json")]
+
+
+def test_lab_titles_come_from_the_installed_manifest_without_the_notebooks():
+    from devicekit_grade import zh
+
+    titles = zh.lab_titles(None, ["01-devices", "09-capstone", "99-unknown"])
+    assert titles["01-devices"] == ("Lab 1 · Devices and `.device`", "实验 1：设备与 `.device`")
+    assert titles["09-capstone"][1].startswith("实验 9：") and "99-unknown" not in titles
+
+
 def test_sandbox_without_bubblewrap_says_what_to_do(monkeypatch):
     from devicekit_grade import run
 

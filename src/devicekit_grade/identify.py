@@ -26,6 +26,8 @@ from typing import Any
 
 import nbformat
 
+from devicekit_grade.installed import labs_manifest, package_folder
+
 MAX_FILE_BYTES = 256 * 1024 * 1024
 CHECK_CALL = re.compile(r"""\b(?:check|run)\(\s*["']([\w.-]+)["']""")
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -51,25 +53,13 @@ class Identity:
 
 def known_labs() -> list[str]:
     """The lab ids with self-checks, from the course manifest (read as a file: nothing is imported)."""
-    import importlib.util
-    import json
-
-    spec = importlib.util.find_spec("devicekit_labs")
-    if spec is None or spec.origin is None:
-        return []
-    manifest = json.loads((Path(spec.origin).parent / "manifest.json").read_text(encoding="utf-8"))
-    return [lab["id"] for lab in manifest["labs"] if lab["exercises"]]
+    return [lab["id"] for lab in labs_manifest() if lab.get("exercises")]
 
 
 def _devicekit_file(name: str) -> Path | None:
-    """The installed ``devicekit/<name>``, found without importing devicekit (whose ``__init__`` imports
-    torch: three seconds that the grader's own process never needs)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("devicekit")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / name
+    """The installed ``devicekit/<name>``, found without importing devicekit."""
+    folder = package_folder("devicekit")
+    return folder / name if folder is not None else None
 
 
 @functools.cache

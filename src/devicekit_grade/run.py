@@ -51,6 +51,7 @@ from devicekit_grade._evaluator import FD_PLACEHOLDER
 from devicekit_grade._kernel import INJECTED
 from devicekit_grade.discover import Submission
 from devicekit_grade.identify import BadSubmission, identify, loads
+from devicekit_grade.installed import package_folder
 from devicekit_grade.released import Released, code_fingerprint, expected_error_cells, integrity
 
 #: Every status a row can have. ``graded`` rows have a score; the others say why not (or not fully).
@@ -448,9 +449,8 @@ def _run_digest(snapshot: dict[str, bytes], hidden: dict[str, bytes], options: O
 def _hidden_paths(options: Options) -> list[str]:
     """Folders a sandboxed submission must not see: solutions, hidden judges, submissions, the output;
     never one that holds the Python installation or the packages the kernel imports."""
-    import devicekit_labs
-
-    needed = [sys.prefix, sys.base_prefix, str(Path(devicekit_labs.__file__).resolve().parent)]
+    labs = package_folder("devicekit_labs")
+    needed = [sys.prefix, sys.base_prefix, *([str(labs.resolve())] if labs is not None else [])]
     folders = [options.released.solutions, options.hidden, *options.hide]
     out = []
     for folder in folders:
@@ -481,13 +481,12 @@ def default_hidden(cwd: Path | None = None) -> Path | None:
 def snapshot_sources(checks: Path | None = None) -> dict[str, bytes]:
     """{path relative to a ``sys.path`` entry: bytes} of devicekit, devicekit_labs and the grader, read once
     when the run starts; ``checks``' ``labNN.py`` (``--checks``) replace the installed lab modules."""
-    import devicekit
-    import devicekit_grade
-    import devicekit_labs
-
     files: dict[str, bytes] = {}
-    for package in (devicekit, devicekit_labs, devicekit_grade):
-        folder = Path(package.__file__).resolve().parent
+    for package in ("devicekit", "devicekit_labs", "devicekit_grade"):
+        found = package_folder(package)
+        if found is None:
+            raise RuntimeError(f"the grader needs the installed package {package}, which is not found")
+        folder = found.resolve()
         for path in folder.rglob("*"):
             if (
                 path.is_file()

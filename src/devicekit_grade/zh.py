@@ -12,6 +12,8 @@ import json
 import re
 from pathlib import Path
 
+from devicekit_grade.installed import labs_manifest
+
 _CELL = r"cell (\d+) \((.*?)\)"
 
 
@@ -164,21 +166,16 @@ _H1 = re.compile(r"^#\s+(.+?)\s*$", re.MULTILINE)
 
 
 def lab_titles(labs_folder: Path | None, labs: list[str]) -> dict[str, tuple[str, str]]:
-    """{lab: (English title, Chinese title)}: from ``src/devicekit_labs/manifest.json`` when it exists,
-    else from the first H1 of the released notebooks ``NN-slug.ipynb`` and ``NN-slug.zh.ipynb``, else the
-    slug. (The instructor's machine has no course build tools: nothing here imports them.)"""
+    """{lab: (English title, Chinese title)}: from the installed course manifest
+    (`devicekit_grade.installed.labs_manifest`), else from the first H1 of the released notebooks
+    ``NN-slug.ipynb`` and ``NN-slug.zh.ipynb``, else the slug. (The instructor's machine has no course build
+    tools, and the grader's process never imports devicekit: nothing here imports either.)"""
     titles: dict[str, tuple[str, str]] = {}
-    try:
-        import devicekit_labs
-
-        manifest = Path(devicekit_labs.__file__).with_name("manifest.json")
-        data = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
-    except (OSError, ValueError, ImportError):
-        data = {}
+    manifest = {entry["id"]: entry.get("title") for entry in labs_manifest()}
     for lab in labs:
-        entry = data.get(lab) if isinstance(data, dict) else None
-        if isinstance(entry, dict) and entry.get("title_en"):
-            titles[lab] = (str(entry["title_en"]), str(entry.get("title_zh") or entry["title_en"]))
+        title = manifest.get(lab)
+        if isinstance(title, dict) and title.get("en"):
+            titles[lab] = (str(title["en"]), str(title.get("zh") or title["en"]))
             continue
         found = []
         for suffix in ("", ".zh"):
