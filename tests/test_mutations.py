@@ -123,7 +123,10 @@ def _every_exercise() -> list[tuple[str, str]]:
     return [(lab, ex.key) for lab in known_labs() for ex in exercises_for(lab)]
 
 
-@pytest.mark.parametrize(("lab", "key"), _every_exercise(), ids=[f"{a}:{b}" for a, b in _every_exercise()])
+_EXERCISES = _every_exercise()
+
+
+@pytest.mark.parametrize(("lab", "key"), layered(_EXERCISES), ids=[f"{a}:{b}" for a, b in _EXERCISES])
 def test_an_untouched_exercise_never_passes(lab, key):
     """The student notebook's stub (a function that raises ``NotImplementedError``) fails every exercise's
     check, with a message in both languages: an untouched lab scores zero in the grader, for every lab
