@@ -23,6 +23,11 @@ def _cell(source: str, tags: list[str], stored_error: str | None = None):
     return cell
 
 
+#: The notebooks here import nothing: each starts its kernel as an interpreter of its own (1 s), not from a
+#: kernel zygote that imports torch and runs a meta op first (4 s per pytest process;
+#: tests/test_kernel_zygote.py tests the zygote). What these tests check does not depend on the kernel's origin.
+ONE_CELL_KERNELS = {"DEVICEKIT_NBVAL_FRESH_KERNELS": "1"}
+
 #: One one-cell notebook per case, and the nbval mode it runs under: {case: (mode, cell)}.
 CASES = {
     "does-not-raise": ("--nbval-lax", lambda: _cell("x = 1 + 1", ["raises-exception"])),
@@ -61,7 +66,7 @@ def nbval_outcomes(tmp_path_factory) -> dict[str, list[tuple[str, str]]]:
                     "language": "python",
                 }
                 nbformat.write(nb, folder / f"{case}.ipynb")
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), **ONE_CELL_KERNELS}
         args = [sys.executable, "-m", "pytest", "-p", "nbval_checks", mode, "--nbval-current-env"]
         args += ["-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=", "--junitxml", "report.xml"]
         args += ["--rootdir", str(folder), "."]
@@ -163,7 +168,7 @@ def test_nbval_skips_a_same_code_twin_unless_asked_for(tmp_path):
             "--rootdir",
             str(tmp_path),
         ]
-        full_env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), **env}
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), **ONE_CELL_KERNELS, **env}
         full_env.pop("DEVICEKIT_NBVAL_ALL", None) if not env else None
         return subprocess.run([*cmd, *args], cwd=tmp_path, env=full_env, capture_output=True, text=True)
 
