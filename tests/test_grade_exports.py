@@ -126,6 +126,7 @@ def test_every_reason_the_grader_writes_has_chinese():
         "error in cell 5 (x = 1): NameError: name 'y' is not defined",
         'cell 20 (check("01-devices", "move-batch", f)) ran longer than 40 s (interrupted)',
         "kernel died in cell 3 (import os)",
+        "cell 4 (import signal, time) did not stop when interrupted: stopped there",
         "notebook ran longer than 90 s, stopped in cell 4 (while True:)",
         "the notebook ran longer than 90 s",
         "more than 512 processes: stopped",

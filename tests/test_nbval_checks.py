@@ -24,8 +24,8 @@ def _cell(source: str, tags: list[str], stored_error: str | None = None):
 
 
 #: The notebooks here import nothing: each starts its kernel as an interpreter of its own (1 s), not from a
-#: kernel zygote that imports torch and runs a meta op first (4 s per pytest process;
-#: tests/test_kernel_zygote.py tests the zygote). What these tests check does not depend on the kernel's origin.
+#: kernel zygote that imports torch and runs a meta op first (4 s per pytest process; the zygote has tests of
+#: its own, tests/test_kernel_zygote.py). What these tests check does not depend on the kernel's origin.
 ONE_CELL_KERNELS = {"DEVICEKIT_NBVAL_FRESH_KERNELS": "1"}
 
 #: One one-cell notebook per case, and the nbval mode it runs under: {case: (mode, cell)}.

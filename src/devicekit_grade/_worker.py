@@ -13,7 +13,9 @@ them even after killing the worker:
 ``{"event": "kernel", "pid": ...}``, ``{"event": "cell", "index": i}`` (a code cell starts),
 ``{"event": "error", "index": i, "ename": ..., "evalue": ..., "expected": bool}``,
 ``{"event": "timeout", "index": i}``, ``{"event": "truncated", "index": i}``,
-``{"event": "dead", "index": i}``, ``{"event": "fatal", "message": ...}``, ``{"event": "done"}``.
+``{"event": "dead", "index": i}``, ``{"event": "unresponsive", "index": i}`` (still busy a cell time limit
+after a time-out's interrupt: the run stops there), ``{"event": "fatal", "message": ...}``,
+``{"event": "done"}``.
 
 Output kept in memory is capped per cell and per notebook: the grader scores checks, not printed text, and
 a submission that prints 50 MB must not cost 50 MB per copy.
@@ -51,6 +53,10 @@ def _size(output: Any) -> int:
     return size
 
 
+class KernelIgnoredInterrupt(Exception):
+    """The kernel was still busy with a timed-out cell a cell time limit after its interrupt."""
+
+
 class GradingClient(NotebookClient):
     """A NotebookClient that reports cell starts, errors and time-outs, and caps the output it keeps."""
 
@@ -65,6 +71,9 @@ class GradingClient(NotebookClient):
             **kw,
         )
         self._events = events
+        #: how long a kernel interrupted for time has to answer before the run stops (see
+        #: `_stop_unless_it_answers`)
+        self.answer_grace = float(self.timeout or 0) or 60.0
         self._max_cell, self._max_notebook = max_cell_chars, max_notebook_chars
         self._cell_chars = self._notebook_chars = 0
         self._cell_truncated = False
@@ -85,12 +94,12 @@ class GradingClient(NotebookClient):
         self._cell_chars, self._cell_truncated = 0, False
         self.emit(event="cell", index=cell_index)
 
-    def _on_cell_error(self, cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
+    def _on_cell_error(self, cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> Any:
         content = execute_reply.get("content", {})
         ename = str(content.get("ename", "Error"))
         if ename == TIMEOUT_ENAME:
             self.emit(event="timeout", index=cell_index)
-            return
+            return self._stop_unless_it_answers(cell_index)  # awaited by nbclient
         evalue = str(content.get("evalue", ""))
         if len(evalue) > MAX_EVALUE:
             evalue = evalue[:MAX_EVALUE] + "…"
@@ -100,6 +109,28 @@ class GradingClient(NotebookClient):
             cell.metadata.get("devicekit-grade-expected")
         )
         self.emit(event="error", index=cell_index, ename=ename[:100], evalue=evalue, expected=expected)
+
+    async def _stop_unless_it_answers(self, cell_index: int) -> None:
+        """After a time-out's interrupt: ask the kernel for its info (a shell request, answered only once the
+        interrupted cell has ended) and wait up to another cell time limit. A kernel that stays busy
+        ignores interrupts (``signal.SIG_IGN``, a native call that never returns): every later cell would
+        wait behind it until the notebook's own limit, so the run stops here (`KernelIgnoredInterrupt`)."""
+        from queue import Empty
+
+        from nbclient.util import ensure_async
+
+        assert self.kc is not None
+        asked = self.kc.kernel_info()
+        deadline = time.monotonic() + self.answer_grace
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=left))
+            except Empty:
+                break
+            if msg.get("parent_header", {}).get("msg_id") == asked:
+                return  # it answered: the next cells run as usual
+        self.emit(event="unresponsive", index=cell_index)
+        raise KernelIgnoredInterrupt(cell_index)
 
     def output(self, outs: list, msg: dict[str, Any], display_id: str | None, cell_index: int) -> Any:
         out = super().output(outs, msg, display_id, cell_index)
@@ -176,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             client.execute()
         except DeadKernelError:
             client.emit(event="dead", index=client.current)
+        except KernelIgnoredInterrupt:
+            pass  # reported as an ``unresponsive`` event; the kernel is killed as the client shuts it down
         except Exception as exc:  # reported to the grader, which turns it into the row's reason
             message = f"{type(exc).__name__}: {exc}"[:1000]
             events.write(json.dumps({"event": "fatal", "message": message}) + "\n")

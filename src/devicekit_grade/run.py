@@ -854,11 +854,12 @@ def _place_probes(ctx: Context, box: sandbox.Box, lab: str) -> str:
 
 
 def _fatal_cell(execution: Execution) -> int | None:
-    """The prepared-copy index of the cell that stopped the run: the cell where the kernel died, or, when
-    the run was stopped for time, the first interrupted cell after which the kernel never finished another
-    cell (every later cell timed out too, waiting for a kernel that ignored the interrupt)."""
+    """The prepared-copy index of the cell that stopped the run: the cell where the kernel died or that it
+    was still busy with a cell time limit after its interrupt (the worker stopped there), or, when the run
+    was stopped for time, the first interrupted cell after which the kernel never finished another cell
+    (every later cell timed out too, waiting for a kernel that ignored the interrupt)."""
     events = execution.events
-    dead = next((e for e in events if e.get("event") == "dead"), None)
+    dead = next((e for e in events if e.get("event") in ("dead", "unresponsive")), None)
     cells = [e["index"] for e in events if e.get("event") == "cell" and isinstance(e.get("index"), int)]
     if dead is not None:
         index = dead.get("index", -1)
@@ -963,6 +964,18 @@ def _score(
                 )
             )
             reasons.insert(0, f"kernel died in {en}")
+        elif any(e.get("event") == "unresponsive" for e in events):
+            status = "timeout"
+            grade.notes.append(
+                (
+                    f"{en} ran longer than {options.cell_timeout} s and was still running "
+                    f"{options.cell_timeout} s after it was interrupted: the notebook was stopped there; the "
+                    "exercises before that cell count, the cells after it never ran.",
+                    f"{zh}运行超过 {options.cell_timeout} 秒，被中断后又过了 {options.cell_timeout} 秒"
+                    "仍未停止：notebook 在此处被终止；此前的练习照常计分，之后的单元格没有运行。",
+                )
+            )
+            reasons.insert(0, f"{en} did not stop when interrupted: stopped there")
         else:
             status = "timeout"
             grade.notes.append(

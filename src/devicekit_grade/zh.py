@@ -31,6 +31,10 @@ TEMPLATES: list[tuple[str, object]] = [
     (rf"^output of {_CELL} truncated$", lambda m: f"{_cell(m)}的输出被截断"),
     (rf"^kernel died in {_CELL}$", lambda m: f"内核在{_cell(m)}退出"),
     (
+        rf"^{_CELL} did not stop when interrupted: stopped there$",
+        lambda m: f"{_cell(m)}被中断后仍未停止：已在此处终止",
+    ),
+    (
         rf"^notebook ran longer than (\d+) s, stopped in {_CELL}$",
         lambda m: f"notebook 运行超过 {m.group(1)} 秒，在{_cell(m, 2, 3)}被终止",
     ),
