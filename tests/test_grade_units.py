@@ -404,3 +404,19 @@ def test_the_zygote_forks_fresh_evaluators_and_falls_back_when_it_is_gone(tmp_pa
         assert [r["status"] for r in after["results"]] == ["not-evaluated"] * 3, after
     finally:
         ctx.close()
+
+
+def test_the_cell_that_stopped_a_run_is_where_the_kernel_died_or_ignored_its_interrupt():
+    from devicekit_grade.run import Execution, fatal_cell
+
+    def run(*events: dict, stopped: bool = False) -> Execution:
+        cells = [{"event": "cell", "index": i} for i in range(4)]
+        return Execution(events=cells + list(events), stopped=stopped, answers={}, log="")
+
+    assert fatal_cell(run()) is None  # it ran to its end
+    assert fatal_cell(run({"event": "timeout", "index": 2})) is None  # interrupted, and it went on
+    assert fatal_cell(run({"event": "timeout", "index": 2}, {"event": "unresponsive", "index": 2})) == 2
+    assert fatal_cell(run({"event": "dead", "index": 3})) == 3
+    # stopped by the notebook's limit: the first interrupted cell after which no cell finished
+    stuck = run({"event": "timeout", "index": 2}, {"event": "timeout", "index": 3}, stopped=True)
+    assert fatal_cell(stuck) == 2

@@ -800,7 +800,7 @@ def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
     grade.code_hash, grade.code_sig = code_fingerprint(nb, lab, ctx.options.released)
     expected = expected_error_cells(nb, lab, ctx.options.released)
     first = _run_once(ctx, sub, nb, lab, identity.lang, expected, None)
-    fatal = _fatal_cell(first)
+    fatal = fatal_cell(first)
     fatal = fatal if fatal is not None and fatal <= len(nb.cells) else None
     second = None
     if fatal is not None and fatal <= len(nb.cells):
@@ -853,7 +853,7 @@ def _place_probes(ctx: Context, box: sandbox.Box, lab: str) -> str:
     return str(path)
 
 
-def _fatal_cell(execution: Execution) -> int | None:
+def fatal_cell(execution: Execution) -> int | None:
     """The prepared-copy index of the cell that stopped the run: the cell where the kernel died or that it
     was still busy with a cell time limit after its interrupt (the worker stopped there), or, when the run
     was stopped for time, the first interrupted cell after which the kernel never finished another cell
