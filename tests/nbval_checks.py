@@ -52,8 +52,8 @@ def _is_cell(item) -> bool:
     return IPyNbCell is not None and isinstance(item, IPyNbCell)
 
 
-#: Set to 1 to run every Chinese twin under nbval too (CI: `.ci/run`, `.github/workflows/tests.yml`).
-RUN_ALL = "DEVICEKIT_NBVAL_ALL"
+from twins import RUN_ALL  # noqa: E402  (1: every Chinese twin runs too, as in CI)
+
 TWIN_FOLDERS = ("labs", "solutions")
 
 

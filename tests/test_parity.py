@@ -6,7 +6,13 @@ import re
 
 import nbformat
 import pytest
-from twins import code_differences, notebook_code_differences
+from twins import (
+    RUN_ALL,
+    code_differences,
+    notebook_code_differences,
+    page_code_differences,
+    page_skip_reason,
+)
 
 from course_tools.paths import DOCS, LABS, SOLUTIONS, english, notebooks, zh_twin
 
@@ -14,12 +20,7 @@ PAGES = english(
     sorted(p for p in DOCS.rglob("*.md") if "overrides" not in p.parts and p.parts[-2:-1] != ("labs",))
 )
 NOTEBOOKS = english(notebooks(SOLUTIONS) + notebooks(LABS))
-FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-def python_blocks(text: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(text) if lang == "python"]
 
 
 def test_there_is_something_to_compare():
@@ -31,11 +32,7 @@ def test_pages_have_twins_with_identical_code(page):
     twin = zh_twin(page)
     assert twin.exists(), f"{twin.relative_to(DOCS)} is missing"
     en, zh = page.read_text(encoding="utf-8"), twin.read_text(encoding="utf-8")
-    blocks_en, blocks_zh = python_blocks(en), python_blocks(zh)
-    assert len(blocks_en) == len(blocks_zh), "same number of Python snippets"
-    problems = []
-    for number, (a, b) in enumerate(zip(blocks_en, blocks_zh, strict=True), 1):
-        problems += code_differences(a, b, f"{twin.name}, snippet {number}")
+    problems = page_code_differences(en, zh, twin.name)
     assert not problems, "\n".join(problems)
     assert CJK.search(zh), "the Chinese page is written in Chinese"
     assert en.count("\n#") == zh.count("\n#"), "same section structure"
@@ -95,3 +92,22 @@ def test_chinese_markdown_has_no_line_breaks_inside_sentences(path):
 )
 def test_code_comparison_ignores_only_comments_and_translated_strings(en, zh, same):
     assert (not code_differences(en, zh, "cell")) is same
+
+
+def test_a_chinese_lesson_page_is_skipped_locally_only_where_its_snippets_are_the_english_code(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv(RUN_ALL, raising=False)
+    en, zh = tmp_path / "a.md", tmp_path / "a.zh.md"
+    en.write_text('```python\nprint("done")  # note\n```\n', encoding="utf-8")
+    zh.write_text('```python\nprint("完成")  # 注释\n```\n', encoding="utf-8")
+    reason = page_skip_reason(en, zh)
+    assert reason and "a.md" in reason and RUN_ALL in reason
+    monkeypatch.setenv(RUN_ALL, "1")
+    assert page_skip_reason(en, zh) is None  # CI runs it
+    monkeypatch.delenv(RUN_ALL)
+    zh.write_text('```python\nprint("完成")\nx = 2\n```\n', encoding="utf-8")
+    assert page_skip_reason(en, zh) is None  # other code: it runs
+    zh.write_text('```python\nprint("完成")\n```\n\n```python\nx = 1\n```\n', encoding="utf-8")
+    assert page_skip_reason(en, zh) is None  # another snippet: it runs
+    assert page_skip_reason(en, tmp_path / "missing.zh.md") is None

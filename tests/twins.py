@@ -5,10 +5,17 @@ cells are the English twin's."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import tokenize
 from pathlib import Path
 
+#: Set to 1 to run every Chinese twin too, notebooks under nbval and lesson pages' snippets alike (CI sets it:
+#: `.ci/run`, `.github/workflows/tests.yml`). Without it a twin whose code is its English page's or
+#: notebook's (as compared here) is skipped locally, with that reason.
+RUN_ALL = "DEVICEKIT_NBVAL_ALL"
+
+FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 #: A Chinese string literal: Han characters or full-width punctuation ("设备：", "is t：").
 TRANSLATED = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 #: The one string that differs by design: the notebook's own language in its setup cell.
@@ -73,3 +80,33 @@ def notebook_code_differences(en_path: Path, zh_path: Path) -> list[str]:
             tags = f"{a.metadata.get('tags')} vs {b.metadata.get('tags')}"
             problems.append(f"{zh_path.name}, code cell {number}: tags {tags}")
     return problems
+
+
+def page_code_differences(en_text: str, zh_text: str, zh_name: str) -> list[str]:
+    """Where the ```python snippets of two lesson pages differ: their number, or their code (as
+    ``code_differences`` sees it). Empty when the Chinese page runs exactly the English one's snippets."""
+    blocks_en, blocks_zh = python_blocks(en_text), python_blocks(zh_text)
+    if len(blocks_en) != len(blocks_zh):
+        return [f"not the same number of Python snippets: {zh_name} {len(blocks_zh)}, {len(blocks_en)}"]
+    problems = []
+    for number, (a, b) in enumerate(zip(blocks_en, blocks_zh, strict=True), 1):
+        problems += code_differences(a, b, f"{zh_name}, snippet {number}")
+    return problems
+
+
+def python_blocks(text: str) -> list[str]:
+    """The bodies of a Markdown page's ```python fenced blocks, in order."""
+    return [body for lang, body in FENCE.findall(text) if lang == "python"]
+
+
+def page_skip_reason(en_page: Path, zh_page: Path) -> str | None:
+    """Why the lesson-snippet test may skip the Chinese page ``zh_page``, or None: its snippets are
+    ``en_page``'s code (the English page runs it) and `RUN_ALL` is not set. CI runs both, and so checks the
+    Chinese page's marked output blocks too."""
+    if os.environ.get(RUN_ALL) == "1" or not zh_page.exists() or not en_page.exists():
+        return None
+    en, zh = en_page.read_text(encoding="utf-8"), zh_page.read_text(encoding="utf-8")
+    if page_code_differences(en, zh, zh_page.name):
+        return None
+    same = f"{zh_page.name} runs the same snippets as {en_page.name} (tests/test_parity.py)"
+    return f"{same}; {RUN_ALL}=1 runs it too, as CI does"
