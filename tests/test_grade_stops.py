@@ -21,6 +21,12 @@ STOP_TIMEOUT = 10
 NOTEBOOK_TIMEOUT = 300
 STOPPING_CELLS = {
     "dies.ipynb": ("import os\nos._exit(1)", "kernel-died"),
+    # the interrupt ends the kernel: reported as its death, not as a cell that ignored the interrupt
+    "dies-when-interrupted.ipynb": (
+        "import os, signal, time\nsignal.signal(signal.SIGINT, lambda *_: os._exit(1))\nwhile True:\n"
+        "    time.sleep(1)",
+        "kernel-died",
+    ),
     "stuck.ipynb": (
         "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(1)",
         "timeout",

@@ -99,6 +99,8 @@ class GradingClient(NotebookClient):
         ename = str(content.get("ename", "Error"))
         if ename == TIMEOUT_ENAME:
             self.emit(event="timeout", index=cell_index)
+            if cell.metadata.get("devicekit-grade") in ("setup", "serve"):
+                return None  # the grader's own cells: their stops are judged by the grader
             return self._stop_unless_it_answers(cell_index)  # awaited by nbclient
         evalue = str(content.get("evalue", ""))
         if len(evalue) > MAX_EVALUE:
@@ -114,7 +116,8 @@ class GradingClient(NotebookClient):
         """After a time-out's interrupt: ask the kernel for its info (a shell request, answered only once the
         interrupted cell has ended) and wait up to another cell time limit. A kernel that stays busy
         ignores interrupts (``signal.SIG_IGN``, a native call that never returns): every later cell would
-        wait behind it until the notebook's own limit, so the run stops here (`KernelIgnoredInterrupt`)."""
+        wait behind it until the notebook's own limit, so the run stops here (`KernelIgnoredInterrupt`).
+        A kernel that dies meanwhile (the interrupt killed it) raises ``DeadKernelError``: ``dead``."""
         from queue import Empty
 
         from nbclient.util import ensure_async
@@ -124,9 +127,10 @@ class GradingClient(NotebookClient):
         deadline = time.monotonic() + self.answer_grace
         while (left := deadline - time.monotonic()) > 0:
             try:
-                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=left))
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=min(left, 1.0)))
             except Empty:
-                break
+                await self._async_check_alive()  # DeadKernelError when it is gone
+                continue
             if msg.get("parent_header", {}).get("msg_id") == asked:
                 return  # it answered: the next cells run as usual
         self.emit(event="unresponsive", index=cell_index)

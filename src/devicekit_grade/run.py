@@ -493,7 +493,7 @@ def snapshot_sources(checks: Path | None = None) -> dict[str, bytes]:
                 and "__pycache__" not in path.parts
                 and path.suffix in (".py", ".json", ".toml")
             ):
-                files[str(Path(folder.name) / path.relative_to(folder))] = path.read_bytes()
+                files[str(Path(package) / path.relative_to(folder))] = path.read_bytes()
     if checks is not None:
         if not checks.is_dir():
             raise RuntimeError(f"--checks {checks}: no such folder")

@@ -32,7 +32,7 @@ TEMPLATES: list[tuple[str, object]] = [
     (rf"^kernel died in {_CELL}$", lambda m: f"内核在{_cell(m)}退出"),
     (
         rf"^{_CELL} did not stop when interrupted: stopped there$",
-        lambda m: f"{_cell(m)}被中断后仍未停止：已在此处终止",
+        lambda m: f"{_cell(m)}被中断后仍未停止：notebook 已在此处终止",
     ),
     (
         rf"^notebook ran longer than (\d+) s, stopped in {_CELL}$",
