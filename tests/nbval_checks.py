@@ -28,6 +28,7 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
 
 import pytest  # noqa: E402
+from twins import RUN_ALL, same_code_reason  # noqa: E402  (RUN_ALL=1: every Chinese twin runs, as in CI)
 
 from devicekit.lang import language_of_path  # noqa: E402
 
@@ -52,8 +53,6 @@ def _is_cell(item) -> bool:
     return IPyNbCell is not None and isinstance(item, IPyNbCell)
 
 
-from twins import RUN_ALL  # noqa: E402  (1: every Chinese twin runs too, as in CI)
-
 TWIN_FOLDERS = ("labs", "solutions")
 
 
@@ -67,10 +66,7 @@ def twin_skip_reason(path: Path) -> str | None:
         return None
     if notebook_code_differences(english, path):
         return None  # different code: it runs (and tests/test_parity.py fails)
-    return (
-        f"{path.parent.name}/{path.name} runs the same code cells as {english.name} (tests/test_parity.py); "
-        f"{RUN_ALL}=1 runs it too, as CI does"
-    )
+    return same_code_reason(f"{path.parent.name}/{path.name}", "code cells", english.name)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -108,5 +108,10 @@ def page_skip_reason(en_page: Path, zh_page: Path) -> str | None:
     en, zh = en_page.read_text(encoding="utf-8"), zh_page.read_text(encoding="utf-8")
     if page_code_differences(en, zh, zh_page.name):
         return None
-    same = f"{zh_page.name} runs the same snippets as {en_page.name} (tests/test_parity.py)"
+    return same_code_reason(zh_page.name, "snippets", en_page.name)
+
+
+def same_code_reason(twin: str, what: str, english: str) -> str:
+    """The skip reason of a Chinese twin that runs its English page's or notebook's code."""
+    same = f"{twin} runs the same {what} as {english} (tests/test_parity.py)"
     return f"{same}; {RUN_ALL}=1 runs it too, as CI does"
