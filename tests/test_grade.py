@@ -163,6 +163,45 @@ def test_a_submission_that_kills_its_parents_only_ends_itself(graded):
     assert len(graded["rows"]) >= len(graded["names"]), "the run went on"
 
 
+def _warm_kernels_here() -> bool:
+    """Whether this machine's grader forks its kernels (`devicekit_grade.warm_kernels`): root, with a user
+    per submission (bubblewrap or --isolation user)."""
+    from devicekit_grade import warm_kernels
+
+    user_per_box = sandbox.running_as_root() and (sandbox.bwrap_works() or sandbox.namespaces_work())
+    return warm_kernels.available(user_per_box, "python3")
+
+
+def test_every_kernel_of_the_class_is_forked_warm_when_the_grader_is_root(graded):
+    line = next((x for x in graded["stdout"].splitlines() if x.startswith("Kernels: ")), "")
+    if not _warm_kernels_here():
+        assert not line, line
+        pytest.skip("kernels are forked only when the grader runs as root with a user per submission")
+    forked, _, rest = line.removeprefix("Kernels: ").partition(" of ")
+    offered = rest.split(" ", 1)[0]
+    assert int(forked) == int(offered) >= len(LABS), line
+
+
+def test_a_forked_kernel_is_the_submissions_own_user_without_privileges_or_a_way_out(graded):
+    """What the kernel of ``inspects-its-kernel.ipynb`` saw (raised as its cell's error): a user of its own
+    with no capability and no new privileges, no root process but the sandbox's first, no socket of the
+    zygote (SEQPACKET) among its descriptors, no kernel socket left in its gate, and its own limits."""
+    reason = row(graded, "inspects-its-kernel.ipynb")["reason"]
+    start = reason.index("KERNEL-INSPECTION ") + len("KERNEL-INSPECTION ")
+    seen, _ = json.JSONDecoder().raw_decode(reason[start:])
+    if sandbox.running_as_root():
+        assert seen["uid"] == seen["euid"] != 0
+        assert seen["nproc"] == sandbox.Limits().processes
+    assert int(seen["cap_eff"], 16) == 0 and seen["root_owned"] == [], seen
+    assert "0005" not in seen["unix_types"], "a SEQPACKET socket (the zygote's control) reached the kernel"
+    assert not [name for name in seen["gate"] if name.endswith(".kernel.sock")], seen["gate"]
+    assert seen["tmp_is_env"] and seen["fsize"] == sandbox.Limits().file_mb * sandbox.MiB
+    if _warm_kernels_here():
+        assert seen["ppid"] == 0, "a forked kernel's parent (the zygote) is outside its PID namespace"
+        assert seen["no_new_privs"] == "1"
+    assert row(graded, "inspects-its-kernel.ipynb")["score"] == 3
+
+
 def test_overwriting_a_classmates_file_changes_not_their_grade(graded):
     assert row(graded, "zz-classmate.ipynb")["score"] == 3
     assert row(graded, "zz-classmate.ipynb")["status"] == "graded"

@@ -22,8 +22,10 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks: Linux only"),
 ]
 
-PROBE = """import json, os, sys
-print(json.dumps({"path": sys.path, "argv": sys.argv[1:], "cwd": os.getcwd(), "name": __name__,
+PROBE = """import json, os, random, sys, tempfile, numpy
+print(json.dumps({"draw": [random.random(), numpy.random.random()],
+    "path": sys.path, "argv": sys.argv[1:], "cwd": os.getcwd(), "name": __name__,
+    "tmp": tempfile.gettempdir(),
     "main": repr(sys.modules["__main__"]), "marker": os.environ.get("ZYGOTE_TEST_MARKER"),
     "leader": os.getpgid(0) == os.getpid(), "pid": os.getpid()}))"""
 
@@ -103,11 +105,18 @@ def gone(pid: int, within: float = 60) -> bool:
 
 def test_a_forked_kernel_starts_as_a_kernel_of_its_own(zygote, tmp_path, monkeypatch):
     monkeypatch.setenv("ZYGOTE_TEST_MARKER", "set after the zygote started")
+    kernel_tmp = tmp_path / "kernel-tmp"  # the zygote's TMPDIR was another one: tempfile must not keep it
+    kernel_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(kernel_tmp))
     own, forked = probe(None, tmp_path), probe(zygote, tmp_path)
     assert forked["marker"] == "set after the zygote started"
+    assert forked["tmp"] == own["tmp"] == str(kernel_tmp)
     assert forked["cwd"] == str(tmp_path)
     assert forked["leader"], "a kernel Jupyter starts leads a session of its own"
-    for key in ("path", "name", "main", "cwd", "marker", "leader"):
+    again = probe(zygote, tmp_path)["draw"]
+    different = [a != b for a, b in zip(forked["draw"], again, strict=True)]
+    assert all(different), "each kernel draws its own random numbers (random, numpy.random)"
+    for key in ("path", "name", "main", "cwd", "marker", "leader", "tmp"):
         assert forked[key] == own[key], key
     assert forked["argv"][0] == own["argv"][0] == "-f"
 

@@ -46,7 +46,7 @@ from typing import Any
 
 import nbformat
 
-from devicekit_grade import sandbox
+from devicekit_grade import sandbox, warm_kernels
 from devicekit_grade._evaluator import FD_PLACEHOLDER
 from devicekit_grade._kernel import INJECTED
 from devicekit_grade.discover import Submission
@@ -226,6 +226,11 @@ class Context:
         self._control: socket.socket | None = None
         self._zygote_lock = threading.Lock()
         self._zygote_hidden: list[str] = []
+        self.kernels: warm_kernels.KernelZygote | None = None
+        if warm_kernels.available(self.as_root, options.kernel):  # warms up while the evaluator does
+            env = sandbox.make_box(self.root, None).env({})
+            self.kernels = warm_kernels.KernelZygote(env, self.root / "kernel-zygote.log")
+            self.kernels.start()
         probe = self._start_zygote() if os.name == "posix" and hasattr(socket, "send_fds") else {}
         if "labs" not in probe:
             probe = self.evaluate(["--probe"], timeout=600)
@@ -234,11 +239,15 @@ class Context:
             raise RuntimeError(f"the grader's evaluator does not start: {probe.get('error', probe)}")
         self.labs: dict[str, list[dict[str, Any]]] = probe["labs"]
         self.versions: dict[str, str] = probe["versions"]
+        if self.kernels is not None and not self.kernels.wait_ready():
+            self.kernels = None
         self.fingerprint = _fingerprint(probe["modules"], self.site)
         self.digest = _run_digest(self.snapshot, self.hidden, options)
 
     def close(self) -> None:
         self.stop_zygote()
+        if self.kernels is not None:
+            self.kernels.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
     # --- the evaluator: a zygote that forks a fresh one per submission, or a new process each time ---------
@@ -668,6 +677,34 @@ def _isolated(ctx: Context, box: sandbox.Box, cmd: list[str]) -> tuple[list[str]
     return cmd, box.uid
 
 
+def _kernel_socket(ctx: Context, box: sandbox.Box, gate: Path) -> socket.socket | None:
+    """The socket where this sandbox's kernel client asks for a forked kernel (`warm_kernels`), with the
+    kernelspec that names it; None when this run starts each kernel as a Python of its own."""
+    if ctx.kernels is None or box.uid is None or not ctx.kernels.alive:
+        return None
+    address = str(gate / f"{secrets.token_hex(6)}.kernel.sock")
+    forks = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    forks.bind(address)
+    os.chown(address, box.uid, box.uid)
+    os.chmod(address, 0o600)
+    forks.listen(1)
+    ctx.kernels.kernelspec(box.home, address)
+    sandbox.chown_tree(box.home, box.uid)
+    return forks
+
+
+def _hand_over_kernel(ctx: Context, forks: socket.socket, worker: int, box: sandbox.Box) -> None:
+    """Pass the client's connection to the zygote, then close the socket (unlinked with the box)."""
+    assert ctx.kernels is not None and box.uid is not None
+    limits = ctx.options.limits
+    address = forks.getsockname()
+    rlimits = sandbox.rlimits(limits, sandbox.nproc_limit(limits, box.uid))
+    ctx.kernels.hand_over(forks, worker, box.uid, rlimits)
+    forks.close()
+    with contextlib.suppress(OSError):
+        os.unlink(address)
+
+
 def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) -> Execution:
     options = ctx.options
     gate = box.root / "gate"
@@ -684,9 +721,12 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
     log_path = box.run / "worker.log"
     if box.uid is not None:
         sandbox.chown_tree(box.work, box.uid)
+    kernel, forks = options.kernel, _kernel_socket(ctx, box, gate)
+    if forks is not None:
+        kernel = warm_kernels.KERNEL_NAME
     cmd = [
         sys.executable, "-c", _RUN_WORKER, str(_WORKER), str(notebook), str(events),
-        "--cell-timeout", str(options.cell_timeout), "--kernel", options.kernel,
+        "--cell-timeout", str(options.cell_timeout), "--kernel", kernel,
         "--setup-timeout", str(max(300, options.cell_timeout)),
         "--max-cell-chars", str(options.max_cell_chars),
         "--max-notebook-chars", str(options.max_notebook_chars),
@@ -710,7 +750,11 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
         try:
             deadline = time.monotonic() + options.notebook_timeout
             while True:
-                ready_fds, _, _ = select.select([listener], [], [], 0.25)
+                ready_fds, _, _ = select.select([listener, *([forks] if forks else [])], [], [], 0.25)
+                if forks is not None and forks in ready_fds:
+                    _hand_over_kernel(ctx, forks, proc.pid, box)
+                    forks = None  # one kernel per sandbox: the socket is gone before the kernel exists
+                    ready_fds = [fd for fd in ready_fds if fd is listener]
                 if ready_fds:
                     break
                 if proc.poll() is not None:
@@ -738,6 +782,8 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
         finally:
             watchdog.stop()
             listener.close()
+            if forks is not None:
+                forks.close()
             _stop(proc, box.uid)
             with _RUNNING_LOCK:
                 _RUNNING.pop(proc.pid, None)

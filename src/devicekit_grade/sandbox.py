@@ -261,28 +261,34 @@ def _threads_of(uid: int) -> int:
     return extra
 
 
+def rlimits(limits: Limits, nproc: int) -> list[tuple[int, int]]:
+    """The ``(RLIMIT_*, value)`` pairs every process of a submission gets (no core files; 0 = no limit, left
+    out); ``nproc``: the `nproc_limit`. Also what a forked kernel applies (`devicekit_grade.kernel_forks`)."""
+    import resource
+
+    pairs = [
+        (resource.RLIMIT_AS, limits.memory_mb * MiB),
+        (resource.RLIMIT_CPU, limits.cpu_s),
+        (resource.RLIMIT_FSIZE, limits.file_mb * MiB),
+    ]
+    if nproc:  # counts the processes of the real user (root is exempt: hence `Watchdog` too)
+        pairs.append((resource.RLIMIT_NPROC, nproc))
+    return [(which, value) for which, value in pairs if value] + [(resource.RLIMIT_CORE, 0)]
+
+
 def preexec(limits: Limits, uid: int | None, nproc_for: int | None = None):
     """The function run in the forked child before exec: new session, limits, then the submission's user
     (``uid`` None: stay the grader's user, or switch later with ``setpriv`` inside the namespace).
     ``nproc_for``: the user the process limit is for (``uid``, or the one ``setpriv`` switches to)."""
-    nproc = nproc_limit(limits, uid if uid is not None else nproc_for)
+    pairs = rlimits(limits, nproc_limit(limits, uid if uid is not None else nproc_for))
 
     def apply() -> None:
         import resource
 
         os.setsid()
-        pairs = [
-            (resource.RLIMIT_AS, limits.memory_mb * MiB),
-            (resource.RLIMIT_CPU, limits.cpu_s),
-            (resource.RLIMIT_FSIZE, limits.file_mb * MiB),
-            (resource.RLIMIT_CORE, 0),
-        ]
-        if nproc:  # counts the processes of the real user (root is exempt: hence `Watchdog` too)
-            pairs.append((resource.RLIMIT_NPROC, nproc))
         for which, value in pairs:
-            if value or which == resource.RLIMIT_CORE:
-                with contextlib.suppress(ValueError, OSError):
-                    resource.setrlimit(which, (value, value))
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(which, (value, value))
         if uid is not None:
             os.setgroups([])
             os.setgid(uid)
@@ -530,14 +536,21 @@ def namespaces_work() -> bool:
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, uid) of a process, or None when it is gone."""
+    """(parent pid, real uid) of a process, or None when it is gone. The uid is read from ``status``, not
+    taken from the owner of ``/proc/<pid>``, which is root for a process that made itself non-dumpable
+    (every grading kernel does)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-        ppid = int(data[data.rindex(b")") + 2 :].split()[1])
-        return ppid, os.stat(f"/proc/{pid}").st_uid
-    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            fields = dict(line.split(b":", 1) for line in handle.read().splitlines() if b":" in line)
+        return int(fields[b"PPid"]), int(fields[b"Uid"].split()[0])
+    except (OSError, ValueError, KeyError, IndexError):
         return None
+
+
+def real_uid(pid: int) -> int | None:
+    """The real user id of process ``pid`` (None when it is gone)."""
+    info = _stat(pid)
+    return None if info is None else info[1]
 
 
 def _processes() -> dict[int, tuple[int, int]]:

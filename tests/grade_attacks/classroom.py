@@ -146,6 +146,34 @@ for _sig in (signal.SIGTERM, signal.SIGKILL):
 
 OVERWRITE = "open({path!r}, 'w').write('not a notebook any more')"
 
+#: What the kernel sees of itself and around it (its user, capabilities, the processes and sockets it can
+#: reach), raised as the error of its cell so that it reaches the row's reason: test_grade.py reads it.
+INSPECT = """import json, os, resource, sys, tempfile
+_status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+def _real_uid(pid):
+    try:
+        return int(open(f"/proc/{pid}/status").read().split("Uid:")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+_root_owned = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != 1 and _real_uid(p) == 0]
+_links = []
+for _fd in os.listdir("/proc/self/fd"):
+    try:
+        _links.append(os.readlink(f"/proc/self/fd/{_fd}"))
+    except OSError:
+        pass
+_inodes = {l[8:-1] for l in _links if l.startswith("socket:[")}
+_types = [l.split()[4] for l in open("/proc/net/unix").read().splitlines()[1:] if l.split()[6] in _inodes]
+_gate = os.path.join(os.path.dirname(os.getcwd()), "gate")
+raise RuntimeError("KERNEL-INSPECTION " + json.dumps({
+    "uid": os.getuid(), "euid": os.geteuid(), "cap_eff": _status["CapEff"].strip(),
+    "no_new_privs": _status["NoNewPrivs"].strip(), "ppid": os.getppid(), "root_owned": _root_owned,
+    "unix_types": sorted(set(_types)), "gate": sorted(os.listdir(_gate)),
+    "tmp_is_env": tempfile.gettempdir() == os.environ.get("TMPDIR"),
+    "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
+    "fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0],
+}, separators=(",", ":")))"""
+
 
 def colab_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in nb.cells:
@@ -197,6 +225,7 @@ def build_class(root: Path, victims: Path) -> dict[str, str]:
         lab_notebook(LAB), '"move-batch"', OVERWRITE.format(path=str(subs / "zz-classmate.ipynb"))
     )
     notebooks["zz-classmate.ipynb"] = solved_lab(LAB)
+    notebooks["inspects-its-kernel.ipynb"] = insert_after(solved_lab(LAB), '"move-batch"', INSPECT)
     notebooks["colab-no-tags.ipynb"] = colab_copy(solved_lab(LAB))
     for name, make in JUDGED_CLASS.items():  # issue 22's attacks and a learner's own work (lab 1)
         notebooks[name] = make()
