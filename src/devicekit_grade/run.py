@@ -227,7 +227,8 @@ class Context:
         self._zygote_lock = threading.Lock()
         self._zygote_hidden: list[str] = []
         self.kernels: warm_kernels.KernelZygote | None = None
-        if warm_kernels.available(self.as_root, options.kernel):  # warms up while the evaluator does
+        # bubblewrap as root only for now: --isolation user has not been tried with forked kernels
+        if warm_kernels.available(self.as_root and self.mode == "bwrap", options.kernel):
             env = sandbox.make_box(self.root, None).env({})
             self.kernels = warm_kernels.KernelZygote(env, self.root / "kernel-zygote.log")
             self.kernels.start()
