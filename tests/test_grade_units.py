@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from grade_attacks.classroom import TRUST
 
 from course_tools.paths import LABS as LABS_DIR
 from course_tools.paths import SOLUTIONS
@@ -295,7 +296,7 @@ def test_the_command_line_of_the_running_grader_names_no_folder(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     env.pop("DEVICEKIT_GRADE_NO_REEXEC", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "devicekit_grade", "--out", "grades-secret", "-q", "class-of-2026"],
+        [sys.executable, "-m", "devicekit_grade", "--out", "grades-secret", "-q", *TRUST, "class-of-2026"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -323,7 +324,7 @@ def test_the_grading_process_itself_never_imports_torch_or_devicekit(tmp_path):
     script = (
         "import json, sys\n"
         "from devicekit_grade import cli\n"
-        "code = cli.main(['--out', 'out', '-q', 'broken.ipynb'])\n"
+        f"code = cli.main(['--out', 'out', '-q', *{TRUST!r}, 'broken.ipynb'])\n"
         "print(json.dumps([code, sorted({'torch', 'devicekit', 'devicekit_labs'} & set(sys.modules))]))\n"
     )
     env = {**os.environ, "DEVICEKIT_GRADE_NO_REEXEC": "1"}
