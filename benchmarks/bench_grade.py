@@ -32,6 +32,9 @@ import nbformat
 from course_tools.paths import ROOT
 from course_tools.submissions import graded_labs, lab_notebook, solution_notebook, solved_lab, write
 
+#: The grader's switch for kernels started as a Python of their own (the peer of ``--peer-fresh-kernels``).
+FRESH_KERNELS = "DEVICEKIT_GRADE_FRESH_KERNELS"
+PEER = "fresh kernels"
 HANG = "while True:\n    pass"
 DIE = "import os\nos._exit(1)"
 PATCH = "import devicekit_labs as _E\n_E._outcome = lambda ex, a, k: (True, 'passed.', '通过。')"
@@ -84,40 +87,26 @@ def build_class(folder: Path, size: int, only: list[str] | None = None) -> Count
     return kinds
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", "-j", type=int, default=2)
-    parser.add_argument("--size", type=int, default=30)
-    parser.add_argument("--timeout", type=int, default=60, help="per-cell limit passed to the grader")
-    parser.add_argument("--keep", type=Path, help="build and grade in this folder and keep it")
-    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the grader's src/ folder")
-    parser.add_argument("--only", help="comma-separated lab numbers, e.g. 01,07 (default: every lab)")
-    parser.add_argument("--extra", default="", help="more grader arguments, e.g. --trust-submissions")
-    args = parser.parse_args(argv)
-    temp = Path(tempfile.gettempdir()).resolve()
-    if args.src.resolve().is_relative_to(temp):
-        # bubblewrap gives each notebook a /tmp of its own: a grader kept there is invisible to the kernel,
-        # whose setup cell then fails at once, and every row would time a run that never happened
-        parser.error(f"--src {args.src}: put the other grader outside {temp} (the sandbox hides it)")
-    with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
-        root = args.keep or Path(tmp)
-        subs, out = root / "submissions", root / "grades"
-        kinds = build_class(subs, args.size, args.only.split(",") if args.only else None)
-        print(f"class of {sum(kinds.values())}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
-        env = {**os.environ, "PYTHONPATH": str(args.src.resolve())}
-        cmd = [sys.executable, "-m", "devicekit_grade", "--out", str(out), "-j", str(args.jobs), "-q"]
-        cmd += args.extra.split()
-        cmd += ["--timeout", str(args.timeout), "--notebook-timeout", str(6 * args.timeout), str(subs)]
-        started = time.monotonic()
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        wall = time.monotonic() - started
-        if done.returncode != 0:
-            print(done.stdout, done.stderr, sep="\n")
-            return done.returncode
-        rows = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+def grade(subs: Path, out: Path, args: argparse.Namespace, env: dict[str, str]) -> tuple[list, float] | int:
+    """Grade ``subs`` into ``out`` as an instructor would; the rows and the wall time, or the exit status."""
+    cmd = [sys.executable, "-m", "devicekit_grade", "--out", str(out), "-j", str(args.jobs), "-q"]
+    cmd += args.extra.split()
+    cmd += ["--timeout", str(args.timeout), "--notebook-timeout", str(6 * args.timeout), str(subs)]
+    started = time.monotonic()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        print(done.stdout, done.stderr, sep="\n")
+        return done.returncode
+    kernels = [line for line in done.stdout.splitlines() if line.startswith("Kernels: ")]
+    print(f"  {kernels[0].split(' · ')[0] if kernels else 'Kernels: each started as a Python of its own'}")
+    return json.loads((out / "grades.json").read_text(encoding="utf-8")), wall
+
+
+def summary(rows: list[dict], wall: float, jobs: int) -> None:
     ran = [r for r in rows if r["duration_s"] > 0]
     durations = sorted(r["duration_s"] for r in ran)
-    print(f"-j {args.jobs} on {os.cpu_count()} CPUs: {wall:.0f} s wall for {len(rows)} rows")
+    print(f"  -j {jobs} on {os.cpu_count()} CPUs: {wall:.0f} s wall for {len(rows)} rows")
     print(f"  {wall / len(rows):.1f} s per submission (wall / rows)")
     if durations:
         print(
@@ -127,27 +116,95 @@ def main(argv: list[str] | None = None) -> int:
     print("  statuses: " + ", ".join(f"{s} {n}" for s, n in Counter(r["status"] for r in rows).most_common()))
     for row in sorted(ran, key=lambda r: -r["duration_s"])[:5]:
         print(f"  slowest: {Path(row['file']).name}: {row['status']} {row['duration_s']:.1f} s")
-    print(per_lab_table(rows, args.jobs))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", "-j", type=int, default=2)
+    parser.add_argument("--size", type=int, default=30)
+    parser.add_argument("--timeout", type=int, default=60, help="per-cell limit passed to the grader")
+    parser.add_argument("--keep", type=Path, help="build and grade in this folder and keep it")
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the grader's src/ folder")
+    parser.add_argument("--only", help="comma-separated lab numbers, e.g. 01,07 (default: every lab)")
+    parser.add_argument("--extra", default="", help="more grader arguments, e.g. --trust-submissions")
+    parser.add_argument(
+        "--peer-fresh-kernels", action="store_true",
+        help=f"grade the class a second time with {FRESH_KERNELS}=1 (each kernel a Python of its own, "
+        "as before kernels were forked) and print both and their ratio",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    temp = Path(tempfile.gettempdir()).resolve()
+    if args.src.resolve().is_relative_to(temp):
+        # bubblewrap gives each notebook a /tmp of its own: a grader kept there is invisible to the kernel,
+        # whose setup cell then fails at once, and every row would time a run that never happened
+        parser.error(f"--src {args.src}: put the other grader outside {temp} (the sandbox hides it)")
+    with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
+        root = args.keep or Path(tmp)
+        subs = root / "submissions"
+        kinds = build_class(subs, args.size, args.only.split(",") if args.only else None)
+        print(f"class of {sum(kinds.values())}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+        env = {**os.environ, "PYTHONPATH": str(args.src.resolve())}
+        env.pop(FRESH_KERNELS, None)
+        runs = {"this grader": env}
+        if args.peer_fresh_kernels:
+            runs[PEER] = {**env, FRESH_KERNELS: "1"}
+        results: dict[str, list[dict]] = {}
+        for n, (name, run_env) in enumerate(runs.items()):
+            print(f"{name}:")
+            graded = grade(subs, root / f"grades-{n}", args, run_env)
+            if isinstance(graded, int):
+                return graded
+            summary(*graded, args.jobs)
+            results[name] = graded[0]
+    print(per_lab_table(results["this grader"], args.jobs))
+    if PEER in results:
+        print()
+        print(ratio_table(results["this grader"], results[PEER], args.jobs))
     return 0
 
 
-def per_lab_table(rows: list[dict], jobs: int) -> str:
-    """Markdown table: per lab, the notebooks run, the median and worst seconds per notebook (the grader's
-    own duration of each row), and seconds per submission at ``-j jobs`` (the sum divided by ``jobs``)."""
+def _per_submission(rows: list[dict], jobs: int) -> dict[str, float]:
+    """Per lab, the mean grader duration of the notebooks that neither hang nor die, divided by ``jobs``."""
+    out = {}
+    for lab, group in _by_lab(rows).items():
+        normal = [r["duration_s"] for r in group if not any(k in r["file"] for k in ("hangs", "dies"))]
+        out[lab] = statistics.mean(normal or [r["duration_s"] for r in group]) / jobs
+    return out
+
+
+def ratio_table(rows: list[dict], peer: list[dict], jobs: int) -> str:
+    """Markdown table: per lab, seconds per submission at ``-j jobs`` for this grader and for the peer
+    (fresh kernels), and their ratio (below 1: this grader is faster)."""
+    mine, theirs = _per_submission(rows, jobs), _per_submission(peer, jobs)
+    lines = [
+        f"| lab | s per submission at -j {jobs} | {PEER} | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for lab in sorted(mine.keys() & theirs.keys()):
+        lines.append(f"| {lab} | {mine[lab]:.1f} | {theirs[lab]:.1f} | {mine[lab] / theirs[lab]:.2f} |")
+    return "\n".join(lines)
+
+
+def _by_lab(rows: list[dict]) -> dict[str, list[dict]]:
     by_lab: dict[str, list[dict]] = {}
     for row in rows:
         if row.get("lab") and row["duration_s"] > 0:
             by_lab.setdefault(row["lab"], []).append(row)
+    return by_lab
+
+
+def per_lab_table(rows: list[dict], jobs: int) -> str:
+    """Markdown table: per lab, the notebooks run, the median and worst seconds per notebook (the grader's
+    own duration of each row), and seconds per submission at ``-j jobs`` (`_per_submission`)."""
+    per = _per_submission(rows, jobs)
     lines = [
         f"| lab | notebooks | median s | max s | s per submission at -j {jobs} |",
         "|---|---:|---:|---:|---:|",
     ]
-    for lab, group in sorted(by_lab.items()):
+    for lab, group in sorted(_by_lab(rows).items()):
         times = sorted(r["duration_s"] for r in group)
-        normal = [r["duration_s"] for r in group if not any(k in r["file"] for k in ("hangs", "dies"))]
-        per = statistics.mean(normal or times) / jobs
         lines.append(
-            f"| {lab} | {len(group)} | {statistics.median(times):.1f} | {times[-1]:.1f} | {per:.1f} |"
+            f"| {lab} | {len(group)} | {statistics.median(times):.1f} | {times[-1]:.1f} | {per[lab]:.1f} |"
         )
     return "\n".join(lines)
 
