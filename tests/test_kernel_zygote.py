@@ -22,8 +22,8 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote forks: Linux only"),
 ]
 
-PROBE = """import json, os, random, sys, tempfile, numpy
-print(json.dumps({"draw": [random.random(), numpy.random.random()],
+PROBE = """import json, os, random, sys, tempfile, numpy, torch
+print(json.dumps({"draw": [random.random(), numpy.random.random(), torch.rand(()).item()],
     "path": sys.path, "argv": sys.argv[1:], "cwd": os.getcwd(), "name": __name__,
     "tmp": tempfile.gettempdir(),
     "main": repr(sys.modules["__main__"]), "marker": os.environ.get("ZYGOTE_TEST_MARKER"),
@@ -115,7 +115,7 @@ def test_a_forked_kernel_starts_as_a_kernel_of_its_own(zygote, tmp_path, monkeyp
     assert forked["leader"], "a kernel Jupyter starts leads a session of its own"
     again = probe(zygote, tmp_path)["draw"]
     different = [a != b for a, b in zip(forked["draw"], again, strict=True)]
-    assert all(different), "each kernel draws its own random numbers (random, numpy.random)"
+    assert all(different), "each kernel draws its own random numbers (random, numpy.random, torch)"
     for key in ("path", "name", "main", "cwd", "marker", "leader", "tmp"):
         assert forked[key] == own[key], key
     assert forked["argv"][0] == own["argv"][0] == "-f"

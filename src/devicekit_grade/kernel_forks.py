@@ -16,11 +16,14 @@ becomes an ordinary kernel itself: slower, never wrong.
 
 Two zygotes use this: the notebook tests' (`course_tools.kernel_zygote`, one per test process) and the
 grader's (`serve_sandboxed`), which puts each kernel inside a submission's sandbox: the grader hands it the
-connection of the sandbox's client and a pidfd of that client; the zygote forks a child that joins the
-client's namespaces (mount, PID, IPC, UTS: bubblewrap's view of the file system and processes), forks the
-kernel there, which takes the submission's resource limits and user before it runs anything. No process of
-a submission can reach this zygote: the grader accepts one connection per sandbox, from the client, before
-the kernel exists, and then closes that socket.
+connection of the sandbox's client and a pidfd of that client; the zygote forks a child that reads the
+client's request (the zygote never holds a client's bytes, which later kernels would inherit), joins the
+client's namespaces through the pidfd (mount, PID, IPC, UTS, network, cgroup: bubblewrap's view of the file
+system and processes) and forks the kernel there, which checks it is not in the zygote's mount or PID
+namespace and takes the submission's resource limits, no-new-privileges and user before it runs anything.
+Every failure ends that child or kernel, never the zygote; the client then starts a kernel of its own, or
+Jupyter sees the kernel die. No process of a submission can reach this zygote: the grader accepts one
+connection per sandbox, from the client, and closes that socket at once, before the kernel exists.
 
 Linux only (``fork`` of a process that imported torch but never used an accelerator). This module imports
 nothing beyond the standard library: the client runs as ``python -I -S kernel_forks.py connect ...``.
@@ -28,6 +31,7 @@ nothing beyond the standard library: the client runs as ``python -I -S kernel_fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -45,6 +49,10 @@ MAX_REQUEST = 1 << 20
 NAMESPACES = {"ipc": 0x08000000, "uts": 0x04000000, "net": 0x40000000, "cgroup": 0x02000000,
               "pid": 0x20000000, "mnt": 0x00020000}  # fmt: skip
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+#: The longest a sandboxed client may take to send its request (it sends it at once).
+REQUEST_S = 10
+#: The grader's zygote's kernels: pid -> the client's connection, told the kernel's exit code (`reap`).
+_KERNELS: dict[int, socket.socket] = {}
 
 
 # --- the client: what Jupyter starts as the kernel ------------------------------------------------------
@@ -114,10 +122,12 @@ def read_request(conn: socket.socket) -> tuple[list[int], dict]:
             isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
         ):
             raise ValueError("env must map strings to strings")
-    except (OSError, ValueError, AttributeError):
+    except Exception as exc:  # a list instead of an object, nesting too deep for json, ...
         for fd in fds:
             os.close(fd)
-        raise
+        if isinstance(exc, (OSError, ValueError)):
+            raise
+        raise ValueError(f"unreadable request ({type(exc).__name__})") from None
     return fds, {"argv": argv, "cwd": cwd, "env": env}
 
 
@@ -143,8 +153,12 @@ def _close_other_fds(keep: set[int]) -> None:
     """Close every descriptor of this process but ``keep`` (a kernel holds nothing of its zygote's)."""
     try:
         open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        open_fds = list(range(3, 1024))
+    except OSError:  # no /proc: every possible descriptor
+        low = 0
+        for fd in [*sorted(keep), os.sysconf("SC_OPEN_MAX")]:
+            os.closerange(low, fd)
+            low = fd + 1
+        return
     for fd in open_fds:
         if fd not in keep:
             try:
@@ -167,6 +181,7 @@ def become_kernel(conn: socket.socket, fds: list[int], request: dict, drop=None)
         os.dup2(fd, target)
         os.close(fd)
     _close_other_fds({0, 1, 2, conn.fileno()})
+    os.set_inheritable(conn.fileno(), False)  # the lifeline is the kernel's, not its children's
     os.setsid()
     if drop is not None:
         drop()
@@ -175,8 +190,12 @@ def become_kernel(conn: socket.socket, fds: list[int], request: dict, drop=None)
     os.environ.update(request["env"])
     if "tempfile" in sys.modules:  # it chose its folder from the zygote's TMPDIR: choose again from this one
         sys.modules["tempfile"].tempdir = None
-    if "numpy.random" in sys.modules:  # seeded once in the zygote: every kernel would draw the same numbers
-        sys.modules["numpy.random"].seed()  # (``random`` reseeds itself after a fork)
+    # seeded once in the zygote, every kernel would draw the same numbers (``random`` reseeds itself after a
+    # fork; Python's hash seed cannot change after start: it is the zygote's, as PYTHONHASHSEED would fix it)
+    if "numpy.random" in sys.modules:
+        sys.modules["numpy.random"].seed()
+    if "torch" in sys.modules:
+        sys.modules["torch"].seed()  # CPU; an accelerator's seed is queued until it is first used
 
     def lifeline() -> None:  # the client's end closes only when it ends: then so does this kernel
         try:
@@ -229,67 +248,99 @@ def drain(fd: int) -> None:
 # --- the grader's zygote: kernels inside a submission's sandbox ---------------------------------------------
 
 
-def _namespaces_to_join(pid: int) -> int:
-    """The CLONE_ flags of the namespaces of ``pid`` that differ from this process's; ValueError when its
-    user namespace differs (this zygote joins only namespaces it has the right to: as root, outside)."""
-
-    def same(name: str) -> bool:
-        return os.stat(f"/proc/self/ns/{name}").st_ino == os.stat(f"/proc/{pid}/ns/{name}").st_ino
-
-    if not same("user"):
-        raise ValueError("the client is in another user namespace")
-    flags = 0
-    for name, flag in NAMESPACES.items():
-        if os.path.exists(f"/proc/self/ns/{name}") and not same(name):
-            flags |= flag
-    return flags
+def _namespace_flags() -> int:
+    """The CLONE_ flags of every namespace (of `NAMESPACES`) this kernel knows, all joined at once through
+    the client's pidfd: the sandbox's where it has one, the same as this zygote's where it has none."""
+    return sum(flag for name, flag in NAMESPACES.items() if os.path.exists(f"/proc/self/ns/{name}"))
 
 
-def _sandboxed_drop(uid: int, rlimits: list[list[int]]):
-    """What a sandboxed kernel does as root before anything else: limits, no new privileges, its user."""
+def _namespace_ids() -> dict[str, int]:
+    """This process's mount and PID namespaces (inode numbers); a kernel in a sandbox must have others."""
+    return {name: os.stat(f"/proc/self/ns/{name}").st_ino for name in ("mnt", "pid")}
+
+
+def _sandboxed_drop(uid: int, rlimits: list[list[int]], outside: dict[str, int] | None):
+    """What a sandboxed kernel does as root before anything else: limits, no new privileges, its user.
+    ``outside``: the zygote's namespaces, which the kernel must not share (None: the client has none of its
+    own). Any of these steps failing ends the kernel (125) before it runs anything."""
 
     def drop() -> None:
         import ctypes
         import resource
 
+        if outside is not None and set(_namespace_ids().items()) & set(outside.items()):
+            os._exit(125)  # not in the sandbox after all
         for which, value in rlimits:
             resource.setrlimit(which, (value, value))
-        ctypes.CDLL(None).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        if ctypes.CDLL(None).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            os._exit(125)
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-        if os.getuid() != uid or os.geteuid() != uid or os.getgid() != uid:
+        if os.getuid() != uid or os.geteuid() != uid or os.getgid() != uid or _status("CapEff") != "0" * 16:
             os._exit(125)
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
     return drop
 
 
-def _fork_into(pidfd: int, conn: socket.socket, fds: list[int], request: dict, order: dict) -> int:
-    """Fork a kernel into the namespaces of the process ``pidfd`` refers to; its pid (this zygote's view),
-    or 0 when that failed. The kernel becomes this zygote's child (it is a child subreaper)."""
-    import ctypes
+def _status(field: str) -> str:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return line.split()[1]
+    return ""
 
-    flags = _namespaces_to_join(order["pid"])
+
+def _fork_into(pidfd: int, conn: socket.socket, order: dict, outside: dict[str, int]) -> int:
+    """Fork a kernel into the namespaces of the process ``pidfd`` refers to; its pid (this zygote's view),
+    or 0 when that failed. The kernel becomes this zygote's child (it is a child subreaper).
+
+    A middle child reads the client's request (so this zygote never holds a client's bytes, which every
+    later kernel would inherit), joins the namespaces, forks the kernel there and ends. Joining goes
+    through the pidfd alone: if the client has ended, ``setns`` fails and there is no kernel."""
     report_r, report_w = os.pipe()
     middle = os.fork()
-    if middle == 0:  # joins the namespaces, forks the kernel there, and ends: the kernel is re-parented here
+    if middle == 0:
         try:
             os.close(report_r)
-            if flags and ctypes.CDLL(None, use_errno=True).setns(pidfd, flags) != 0:
+            _KERNELS.clear()  # the other kernels' pids and connections are not this one's business
+            signal.alarm(REQUEST_S)  # a client that stalls its request ends this child, not the zygote
+            fds, request = read_request(conn)
+            signal.alarm(0)
+            if _setns(pidfd, _namespace_flags()) != 0:
                 os._exit(2)
+            drop = _sandboxed_drop(
+                order["uid"], order["rlimits"], outside if order.get("sandboxed") else None
+            )
             kernel = os.fork()
             if kernel == 0:
                 os.close(report_w)
-                become_kernel(conn, fds, request, _sandboxed_drop(order["uid"], order["rlimits"]))
+                become_kernel(conn, fds, request, drop)
             os.write(report_w, f"{kernel}\n".encode())
+        except BaseException as exc:
+            print(f"kernel zygote: no kernel for this client ({type(exc).__name__}: {exc})", file=sys.stderr)
         finally:
+            sys.stderr.flush()
             os._exit(0)
     os.close(report_w)
-    with os.fdopen(report_r, "rb") as report:
-        line = report.readline()
-    os.waitpid(middle, 0)
+    try:
+        ready, _, _ = select.select([report_r], [], [], 2 * REQUEST_S)
+        line = os.read(report_r, 64) if ready else b""
+    finally:
+        os.close(report_r)
+        if not line:
+            with contextlib.suppress(OSError):
+                os.kill(middle, signal.SIGKILL)
+        os.waitpid(middle, 0)
     return int(line or 0)
+
+
+def _setns(fd: int, flags: int) -> int:
+    """``setns(2)``; 0 on success."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).setns(fd, flags)
 
 
 def _inner_pid(pid: int) -> int:
@@ -315,14 +366,14 @@ def serve_sandboxed(control_fd: int) -> None:
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     control = socket.socket(fileno=control_fd)
     warm()
+    outside = _namespace_ids()
     print(READY, flush=True)
     wake_r = wake_on_children()
-    kernels: dict[int, socket.socket] = {}
     while True:
         ready, _, _ = select.select([control, wake_r], [], [])
         if wake_r in ready:
             drain(wake_r)
-            reap(kernels)
+            reap(_KERNELS)
         if control not in ready:
             continue
         try:
@@ -336,39 +387,28 @@ def serve_sandboxed(control_fd: int) -> None:
                 os.close(fd)
             continue
         conn = socket.socket(fileno=passed[0])
-        pidfd = passed[1]
         pid = 0
         try:
-            order = json.loads(message)
-            conn.settimeout(10)
-            fds, request = read_request(conn)
-            conn.settimeout(None)
             sys.stdout.flush()
             sys.stderr.flush()
-            try:
-                pid = _fork_into(pidfd, conn, fds, request, order)
-            finally:
-                for fd in fds:
-                    os.close(fd)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            pid = _fork_into(passed[1], conn, json.loads(message), outside)
+        except Exception as exc:  # noqa: BLE001 - whatever one order does, the zygote serves the next
             print(f"kernel zygote: no kernel for this client ({type(exc).__name__}: {exc})", file=sys.stderr)
         finally:
-            os.close(pidfd)
+            os.close(passed[1])
         inner = 0
-        try:
+        with contextlib.suppress(OSError):
             inner = _inner_pid(pid) if pid else 0
             conn.sendall(f"{inner}\n".encode())
-        except OSError:
-            pass
         try:
             control.send(json.dumps({"pid": inner}).encode())  # the grader counts the kernels it got
         except OSError:
             return
-        if pid:
-            kernels[pid] = conn
+        if inner:
+            _KERNELS[pid] = conn
         else:
             conn.close()
-        reap(kernels)
+        reap(_KERNELS)
 
 
 def main(argv: list[str]) -> int:

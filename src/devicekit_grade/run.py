@@ -227,8 +227,7 @@ class Context:
         self._zygote_lock = threading.Lock()
         self._zygote_hidden: list[str] = []
         self.kernels: warm_kernels.KernelZygote | None = None
-        # bubblewrap as root only for now: --isolation user has not been tried with forked kernels
-        if warm_kernels.available(self.as_root and self.mode == "bwrap", options.kernel):
+        if warm_kernels.available(self.as_root and self.mode in ("bwrap", "user"), options.kernel):
             env = sandbox.make_box(self.root, None).env({})
             self.kernels = warm_kernels.KernelZygote(env, self.root / "kernel-zygote.log")
             self.kernels.start()
@@ -695,15 +694,12 @@ def _kernel_socket(ctx: Context, box: sandbox.Box, gate: Path) -> socket.socket 
 
 
 def _hand_over_kernel(ctx: Context, forks: socket.socket, worker: int, box: sandbox.Box) -> None:
-    """Pass the client's connection to the zygote, then close the socket (unlinked with the box)."""
+    """Pass the client's connection to the zygote; ``forks`` is closed and removed once it accepted."""
     assert ctx.kernels is not None and box.uid is not None
     limits = ctx.options.limits
-    address = forks.getsockname()
     rlimits = sandbox.rlimits(limits, sandbox.nproc_limit(limits, box.uid))
-    ctx.kernels.hand_over(forks, worker, box.uid, rlimits)
+    ctx.kernels.hand_over(forks, worker, box.uid, rlimits, ctx.mode == "bwrap" or ctx.namespaces)
     forks.close()
-    with contextlib.suppress(OSError):
-        os.unlink(address)
 
 
 def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) -> Execution:

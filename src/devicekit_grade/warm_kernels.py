@@ -106,12 +106,18 @@ class KernelZygote:
         (folder / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
 
     def hand_over(
-        self, listener: socket.socket, worker: int, uid: int, rlimits: list[tuple[int, int]]
+        self, listener: socket.socket, worker: int, uid: int, rlimits: list[tuple[int, int]], sandboxed: bool
     ) -> bool:
-        """Accept the client's connection on ``listener``; when its peer is a process of ``uid`` below
-        ``worker``, pass it and a pidfd of the peer to the zygote. False when nothing was handed over (the
+        """Accept the client's connection on ``listener``, then close and remove ``listener`` (before any
+        kernel exists); when the peer is a process of ``uid`` below ``worker``, pass the connection and a
+        pidfd of the peer to the zygote. ``sandboxed``: the client has mount and PID namespaces of its own
+        (the kernel checks it is in others than the zygote's). False when nothing was handed over (the
         client, seeing its connection close, starts a kernel of its own)."""
         conn, _ = listener.accept()
+        address = listener.getsockname()
+        listener.close()
+        with contextlib.suppress(OSError):
+            os.unlink(address)
         pidfd = -1
         try:
             creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -125,11 +131,11 @@ class KernelZygote:
                 or pid not in sandbox.descendants(worker)
             ):
                 return False
-            order = json.dumps({"pid": pid, "uid": uid, "rlimits": [list(p) for p in rlimits]}).encode()
+            order = {"pid": pid, "uid": uid, "rlimits": [list(p) for p in rlimits], "sandboxed": sandboxed}
             with self._lock:
                 if not self.alive:
                     return False
-                socket.send_fds(self._control, [order], [conn.fileno(), pidfd])
+                socket.send_fds(self._control, [json.dumps(order).encode()], [conn.fileno(), pidfd])
                 self._control.settimeout(ANSWER_S)
                 try:
                     answer = json.loads(self._control.recv(4096) or b"{}")
