@@ -89,7 +89,7 @@ def build_class(folder: Path, size: int, only: list[str] | None = None) -> Count
 
 def grade(subs: Path, out: Path, args: argparse.Namespace, env: dict[str, str]) -> tuple[list, float] | int:
     """Grade ``subs`` into ``out`` as an instructor would; the rows and the wall time, or the exit status."""
-    cmd = [sys.executable, "-m", "devicekit_grade", "--out", str(out), "-j", str(args.jobs), "-q"]
+    cmd = [sys.executable, "-m", "devicekit_grade", "--out", str(out), "-j", str(args.jobs)]
     cmd += args.extra.split()
     cmd += ["--timeout", str(args.timeout), "--notebook-timeout", str(6 * args.timeout), str(subs)]
     started = time.monotonic()
