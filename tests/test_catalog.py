@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import warnings
 from pathlib import Path
 
@@ -91,12 +90,10 @@ def test_python_and_javascript_agree_on_chinese_text_around_devices():
     assert explain(texts[0]).devices == ("cuda:0", "cpu")
 
 
-def test_extraction_is_linear_not_quadratic():
-    # 269 s before (quadratic overlap check); the bound is generous for a busy 2-core laptop.
-    start = time.perf_counter()
+def test_a_paste_of_forty_thousand_mentions_names_each_device_once():
+    # how long it takes is benchmarks/bench_explain.py's business (it was quadratic: 269 s for the first)
     assert explain("cuda:" * 40_000).devices == ("cuda",)
     assert extract_devices("cuda:0 " * 40_000) == ("cuda:0",)
-    assert time.perf_counter() - start < 20
 
 
 def test_warning_message_without_category():

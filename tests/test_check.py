@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import pickle
-import time
 from collections import namedtuple
 from dataclasses import dataclass
 
@@ -417,17 +416,12 @@ def _resnet50_like_on_meta() -> nn.Module:
         return nn.Sequential(*layers)
 
 
-def test_resnet50_sized_model_is_checked_quickly():
+def test_a_resnet50_sized_model_is_checked_whole():
     model = _resnet50_like_on_meta()
     report = check_devices(model, torch.zeros(2, 3, 8, 8, device=META))
     assert (report.n_parameters, report.n_buffers) == (161, 159)
     assert sum(p.numel() for p in model.parameters()) > 25_000_000
-    best = float("inf")
-    for _ in range(20):
-        t0 = time.perf_counter()
-        check_devices(model, torch.zeros(2, 3, 8, 8, device=META))
-        best = min(best, time.perf_counter() - t0)
-    assert best < 0.02  # benchmarks/bench_check.py measures ~0.6 ms; this only catches a gross regression
+    # how fast: benchmarks/bench_check.py (about 0.6 ms), not a timed test
 
 
 def test_cpu_lengths_are_accepted_and_skip_keys_skips():
