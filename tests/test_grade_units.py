@@ -29,7 +29,7 @@ from course_tools.submissions import (
 from devicekit_grade import discover, lms, sandbox
 from devicekit_grade.released import CHECK_CALL, Released, expected_error_cells, integrity
 from devicekit_grade.report import MergeError, atomic_write, load, to_csv, to_html, write_all
-from devicekit_grade.run import ExerciseGrade, Grade
+from devicekit_grade.run import ExerciseGrade, Grade, unchecked
 
 LABS = graded_labs()
 RELEASED = Released(LABS_DIR, SOLUTIONS)
@@ -394,6 +394,9 @@ def test_the_zygote_forks_fresh_evaluators_and_falls_back_when_it_is_gone(tmp_pa
         for answer in answers:
             assert [r["status"] for r in answer["results"]] == ["not-evaluated"] * 3, answer
             assert "never reached the end" in answer["results"][0]["why"]
+            how, en, zh = unchecked(answer["results"][0], "move_batch", stopped=False)
+            assert how == "not-run" and "never reached the end" in en
+            assert zh == "无法检查：notebook 没有运行到最后，所以收不到它的答案。"
         ctx.stop_zygote()
         assert not ctx.forks
         listener = socket.socket(socket.AF_UNIX)

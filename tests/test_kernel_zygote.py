@@ -161,3 +161,27 @@ def test_a_kernel_ends_with_its_client_and_the_client_with_its_kernel(zygote, tm
     finally:
         kc.stop_channels()
         km.cleanup_resources()
+
+
+def test_a_kernel_outlives_its_zygote_and_its_client_waits_for_it(tmp_path):
+    """When the zygote ends first, the kernels it forked go on, and each client still ends with its kernel
+    (the kernel holds their connection open: the client reads its end only once the kernel has ended)."""
+    address = str(tmp_path / "z.sock")
+    server = subprocess.Popen(
+        [sys.executable, kernel_zygote.__file__, "serve", address], stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout.readline().strip() == kernel_zygote.READY
+    argv = [sys.executable, "-I", kernel_zygote.__file__, "connect", address, "-f", "{connection_file}"]
+    km, kc = start(argv, tmp_path)
+    try:
+        client = km.provisioner.process
+        server.kill()
+        server.wait()
+        text, errors = run(kc, "import os\nprint(os.getpid())")
+        assert not errors and client.poll() is None, "the kernel and its client outlived the zygote"
+        os.kill(int(text), signal.SIGKILL)
+        assert client.wait(timeout=60) == 1, "the client ends when its kernel does"
+    finally:
+        kc.stop_channels()
+        km.cleanup_resources()
+        server.stdout.close()

@@ -31,7 +31,7 @@ import os
 import socket
 import struct
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from devicekit_grade import wire
 
@@ -39,7 +39,15 @@ HANDLE = "__devicekit_grade_handle__"
 
 
 class KernelGone(Exception):
-    """The kernel stopped answering (time limit, crash, or a reply that is not plain data)."""
+    """The kernel stopped answering (time limit, crash, or a reply that is not plain data); ``args``: why,
+    in English and in Chinese."""
+
+    def __init__(self, en: str, zh: str) -> None:
+        super().__init__(en, zh)
+        self.en, self.zh = en, zh
+
+    def __str__(self) -> str:
+        return self.en
 
 
 class NeedsObject(Exception):
@@ -112,7 +120,8 @@ def _raise_as_learner(kind: str, builtin: bool, message: str, line: int, mro: An
 
 class Channel:
     def __init__(self, sock: socket.socket, timeout: float) -> None:
-        self.sock, self.timeout, self.broken = sock, timeout, ""
+        self.sock, self.timeout = sock, timeout
+        self.broken, self.broken_zh = "", ""  # why the channel broke (en, zh); empty while it works
         self.nondata = False  # set when the current check met an object that is not plain data
         self.raised = False  # set when the learner's code raised (other than the lab's stub)
 
@@ -129,7 +138,7 @@ class Channel:
 
     def request(self, message: dict[str, Any], stop: bool = False) -> Any:
         if self.broken:
-            raise KernelGone(self.broken)
+            raise KernelGone(self.broken, self.broken_zh)
         for key in ("args", "kwargs"):
             if key in message:
                 message[key] = self._plain(message[key])
@@ -142,11 +151,12 @@ class Channel:
             wire.send(self.sock, message)
             reply = wire.receive(self.sock)
         except TimeoutError:
-            self.broken = f"the notebook's code did not answer within {self.timeout:.0f} s"
-            raise KernelGone(self.broken) from None
+            self._break(
+                f"the notebook's code did not answer within {self.timeout:.0f} s",
+                f"notebook 的代码在 {self.timeout:.0f} 秒内没有应答",
+            )
         except (OSError, wire.WireError) as exc:
-            self.broken = f"the kernel stopped answering ({exc})"
-            raise KernelGone(self.broken) from None
+            self._break(f"the kernel stopped answering ({exc})", f"内核不再应答（{exc}）")
         kind = reply.get("kind") if isinstance(reply, dict) else None
         if kind in ("data", "observations"):
             return reply.get("value")
@@ -172,8 +182,13 @@ class Channel:
                 int(reply.get("line") or 0),
                 reply.get("mro"),
             )
-        self.broken = "the kernel sent an answer the grader does not understand"
-        raise KernelGone(self.broken)
+        self._break(
+            "the kernel sent an answer the grader does not understand", "内核发来了评分器无法理解的应答"
+        )
+
+    def _break(self, en: str, zh: str) -> NoReturn:
+        self.broken, self.broken_zh = en, zh
+        raise KernelGone(en, zh) from None
 
 
 _MISSING = object()
@@ -272,8 +287,10 @@ def _accept(listener: socket.socket, uid: int | None, timeout: float) -> socket.
 
 
 def evaluate(
-    lab: str, channel: Channel | None, why_not: str, hidden: dict[str, Any] | None = None
+    lab: str, channel: Channel | None, why_not: tuple[str, str], hidden: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
+    """Each exercise of ``lab`` judged through ``channel``; without one, every exercise is not evaluated,
+    for the reason ``why_not`` (en, zh). A row's ``why`` and ``why_zh`` say why it could not be checked."""
     from devicekit_labs import exercises_for, run
 
     hidden = hidden or {}
@@ -289,12 +306,12 @@ def evaluate(
         if not ex.target:
             row["status"] = "no-target"
         elif channel is None:
-            row["status"], row["why"] = "not-evaluated", why_not
+            row["status"], row["why"], row["why_zh"] = "not-evaluated", *why_not
         elif is_judged:
             try:
                 value = channel.request({"op": "probe", "key": ex.key, "name": ex.target})
             except KernelGone as gone:
-                row["status"], row["why"] = "not-evaluated", str(gone)
+                row["status"], row["why"], row["why_zh"] = "not-evaluated", gone.en, gone.zh
                 row["seconds"] = round(time.monotonic() - started, 2)
                 out.append(row)
                 continue
@@ -331,7 +348,7 @@ def evaluate(
             try:
                 value = channel.request({"op": "get", "name": ex.target})
             except KernelGone as gone:
-                row["status"], row["why"] = "not-evaluated", str(gone)
+                row["status"], row["why"], row["why_zh"] = "not-evaluated", gone.en, gone.zh
                 row["seconds"] = round(time.monotonic() - started, 2)
                 out.append(row)
                 continue
@@ -350,11 +367,15 @@ def evaluate(
                         "this exercise still has a legacy one-piece check, which needs the notebook's own "
                         "objects; the grader judges only data (update devicekit_labs to the two-part checks)"
                     )
+                    row["why_zh"] = (
+                        "这道练习还在用旧式的一体检查，它需要 notebook 里的对象本身，而评分器只评判数据"
+                        "（请把 devicekit_labs 更新为两段式检查）"
+                    )
                 else:
                     row.update(status="checked", how="legacy", passed=result.passed)
                     row.update(en=result.en, zh=result.zh)
                 if channel.broken:
-                    row["why"] = channel.broken
+                    row["why"], row["why_zh"] = channel.broken, channel.broken_zh
             channel.nondata = channel.raised = False
         row["seconds"] = round(time.monotonic() - started, 2)
         out.append(row)
@@ -415,15 +436,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         listener = socket.socket(fileno=args.fd)
-        channel, why = None, ""
+        channel, why = None, ("", "")
         try:
             conn = _accept(listener, args.uid, args.connect_timeout)
             conn.settimeout(args.timeout)
             channel = Channel(conn, args.timeout)
         except TimeoutError:
-            why = "the notebook never reached the end of its run, so its answers could not be collected"
+            why = (
+                "the notebook never reached the end of its run, so its answers could not be collected",
+                "notebook 没有运行到最后，所以收不到它的答案",
+            )
         except OSError as exc:
-            why = f"no connection from the kernel ({exc})"
+            why = (f"no connection from the kernel ({exc})", f"内核没有连上评分器（{exc}）")
         result["results"] = evaluate(args.lab, channel, why, load_hidden(args.hidden).get(args.lab, {}))
         if channel is not None:
             try:

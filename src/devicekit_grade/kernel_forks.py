@@ -85,7 +85,10 @@ def connect(address: str, kernel_argv: list[str]) -> int:
 
     for name in FORWARDED:
         signal.signal(getattr(signal, name), forward)
-    code = int(replies.readline() or 1)  # the zygote writes the kernel's exit code when it ends
+    try:  # the zygote writes the kernel's exit code when it ends; the kernel holds the connection open too,
+        code = int(replies.readline() or 1)  # so without a zygote the line is empty only once it has ended
+    except (OSError, ValueError):
+        code = 1
     if code < 0:  # ended by a signal: end the same way, as Jupyter would see a kernel of its own end
         if -code != signal.SIGKILL:
             signal.signal(-code, signal.SIG_DFL)

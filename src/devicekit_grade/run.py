@@ -945,6 +945,19 @@ NOT_RUN = {
 }
 
 
+def unchecked(row: dict[str, Any], target: object, stopped: bool) -> tuple[str, str, str]:
+    """An exercise the evaluator could not check: ``how`` (not-reached, not-run) and why, in English and
+    Chinese, from its row (``status``, ``why``, ``why_zh``); ``stopped``: the run stopped at a fatal cell."""
+    why = str(row.get("status"))
+    if stopped and why in ("target-missing", "not-evaluated"):
+        why = "stopped"
+    texts = NOT_RUN.get(why, NOT_RUN["not-evaluated"])
+    detail = str(row.get("why") or "the kernel did not answer")
+    detail_zh = str(row.get("why_zh") or ("内核没有应答" if not row.get("why") else detail))
+    en, zh = texts[0].format(target=target, why=detail), texts[1].format(target=target, why=detail_zh)
+    return ("not-reached" if why == "stopped" else "not-run"), en, zh
+
+
 def _score(
     grade: Grade, nb: Any, ctx: Context, first: Execution, second: Execution | None, fatal: int | None
 ) -> None:
@@ -963,7 +976,14 @@ def _score(
             what = f"{str(event.get('ename'))[:100]}: {str(event.get('evalue'))[:500]}".rstrip(": ")
             if index == 0:
                 raise BadSubmission("error", f"the grader's setup cell failed in the kernel: {what}")
-            if index > len(nb.cells):
+            if index > len(nb.cells):  # the answer cell: its exercises are not checked, and this says why
+                grade.notes.append(
+                    (
+                        f"the grader's answer cell failed in the kernel: {what}",
+                        f"评分器的收集单元格在内核里出错：{what}",
+                    )
+                )
+                reasons.append(f"the grader's answer cell failed: {what}")
                 continue
             grade.notes.append((f"error in {en}: {what}", f"{zh}出错：{what}"))
             reasons.append(f"error in {en}: {what}")
@@ -1084,13 +1104,7 @@ def _score(
             seconds = float(row.get("seconds") or 0.0)
             grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), how, en, zh, seconds))
             continue
-        why = str(row.get("status"))
-        if fatal is not None and why in ("target-missing", "not-evaluated"):
-            why = "stopped"
-        texts = NOT_RUN.get(why, NOT_RUN["not-evaluated"])
-        detail = str(row.get("why") or "the kernel did not answer")
-        en, zh = (t.format(target=target, why=detail) for t in texts)
-        how = "not-reached" if why == "stopped" else "not-run"
+        how, en, zh = unchecked(row, target, stopped=fatal is not None)
         grade.exercises.append(ExerciseGrade(number, key, False, how, head_en + en, head_zh + zh))
     if any(e.how == "not-run" for e in grade.exercises):
         grade.flags.append("check-not-run")

@@ -60,6 +60,7 @@ class KernelZygote:
         self._proc: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
+        self._stalled = False  # an answer came too late: no more orders
         self.offered = 0  # sandboxes given the client's kernelspec
         self.forked = 0  # of which got a forked kernel (the others started one of their own)
 
@@ -93,7 +94,12 @@ class KernelZygote:
 
     @property
     def alive(self) -> bool:
-        return self._control is not None and self._proc is not None and self._proc.poll() is None
+        return (
+            not self._stalled
+            and self._control is not None
+            and self._proc is not None
+            and self._proc.poll() is None
+        )
 
     def kernelspec(self, home: Path, address: str) -> None:
         """Write the client's kernelspec into a sandbox's Jupyter data folder (``home`` is the box's)."""
@@ -140,8 +146,7 @@ class KernelZygote:
                 try:
                     answer = json.loads(self._control.recv(4096) or b"{}")
                 except TimeoutError:  # a late answer would be taken for the next order's: no more orders
-                    self._control.close()
-                    self._control = None
+                    self._stalled = True  # (the zygote stays: the kernels it forked are running)
                     return False
                 if answer.get("pid"):
                     self.forked += 1

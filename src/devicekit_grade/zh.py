@@ -127,6 +127,7 @@ TEMPLATES: list[tuple[str, object]] = [
     (r"^not graded: (.*)$", "未评分：{1}"),
     (r"^the grader failed on this file: (.*)$", "评分器处理这个文件时出错：{1}"),
     (r"^the grader's setup cell failed in the kernel: (.*)$", "评分器的准备单元格在内核中出错：{1}"),
+    (r"^the grader's answer cell failed: (.*)$", "评分器的收集单元格出错：{1}"),
     (r"^(.*) is a symbolic link: not copied$", "{1} 是符号链接：没有复制"),
     (r"^(.*) not copied: over the (\d+) MB limit$", "{1} 没有复制：超过 {2} MB 的上限"),
 ]
