@@ -166,14 +166,14 @@ def test_a_submission_that_kills_its_parents_only_ends_itself(graded):
 
 def _kernels_line(graded) -> str:
     """The run's "Kernels: F of O forked" line: present when the grader forked its kernels
-    (`devicekit_grade.warm_kernels`: root with a user per submission, bubblewrap or ``--isolation user``)."""
+    (`devicekit_grade.warm_kernels`: root, bubblewrap, a user per submission)."""
     return next((x for x in graded["stdout"].splitlines() if x.startswith("Kernels: ")), "")
 
 
 def test_every_kernel_of_the_class_is_forked_warm_when_the_grader_is_root(graded):
     line = _kernels_line(graded)
     if not line:
-        pytest.skip("kernels are forked only when the grader runs as root with a user per submission")
+        pytest.skip("kernels are forked only when the grader runs as root, under bubblewrap")
     forked, _, rest = line.removeprefix("Kernels: ").partition(" of ")
     offered = rest.split(" ", 1)[0]
     assert int(forked) == int(offered) >= len(LABS), line

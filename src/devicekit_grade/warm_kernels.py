@@ -2,7 +2,7 @@
 kernel is forked, already warm, into that submission's sandbox, instead of starting Python and importing
 torch again (about 5 s of CPU per notebook on a 2-core machine).
 
-Only when the grader runs as root with a user per submission (``--isolation user`` or bubblewrap as root):
+Only when the grader runs as root under bubblewrap, with a user per submission (`run.Context` decides):
 the zygote must be allowed to join the sandbox's namespaces and to switch to the submission's user. The
 grader gives each sandbox a kernelspec whose command is the client (`kernel_forks.connect`) and a socket
 of its own for it; it accepts one connection there, checks that the peer is a process of that submission's
