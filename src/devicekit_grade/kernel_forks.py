@@ -252,8 +252,8 @@ def drain(fd: int) -> None:
 
 
 def _namespace_flags() -> int:
-    """The CLONE_ flags of every namespace (of `NAMESPACES`) this kernel knows, all joined at once through
-    the client's pidfd: the sandbox's where it has one, the same as this zygote's where it has none."""
+    """The CLONE_ flags of every namespace (of `NAMESPACES`) this Linux has, all joined at once through the
+    client's pidfd: the sandbox's where it has one of its own, the zygote's own where it has not."""
     return sum(flag for name, flag in NAMESPACES.items() if os.path.exists(f"/proc/self/ns/{name}"))
 
 
@@ -327,6 +327,7 @@ def _fork_into(pidfd: int, conn: socket.socket, order: dict, outside: dict[str, 
             sys.stderr.flush()
             os._exit(0)
     os.close(report_w)
+    line = b""
     try:
         ready, _, _ = select.select([report_r], [], [], 2 * REQUEST_S)
         line = os.read(report_r, 64) if ready else b""
