@@ -72,6 +72,26 @@ def test_two_uid_pools_never_hand_out_the_same_user(tmp_path):
     assert a.holds(taken_a[1]) and not a.holds(taken_b[0])
 
 
+def test_a_lock_whose_file_was_removed_meanwhile_does_not_count(tmp_path, monkeypatch):
+    # run A releases a user (removes its lock file, then closes it) just as run B, which opened the old
+    # file, locks it; a third run has created the file anew: B's lock is on a removed file and holds nothing
+    import fcntl
+
+    pool = sandbox.UidPool(1_990_000_000, tmp_path)
+    first = pool._next
+    real_flock, raced = fcntl.flock, []
+
+    def flock(fd, op):
+        real_flock(fd, op)
+        if not raced:
+            raced.append(fd)
+            (tmp_path / f"{first}.lock").unlink()
+            (tmp_path / f"{first}.lock").touch()
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    assert pool.take() == first + 1
+
+
 def test_two_runs_start_at_different_offsets(tmp_path):
     starts = {sandbox.UidPool(1_990_000_000, tmp_path)._next for _ in range(5)}
     assert len(starts) > 1

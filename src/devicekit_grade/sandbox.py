@@ -139,9 +139,14 @@ class UidPool:
                 self._next = self._base + (self._next - self._base + 1) % UID_SPAN
                 if uid in owners:
                     continue
-                fd = os.open(self._locks / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+                path = self._locks / f"{uid}.lock"
+                fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    # the lock of a file its holder removed meanwhile (`release`) locks nothing: another run
+                    # may already hold the file now at that path
+                    if os.stat(path).st_ino != os.fstat(fd).st_ino:
+                        raise FileNotFoundError(path)
                 except OSError:
                     os.close(fd)
                     continue
