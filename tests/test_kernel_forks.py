@@ -88,9 +88,7 @@ VALID = json.dumps({"argv": ["--version"], "cwd": "/", "env": {"PATH": os.defpat
     [(b"[1]\n", False), (b"[" * 100_000 + b"\n", False), (b'{"argv": [], "cwd": "/"', True)],
     ids=["a list", "nested past json's limit", "stalled"],
 )
-def test_a_request_it_cannot_read_costs_one_kernel_not_the_zygote(
-    zygote, bystander, payload, hold_open
-):
+def test_a_request_it_cannot_read_costs_one_kernel_not_the_zygote(zygote, bystander, payload, hold_open):
     proc, control = zygote
     answer, client = order(control, bystander.pid, request(payload, hold_open))
     assert answer == {"pid": 0}

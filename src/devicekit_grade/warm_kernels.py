@@ -131,11 +131,7 @@ class KernelZygote:
             pidfd = os.pidfd_open(pid)
             # checked after the pidfd is open: if that pid was reused meanwhile, the pidfd is of a process
             # that ended, and the zygote's setns fails
-            if (
-                peer_uid != uid
-                or sandbox.real_uid(pid) != uid
-                or pid not in sandbox.descendants(worker)
-            ):
+            if peer_uid != uid or sandbox.real_uid(pid) != uid or pid not in sandbox.descendants(worker):
                 return False
             order = {"pid": pid, "uid": uid, "rlimits": [list(p) for p in rlimits], "sandboxed": sandboxed}
             with self._lock:
