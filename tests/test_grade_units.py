@@ -396,7 +396,7 @@ def test_the_zygote_forks_fresh_evaluators_and_falls_back_when_it_is_gone(tmp_pa
             assert "never reached the end" in answer["results"][0]["why"]
             how, en, zh = unchecked(answer["results"][0], "move_batch", stopped=False)
             assert how == "not-run" and "never reached the end" in en
-            assert zh == "无法检查：notebook 没有运行到最后，所以收不到它的答案。"
+            assert zh == "无法检查：notebook 没有运行到最后，所以收集不到它的答案。"
         ctx.stop_zygote()
         assert not ctx.forks
         listener = socket.socket(socket.AF_UNIX)

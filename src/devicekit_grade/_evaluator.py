@@ -368,8 +368,8 @@ def evaluate(
                         "objects; the grader judges only data (update devicekit_labs to the two-part checks)"
                     )
                     row["why_zh"] = (
-                        "这道练习还在用旧式的一体检查，它需要 notebook 里的对象本身，而评分器只评判数据"
-                        "（请把 devicekit_labs 更新为两段式检查）"
+                        "这道练习仍是旧式的一体自测，需要 notebook 里的对象本身，而评分器只判定数据"
+                        "（请把 devicekit_labs 更新为两段式自测）"
                     )
                 else:
                     row.update(status="checked", how="legacy", passed=result.passed)
@@ -444,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         except TimeoutError:
             why = (
                 "the notebook never reached the end of its run, so its answers could not be collected",
-                "notebook 没有运行到最后，所以收不到它的答案",
+                "notebook 没有运行到最后，所以收集不到它的答案",
             )
         except OSError as exc:
             why = (f"no connection from the kernel ({exc})", f"内核没有连上评分器（{exc}）")

@@ -983,7 +983,7 @@ def _score(
                 grade.notes.append(
                     (
                         f"the grader's answer cell failed in the kernel: {what}",
-                        f"评分器的收集单元格在内核里出错：{what}",
+                        f"评分器的收集单元格在内核中出错：{what}",
                     )
                 )
                 reasons.append(f"the grader's answer cell failed: {what}")
