@@ -35,7 +35,7 @@ from grade_attacks.classroom import (
 )
 
 from course_tools.submissions import as_student_work, lab_notebook, solution_notebook, write
-from devicekit_grade import sandbox
+from devicekit_grade import sandbox, zh
 
 pytestmark = pytest.mark.integration  # the grader runs every notebook in kernels of its own
 
@@ -199,6 +199,13 @@ def test_a_forked_kernel_is_the_submissions_own_user_without_privileges_or_a_way
         assert seen["ppid"] == 0, "a forked kernel's parent (the zygote) is outside its PID namespace"
         assert seen["no_new_privs"] == "1"
     assert row(graded, "inspects-its-kernel.ipynb")["score"] == 3
+
+
+def test_an_error_in_the_graders_answer_cell_is_reported_not_dropped(graded):
+    r = row(graded, "breaks-answer-cell.ipynb")
+    assert r["score"] == 0 and "check-not-run" in r["flags"], r
+    assert "the grader's answer cell failed: OSError: answer cell blocked by the notebook" in r["reason"]
+    assert "评分器的收集单元格出错：OSError: answer cell blocked by the notebook" in zh.reason_zh(r["reason"])
 
 
 def test_overwriting_a_classmates_file_changes_not_their_grade(graded):

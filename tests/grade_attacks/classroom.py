@@ -175,6 +175,13 @@ raise RuntimeError("KERNEL-INSPECTION " + json.dumps({
 }, separators=(",", ":")))"""
 
 
+# the grader's answer cell connects to the evaluator with socket.socket.connect: a notebook that breaks it
+BREAK_ANSWER_CELL = """import socket
+def _refuse(self, address):
+    raise OSError("answer cell blocked by the notebook")
+socket.socket.connect = _refuse"""
+
+
 def colab_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in nb.cells:
         cell.metadata.pop("tags", None)
@@ -227,6 +234,9 @@ def build_class(root: Path, victims: Path) -> dict[str, str]:
     notebooks["zz-classmate.ipynb"] = solved_lab(LAB)
     notebooks["inspects-its-kernel.ipynb"] = insert_after(solved_lab(LAB), '"move-batch"', INSPECT)
     notebooks["colab-no-tags.ipynb"] = colab_copy(solved_lab(LAB))
+    notebooks["breaks-answer-cell.ipynb"] = insert_after(
+        solved_lab(LAB), '"predict-raises"', BREAK_ANSWER_CELL
+    )
     for name, make in JUDGED_CLASS.items():  # issue 22's attacks and a learner's own work (lab 1)
         notebooks[name] = make()
     for name, nb in notebooks.items():
