@@ -198,7 +198,9 @@ def become_kernel(conn: socket.socket, fds: list[int], request: dict, drop=None)
     if "numpy.random" in sys.modules:
         sys.modules["numpy.random"].seed()
     if "torch" in sys.modules:
-        sys.modules["torch"].seed()  # CPU; an accelerator's seed is queued until it is first used
+        # CPU now; CUDA's is queued until CUDA starts (torch/random.py seed -> torch/cuda/random.py
+        # manual_seed_all -> _lazy_call, v2.13.0): no accelerator is touched here
+        sys.modules["torch"].seed()
 
     def lifeline() -> None:  # the client's end closes only when it ends: then so does this kernel
         try:
