@@ -188,8 +188,10 @@ def install_block(lang: str, url: str, root=ROOT) -> str:
 
 
 def split(source: str) -> tuple[str, str]:
-    """A setup cell's source as (install block, the rest from ``import torch`` on); ValueError without it."""
+    """A setup cell's source as (install block without its blank lines, the rest from ``import torch`` on).
+
+    ValueError when no line is ``import torch``."""
     head, found, tail = source.partition(BLOCK_END)
     if not found:
         raise ValueError("the setup cell never imports torch on a line of its own")
-    return head, "import torch\n" + tail
+    return head.rstrip("\n"), "import torch\n" + tail
