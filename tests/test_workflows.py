@@ -192,12 +192,18 @@ def test_the_suite_runs_on_the_floor_the_pinned_release_and_the_newest_torch():
     assert matrix["pinned"]["torch"] == f"{torch_versions.pinned()}.*"
     assert matrix["pinned"]["pytest-args"] == "", "the stored outputs come from the pinned release"
     assert job["env"]["TORCH_VERSION"] == "${{ matrix.torch }}"
-    assert 'make test TORCH_SPEC="torch==$TORCH_VERSION" PYTEST_ARGS="$NBVAL_ARGS"' in _runs({"jobs": {"v": job}})
+    assert 'make test TORCH_SPEC="torch==$TORCH_VERSION" PYTEST_ARGS="$NBVAL_ARGS"' in _runs(
+        {"jobs": {"v": job}}
+    )
     newest = [j for name, j in workflow["jobs"].items() if name != "versions"]
     for other in newest:
-        assert "TORCH_SPEC" not in _runs({"jobs": {"j": other}}) + str(other.get("env", {})), "newest: the range"
+        assert "TORCH_SPEC" not in _runs({"jobs": {"j": other}}) + str(other.get("env", {})), (
+            "newest: the range"
+        )
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert f'dependencies = ["torch>={torch_versions.floor()}", ' in pyproject, "pyproject and Makefile disagree"
+    assert f'dependencies = ["torch>={torch_versions.floor()}", ' in pyproject, (
+        "pyproject and Makefile disagree"
+    )
 
 
 def test_every_workflow_that_installs_torch_uses_the_courses_range():
