@@ -66,6 +66,9 @@ def test_a_pth_source_folder_is_kept_package_by_package_and_a_folder_of_distribu
     (site / "shared.pth").write_text(f"# reuse\n{shared}\nimport os\n{tmp_path / 'gone'}\n", encoding="utf-8")
     needs = installed.kernel_needs(sites=[str(site)], meta_path=[])
     assert str(site) in needs.trees and str(shared) in needs.trees
+    assert needs.libraries == (str(site), str(shared)), (
+        "the evaluator's path: the site folder, then the shared"
+    )
     src = checkout / "src"
     assert {str(src / "course_pkg"), str(src / "single_module.py")} <= set(needs.packages)
     for never in (checkout, src, src / "notes", src / "course_pkg.egg-info", checkout / "solutions"):

@@ -57,6 +57,9 @@ class Needs:
 
     trees: tuple[str, ...]
     packages: tuple[str, ...]
+    #: the site folders and the folders of distributions their ``.pth`` files add, in ``sys.path`` order:
+    #: where the evaluator (``python -I -S``, no ``site``) finds torch and the other third-party packages
+    libraries: tuple[str, ...] = ()
 
     @property
     def paths(self) -> list[str]:
@@ -179,11 +182,13 @@ def kernel_needs(sites: list[str] | None = None, meta_path: list[Any] | None = N
         trees += _both(path)
     sites = site_dirs() if sites is None else sites
     packages: list[str] = []
+    libraries = list(sites)
     for folder in sites:
         trees += _both(folder)
         for entry in pth_entries(folder):
             if _is_store(entry):
                 trees += _both(entry)
+                libraries.append(entry)
             else:
                 for child in importable_children(entry):
                     packages += _both(child)
@@ -197,4 +202,4 @@ def kernel_needs(sites: list[str] | None = None, meta_path: list[Any] | None = N
     trees = [t for t in dict.fromkeys(trees) if os.path.exists(t)]
     packages = [p for p in dict.fromkeys(packages) if os.path.exists(p) and not _inside(p, trees)]
     packages = [p for p in packages if not _inside(p, [q for q in packages if q != p])]
-    return Needs(tuple(trees), tuple(packages))
+    return Needs(tuple(trees), tuple(packages), tuple(dict.fromkeys(libraries)))

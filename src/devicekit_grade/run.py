@@ -208,7 +208,9 @@ class Context:
         self.uids = sandbox.UidPool(options.uid_base)
         self.snapshot = snapshot_sources(options.checks)
         self.hidden = _read_hidden(options.hidden)
-        self.site = [p for p in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))]
+        # the site folders and the folders of distributions their .pth files add (a virtual environment that
+        # reuses another one's packages): what the evaluator, without `site`, puts on its path
+        self.site = list(self.needs.libraries)
         self.tampered: str = ""
         self.lock = threading.Lock()
         self.namespaces = self.mode in ("user", "none") and sandbox.namespaces_work()
