@@ -749,13 +749,13 @@ def preflight(ctx: Context) -> None:
             f"内核找不到或读不到 {'、'.join(map(str, missing))}。没有评分任何作业。"
         )
         if ctx.mode == "bwrap":
-            where = "; ".join(ctx.needs.paths)
+            where, where_zh = "; ".join(ctx.needs.paths), "；".join(ctx.needs.paths)
             en += (
                 f" The sandbox shows the kernel where this Python loads from: {where}. Install what is "
                 "missing there, or make it readable for other users."
             )
             zh += (
-                f"沙箱给内核看的，是这个 Python 加载代码的位置：{where}。"
+                f"沙箱给内核看的，是这个 Python 加载代码的位置：{where_zh}。"
                 "请把缺少的部分安装到这些位置，或让其他用户可以读取。"
             )
         else:
