@@ -483,7 +483,7 @@ def kernel_private(needs: Needs | None = None) -> str:
     import nbclient
 
     needs = kernel_needs() if needs is None else needs
-    paths = [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER)]
+    paths = [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER), *needs.trees]
     return sandbox.usable_by_others(paths, needs.packages)
 
 
