@@ -30,7 +30,8 @@ KNOWN = {
     "ddp-device-ids-cpu-module": "torch.distributed is not simulated in this change (nccl/gloo hooks only)",
     "nccl-cpu-tensor": "torch.distributed is not simulated in this change (no nccl backend on a CPU build)",
     "init-process-group-twice": "torch.distributed is not simulated in this change",
-    "oom": "no memory limit is simulated (the profile's total_memory is only reported)",
+    "oom": "same type and wording; the numbers are each process's own (the H200 process held 816 MiB of "
+    "CUDA context and 65 MiB of tensors; a simulated GPU holds only what the case allocated)",
 }
 
 

@@ -219,3 +219,27 @@ class _CudaInWorker(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         return torch.ones(1, device="cuda")
+
+
+def test_cuda_named_in_a_custom_backward_works_and_pytorchs_init_flag_is_cleared_after_the_block():
+    from devicekit.simulate import _lazyinit
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            # autograd runs this without the simulation's function mode: C++ sees device="cuda"
+            return grad * torch.full((1,), 2.0, device=grad.device)
+
+    with simulate():
+        x = torch.ones(2, device="cuda", requires_grad=True)
+        Twice.apply(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0] and x.grad.is_cuda
+        if sys.platform.startswith("linux"):
+            assert _lazyinit.is_set() is True  # PyTorch's C++ flag: CUDA "initialised"
+    if sys.platform.startswith("linux"):
+        assert _lazyinit.is_set() is False
+    _outside_is_a_cpu_only_machine()

@@ -40,6 +40,7 @@ def __getattr__(name: str) -> object:
         return module if name == "simulate" else module.is_simulated
     raise AttributeError(name)
 
+
 __all__ = [
     "ENV_VAR",
     "DeviceFinding",

@@ -55,9 +55,11 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
   per-device CPU generators: reproducible, never the GPU's Philox streams; ``torch.cuda.get_rng_state``
   returns a CPU generator's state, not CUDA's 16 bytes); ops without a ``generator`` argument (dropout)
   draw from the CPU's default generator;
-* memory: no limit and no out-of-memory error (the profile's ``total_memory`` is only reported);
-  ``memory_allocated`` counts live storages rounded to 512 bytes, ``memory_reserved`` equals it (no
-  caching allocator, no fragmentation);
+* memory: a factory (``torch.empty(..., device="cuda")``) or a copy to a simulated GPU that does not
+  fit the profile's ``total_memory`` raises CUDA's ``torch.OutOfMemoryError`` (with this process's
+  numbers); the results of other ops are never checked, so a model whose activations would not fit on the
+  GPU still runs. ``memory_allocated`` counts live storages rounded to 512 bytes; ``memory_reserved``
+  equals it (no caching allocator, no fragmentation, no CUDA context);
 * CUDA graphs, custom CUDA/Triton kernels, ``torch.compile`` (Inductor would generate CPU code or fail on
   the simulated tensors), ``torch.cuda.Stream``/``Event`` objects, NCCL and ``torch.distributed``
   (hooks left for a later change), IPC of CUDA tensors between processes, spawned DataLoader workers (a
@@ -69,11 +71,14 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
   ``meta:N`` where CUDA names ``cuda:N``;
 * autocast: see ``_amp`` (the policy is applied to the functions Python code calls, not inside C++
   composites, with two exceptions listed there; no cast cache);
-* a factory reached from inside a Python-level torch function (for example inside
-  ``F.multi_head_attention_forward``) with ``device=x.device`` runs PyTorch's lazy CUDA initialisation
-  in C++ once: afterwards, outside every block, ``torch.zeros(1, device="cuda")`` raises
-  ``NotImplementedError`` ("Could not run ... with arguments from the 'CUDA' backend") instead of
-  ``AssertionError: Torch not compiled with CUDA enabled``;
+* code that runs where no function mode is in force names a CUDA device to C++ directly: autograd's
+  backward runs custom ``Function.backward`` code and hooks without one, and a Python-level torch
+  function (``F.multi_head_attention_forward``) runs its body without one. The result is still right
+  (the dispatch mode is in force there), but PyTorch's one-way lazy CUDA initialisation runs; on Linux
+  ``_lazyinit`` sets its flag back when the block closes, elsewhere ``torch.zeros(1, device="cuda")``
+  after the block then raises ``NotImplementedError`` ("Could not run ... 'CUDA' backend") instead of
+  ``AssertionError: Torch not compiled with CUDA enabled``; ``torch.autograd.grad`` (unlike
+  ``Tensor.backward``) runs its hooks without the function mode;
 * threads started before the block, and tensors kept after it: a simulated tensor used after its block
   still computes, but ``torch.cuda`` no longer answers for it.
 """

@@ -44,8 +44,10 @@ _BANNED = (
     "safe to autocast."
 )
 # Python-visible names that are not ATen names, and composites whose inner ops CUDA would cast.
-_ALIASES = {"__matmul__": "matmul", "__rmatmul__": "matmul", "cross_entropy": "log_softmax"}
-_COMPOSITES = {"multi_head_attention_forward": "lower_precision_fp", "norm": "fp32"}
+_ALIASES = {"__matmul__": "matmul", "__rmatmul__": "matmul"}
+# cross_entropy: its log_softmax is fp32_set_opt_dtype and its nll_loss fp32 on CUDA, so its input is
+# computed in float32; casting the input first gives the same result
+_COMPOSITES = {"cross_entropy": "fp32", "multi_head_attention_forward": "lower_precision_fp", "norm": "fp32"}
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,7 +12,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..messages import Message, localised
-from . import _patches, _serialization, _state
+from . import _lazyinit, _patches, _serialization, _state
 from ._dispatch import SimulateDispatchMode
 from ._function import SimulateFunctionMode
 from .profiles import PROFILES, GpuProfile
@@ -210,5 +210,6 @@ class simulate(contextlib.ContextDecorator):  # noqa: N801 - used like a functio
                 _open -= 1
                 if _open == 0 and _installed:
                     _installed.pop().undo()
+                    _lazyinit.reset()
                 elif outer_generators is not None:
                     torch.cuda.default_generators = outer_generators

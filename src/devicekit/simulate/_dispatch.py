@@ -28,6 +28,7 @@ from .tensor import SimulatedTensor, pinned, wrap
 __all__ = ["SimulateDispatchMode", "handle"]
 
 _CPU = torch.device("cpu")
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _aten = torch.ops.aten
 _SET_STORAGE = _aten.set_.source_Storage_storage_offset
 
@@ -35,8 +36,17 @@ _SET_STORAGE = _aten.set_.source_Storage_storage_offset
 class SimulateDispatchMode(TorchDispatchMode):
     """The dispatch mode a `simulate` block pushes in each thread it runs in."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # PyTorch wraps a mode's __torch_dispatch__ in torch._disable_dynamo by default: a Python frame
+        # switch per op that costs more than the rest of the simulation's bookkeeping
+        return False
+
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        return handle(func, args, kwargs or {})
+        # the function mode has nothing to do below the dispatcher; without this guard every .size() or
+        # .stride() the simulation calls (backward runs with the function mode on) would go through it
+        with _NO_TORCH_FUNCTION():
+            return handle(func, args, kwargs or {})
 
 
 def _sim_index(device: Any) -> int | None:
@@ -60,7 +70,7 @@ def handle(func: Any, args: tuple, kwargs: dict) -> Any:
     """Run one ATen op under the simulated GPUs' rules (see the module docstring)."""
     index = -1
     simple = True
-    for value in args:
+    for value in (*args, *kwargs.values()) if kwargs else args:
         cls = type(value)
         if cls is SimulatedTensor:
             if index < 0:
@@ -76,23 +86,24 @@ def handle(func: Any, args: tuple, kwargs: dict) -> Any:
                         simple = False
                 elif isinstance(item, torch.Tensor):
                     simple = False
-        elif isinstance(value, torch.Tensor) or isinstance(value, torch.Generator):
+        elif isinstance(value, (torch.Tensor, torch.Generator, torch.device)):
             simple = False
-    if kwargs:
-        simple = False
-    if simple and index >= 0:
-        op = info(func)
-        if op.write_alias or op.seeded or op.key in _SPECIAL:
-            return _slow(func, op, args, kwargs)
+    op = info(func)
+    if simple and index >= 0 and not op.slow:
+        # every tensor on one simulated GPU: the op as on that GPU, run on the CPU tensors
         try:
-            out = func(*[_unwrap(a) for a in args])
+            if kwargs:
+                out = func(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+            else:
+                out = func(*[_unwrap(a) for a in args])
         except RuntimeError as exc:
             cuda = _with_cuda_wording(exc)
             if cuda is not None:
                 raise cuda from None
             raise
+        if op.write_alias:
+            return _finish(op, out, args, kwargs, index)
         return _wrap_result(out, index)
-    op = info(func)
     return _slow(func, op, args, kwargs)
 
 
@@ -179,6 +190,7 @@ def _slow_default(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
             call_args = (*call_args[:position], _CPU, *call_args[position + 1 :])
         if call_kwargs.get("pin_memory"):
             call_kwargs["pin_memory"] = False
+        _check_memory_for(func, call_args, call_kwargs, target)
     try:
         if op.seeded and call_kwargs.get("generator") is None:
             out = _with_device_generator(target, func, call_args, call_kwargs)
@@ -190,6 +202,31 @@ def _slow_default(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
             raise cuda from None
         raise
     return _finish(op, out, args, kwargs, target)
+
+
+def _check_memory_for(func: Any, args: tuple, kwargs: dict, index: int) -> None:
+    """A factory on a simulated GPU: its size, computed on ``meta`` first, must fit the profile's memory
+    (so a 1 TiB ``torch.empty`` raises CUDA's out-of-memory error instead of asking the CPU for it)."""
+    meta_kwargs = dict(kwargs)
+    meta_kwargs["device"] = torch.device("meta")
+    try:
+        shaped = func(*args, **meta_kwargs)
+    except Exception:  # noqa: BLE001 - the real call will raise its own error
+        return
+    outputs = shaped if isinstance(shaped, (tuple, list)) else (shaped,)
+    nbytes = sum(t.untyped_storage().nbytes() for t in outputs if isinstance(t, torch.Tensor))
+    _check_memory(index, nbytes)
+
+
+def _check_memory(index: int, nbytes: int) -> None:
+    machine = _state.active()
+    if machine is None or nbytes == 0:
+        return
+    rounded = -(-nbytes // 512) * 512
+    allocated = machine.allocated.get(index, 0)
+    if allocated + rounded > machine.profile.total_memory:
+        exc = _rules.oom_error(rounded, index, machine.profile.total_memory, allocated)
+        raise exc
 
 
 def _with_device_generator(index: int, func: Any, args: tuple, kwargs: dict) -> Any:
@@ -393,6 +430,8 @@ def _to_copy(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
         call["pin_memory"] = False
     inner = source._dk_inner if type(source) is SimulatedTensor else source
     if target is not None:
+        dtype = call.get("dtype") or inner.dtype
+        _check_memory(target, inner.numel() * torch.empty((), dtype=dtype, device="meta").element_size())
         call["device"] = _CPU
         out = func(inner, **call)
         if out is inner:
@@ -572,3 +611,4 @@ _SPECIAL = {
     "_local_scalar_dense": _to_cpu_scalar,
     "is_same_size": _to_cpu_scalar,
 }
+SPECIAL_KEYS = frozenset(_SPECIAL)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.utils._device as _device
 from torch.overrides import TorchFunctionMode
 
 from . import _amp, _rules, _state
@@ -28,6 +29,7 @@ from .tensor import SimulatedTensor, pinned
 __all__ = ["SimulateFunctionMode", "resolve"]
 
 _Tensor = torch.Tensor
+_BACKWARD = torch.Tensor.backward
 _META = [torch.device("meta", i) for i in range(64)]
 _RNN = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 
@@ -65,7 +67,11 @@ class SimulateFunctionMode(TorchFunctionMode):
         special = _SPECIAL.get(func)
         if special is not None:
             return special(func, args, kwargs)
+        if func is _BACKWARD:
+            return self._backward(*args, **kwargs)
         device = kwargs.get("device")
+        if device is None:
+            device = _default_cuda_device(func)
         if device is not None:
             kwargs = dict(kwargs)
             kwargs["device"] = resolve(device)
@@ -80,11 +86,39 @@ class SimulateFunctionMode(TorchFunctionMode):
                 return _call(func, name, args, kwargs)
         return _call(func, name, args, kwargs)
 
+    def _backward(
+        self,
+        tensor: torch.Tensor,
+        gradient: Any = None,
+        retain_graph: Any = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
+        """``Tensor.backward`` with this mode in force: autograd's engine runs the graph with the thread
+        state of the call, and a mode is off while its own ``__torch_function__`` runs, so custom
+        ``autograd.Function.backward`` code and hooks (``grad.device`` is ``cuda``) would reach C++ with
+        a CUDA device otherwise."""
+        with self:
+            torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
+
 
 def _call(func: Any, name: str, args: tuple, kwargs: dict) -> Any:
     if _amp.enabled():
         return _amp.call(func, name, args, kwargs)
     return func(*args, **kwargs)
+
+
+def _default_cuda_device(func: Any) -> Any:
+    """The default device for a factory under ``torch.set_default_device("cuda")`` or ``with
+    torch.device("cuda"):``. PyTorch's ``DeviceContext`` mode sits at the bottom of the mode stack
+    (``torch/utils/_device.py``), so it adds ``device="cuda"`` after this mode has run; it is added here
+    instead, so C++ never sees ``cuda``."""
+    if func not in _device._device_constructors():
+        return None
+    for mode in torch.overrides._get_current_function_mode_stack():
+        if isinstance(mode, _device.DeviceContext) and mode.device.type == "cuda":
+            return mode.device
+    return None
 
 
 def _to(func: Any, args: tuple, kwargs: dict) -> Any:

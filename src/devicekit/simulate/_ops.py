@@ -50,6 +50,8 @@ class OpInfo:
         write_alias: (result index, argument position, argument name) of results that are arguments
             written in place (``add_``'s ``self``, an ``out=`` tensor).
         seeded: the op draws random numbers (PyTorch's ``nondeterministic_seeded`` tag).
+        slow: the op always takes the careful path (it is random, moves data, takes a device, or has a
+            rule of its own), even when all its tensors are on one simulated GPU.
     """
 
     key: str
@@ -66,6 +68,7 @@ class OpInfo:
     generator: bool
     write_alias: tuple[tuple[int, int, str], ...]
     seeded: bool = False
+    slow: bool = False
 
 
 _cache: dict[Any, OpInfo] = {}
@@ -89,6 +92,9 @@ def info(func: Any) -> OpInfo:
             if arg.alias_info is not None and arg.alias_info.before_set == alias.before_set:
                 write_alias.append((r, a, arg.name))
                 break
+    from ._dispatch import SPECIAL_KEYS
+
+    seeded = torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())
     found = OpInfo(
         key=key,
         packet=schema.name,
@@ -103,7 +109,8 @@ def info(func: Any) -> OpInfo:
         device_arg="device" in names,
         generator="generator" in names,
         write_alias=tuple(write_alias),
-        seeded=torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()),
+        seeded=seeded,
+        slow=seeded or transfer or "device" in names or key in SPECIAL_KEYS or schema.name in SPECIAL_KEYS,
     )
     _cache[func] = found
     return found

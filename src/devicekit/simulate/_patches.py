@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from . import _rules, _state, _streams
+from . import _lazyinit, _rules, _state, _streams
 from .profiles import GpuProfile
 
 __all__ = ["Patches", "SimulatedDeviceProperties", "SimulatedGenerator"]
@@ -240,7 +240,7 @@ def cuda_functions(generators: tuple) -> dict[str, Callable[..., Any]]:
         "reset_max_memory_allocated": reset_peak_memory_stats,
         "mem_get_info": mem_get_info,
         "empty_cache": nothing,
-        "_lazy_init": nothing,
+        "_lazy_init": _lazyinit.called,
         "init": nothing,
         "is_initialized": lambda: True,
         "_is_in_bad_fork": lambda: _state.forked(),
@@ -304,7 +304,9 @@ def comm_functions() -> dict[str, Callable[..., Any]]:
     copies between simulated GPUs (``torch/csrc/cuda/comm.cpp`` does them with CUDA copies or NCCL)."""
 
     def cuda(index: int) -> torch.device:
-        return torch.device("cuda", index)
+        # meta:N is what the dispatch mode reads as cuda:N; asking C++ for cuda:N directly (these run in
+        # autograd's backward, where no function mode rewrites it) would start PyTorch's CUDA init
+        return torch.device("meta", index)
 
     def broadcast(tensor: torch.Tensor, devices: Any) -> list[torch.Tensor]:
         return [tensor if tensor.get_device() == d else tensor.to(cuda(d)) for d in devices]

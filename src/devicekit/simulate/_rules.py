@@ -18,6 +18,8 @@ Where each text comes from:
   GPUs are available" (``c10/cuda/CUDAFunctions.cpp``, ``device_count_ensure_non_zero``), the bias form of
   convolution's check (``Convolution.cpp``, ``check_input_same_type_as_parameters``),
   ``variable.set_data(tensor)`` (``torch/csrc/autograd/python_variable.cpp``);
+* recorded, with this process's numbers (they differ from run to run, the wording does not): CUDA's
+  out-of-memory message (``oom``; ``c10/cuda/CUDACachingAllocator.cpp``, ``format_size``);
 * not recorded and not in a CPU build: "CUDA error: invalid device ordinal" (``c10/cuda/CUDAException.cpp``
   and ``CUDAMiscFunctions.cpp``, read from PyTorch's main branch as stored by the course's search tool, not
   at the v2.13.0 tag): its first two lines are certain, the lines after them vary between releases.
@@ -184,4 +186,32 @@ def bad_fork_error() -> BaseException:
         RuntimeError,
         "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the "
         "'spawn' start method",
+    )
+
+
+def format_size(size: int) -> str:
+    """``format_size`` of ``c10/cuda/CUDACachingAllocator.cpp``: bytes, KiB, MiB or GiB with 2 decimals."""
+    if size <= 1024:
+        return f"{size} bytes"
+    if size <= 1048576:
+        return f"{size / 1024.0:.2f} KiB"
+    if size <= 1073741824:
+        return f"{size / 1048576.0:.2f} MiB"
+    return f"{size / 1073741824.0:.2f} GiB"
+
+
+def oom_error(size: int, index: int, total: int, allocated: int) -> BaseException:
+    """CUDA's caching allocator when an allocation does not fit (a simulated GPU has no other memory user:
+    what the process holds is what PyTorch allocated, and nothing is reserved but unallocated)."""
+    free = total - allocated
+    return _error(
+        torch.OutOfMemoryError,
+        f"CUDA out of memory. Tried to allocate {format_size(size)}. GPU {index} has a total capacity of "
+        f"{format_size(total)} of which {format_size(free)} is free. Including non-PyTorch memory, this "
+        f"process has {format_size(allocated)} memory in use. Of the allocated memory "
+        f"{format_size(allocated)} is allocated by PyTorch, and {format_size(0)} is reserved by PyTorch but "
+        "unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+        "Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-"
+        "with-pytorch-cuda-alloc-conf)",
     )

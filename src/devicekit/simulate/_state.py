@@ -52,7 +52,6 @@ class Machine:
 
 _machines: list[Machine] = []
 _tls = threading.local()
-_lock = threading.Lock()
 
 
 def visible_indices(gpus: int, environ: dict[str, str] | None = None) -> tuple[int, ...]:
@@ -111,30 +110,38 @@ def set_current_index(index: int) -> int:
     return previous
 
 
-def _release(machine_ref: weakref.ref, index: int, nbytes: int) -> None:
-    machine = machine_ref()
-    if machine is not None:
-        with _lock:
-            machine.allocated[index] = machine.allocated.get(index, 0) - nbytes
+# id(storage) -> (weak reference to it, machine, device index, bytes counted); the weak reference's
+# callback takes the entry out and the bytes off when Python frees the storage
+_live: dict[int, tuple[weakref.ref, Machine, int, int]] = {}
+_keys: dict[weakref.ref, int] = {}
 
 
-_tracked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def _release(ref: weakref.ref) -> None:
+    key = _keys.pop(ref, None)
+    entry = _live.pop(key, None) if key is not None else None
+    if entry is not None:
+        _, machine, index, nbytes = entry
+        machine.allocated[index] = machine.allocated.get(index, 0) - nbytes
 
 
 def track(storage: torch.UntypedStorage, index: int) -> None:
     """Count ``storage`` (a simulated tensor's CPU storage) as allocated on simulated device ``index``."""
+    key = id(storage)
+    if key in _live:
+        return
     machine = active()
-    if machine is None or storage in _tracked:
+    if machine is None:
         return
     nbytes = storage.nbytes()
     rounded = 0 if nbytes == 0 else -(-nbytes // _BLOCK) * _BLOCK
-    _tracked[storage] = index
-    with _lock:
-        total = machine.allocated.get(index, 0) + rounded
-        machine.allocated[index] = total
-        if total > machine.peak.get(index, 0):
-            machine.peak[index] = total
-    weakref.finalize(storage, _release, weakref.ref(machine), index, rounded)
+    ref = weakref.ref(storage, _release)
+    _live[key] = (ref, machine, index, rounded)
+    _keys[ref] = key
+    allocated = machine.allocated
+    total = allocated.get(index, 0) + rounded
+    allocated[index] = total
+    if total > machine.peak.get(index, 0):
+        machine.peak[index] = total
 
 
 _forked = False

@@ -68,7 +68,8 @@ class SimulatedTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         from ._dispatch import handle
 
-        return handle(func, args, kwargs or {})
+        with torch._C.DisableTorchFunction():
+            return handle(func, args, kwargs or {})
 
     # --- what Python code reads ------------------------------------------------------------------
     @property
