@@ -243,3 +243,23 @@ def test_cuda_named_in_a_custom_backward_works_and_pytorchs_init_flag_is_cleared
     if sys.platform.startswith("linux"):
         assert _lazyinit.is_set() is False
     _outside_is_a_cpu_only_machine()
+
+
+def test_plain_cpu_tensors_inside_the_block_are_untouched():
+    def train() -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(4, 3)).pow(2).mean().backward()
+            opt.step()
+        return [p.detach().clone() for p in model.parameters()]
+
+    outside = train()
+    with simulate():
+        inside = train()
+        assert all(type(p) is torch.Tensor and p.device.type == "cpu" for p in inside)
+        assert torch.tensor([1.0]).numpy().tolist() == [1.0]
+    for a, b in zip(outside, inside, strict=True):
+        assert torch.equal(a, b)  # the same generator draws, the same kernels: bit for bit

@@ -337,7 +337,7 @@ def _check_devices(
     if op.checked is not None:
         _check_arguments(op, tensors)
         return
-    if op.wrapper is None and op.composite:
+    if op.wrapper is None and op.composite and not op.cpu_scalar and func not in _decomposing:
         _decompose(func, args, kwargs)
         return
     _check_like_tensor_iterator(op, tensors)
@@ -408,11 +408,18 @@ def _decompose(func: Any, args: tuple, kwargs: dict) -> None:
     from torch._decomp import decomposition_table
 
     python = decomposition_table.get(func)
-    with SimulateDispatchMode(), torch.no_grad():
-        if python is not None:
-            python(*args, **kwargs)
-        else:
-            func._op_dk(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+    _decomposing.add(func)  # a decomposition that comes back to the same op gets the generic check
+    try:
+        with SimulateDispatchMode(), torch.no_grad():
+            if python is not None:
+                python(*args, **kwargs)
+            else:
+                func._op_dk(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+    finally:
+        _decomposing.discard(func)
+
+
+_decomposing: set[Any] = set()
 
 
 _INDEX_PACKETS = frozenset({"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"})
@@ -517,11 +524,8 @@ def _convolution(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
     names = ("input", "weight", "bias")
     given = dict(zip(names, args[:3], strict=False))
     tensors = [(n, t) for n, t in given.items() if isinstance(t, torch.Tensor)]
-    if len({_device_of(t) for _, t in tensors}) > 1 or any(
-        type(t) is not SimulatedTensor for _, t in tensors
-    ):
-        if any(type(t) is SimulatedTensor for _, t in tensors):
-            _check_convolution(given, args)
+    if any(type(t) is SimulatedTensor for _, t in tensors):
+        _check_convolution(given, args)  # also with one device: cuDNN compares dtypes in the same words
     return _slow_default(func, op, args, kwargs)
 
 
@@ -550,6 +554,8 @@ def _check_convolution(given: dict, args: tuple) -> None:
         else:
             kernel = "slow_conv3d_forward" if dims == 3 else "_slow_conv2d_forward"
         tensors = [("self", data), ("weight", weight), ("bias", bias)]
+    if len({_device_of(t) for _, t in tensors if isinstance(t, torch.Tensor)}) <= 1:
+        return
     entry = _tables_entry(kernel)
     if entry is None:
         return

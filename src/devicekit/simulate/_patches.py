@@ -147,6 +147,13 @@ def _checked(index: int) -> int:
     return index
 
 
+class _Zeros(dict):
+    """``torch.cuda.memory_stats()`` of a simulated GPU: a counter it does not keep reads 0."""
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+
 def cuda_functions(generators: tuple) -> dict[str, Callable[..., Any]]:
     """The replacements for ``torch.cuda`` (name -> function)."""
 
@@ -212,6 +219,15 @@ def cuda_functions(generators: tuple) -> dict[str, Callable[..., Any]]:
         index = _checked(max(_index(device), 0))
         machine.peak[index] = machine.allocated.get(index, 0)
 
+    def memory_stats(device: Any = None) -> dict[str, int]:
+        # the counters a simulated GPU keeps; the caching allocator's other counters read 0
+        current, peak = memory_allocated(device), max_memory_allocated(device)
+        stats = _Zeros({"num_alloc_retries": 0, "num_ooms": 0, "num_sync_all_streams": 0})
+        for kind in ("allocated_bytes", "reserved_bytes", "active_bytes", "requested_bytes"):
+            stats[f"{kind}.all.current"] = current
+            stats[f"{kind}.all.peak"] = peak
+        return stats
+
     def mem_get_info(device: Any = None) -> tuple[int, int]:
         machine = _machine()
         total = machine.profile.total_memory
@@ -239,6 +255,7 @@ def cuda_functions(generators: tuple) -> dict[str, Callable[..., Any]]:
         "reset_peak_memory_stats": reset_peak_memory_stats,
         "reset_max_memory_allocated": reset_peak_memory_stats,
         "mem_get_info": mem_get_info,
+        "memory_stats": memory_stats,
         "empty_cache": nothing,
         "_lazy_init": _lazyinit.called,
         "init": nothing,

@@ -91,6 +91,19 @@ class SimulatedTensor(torch.Tensor):
     def get_device(self) -> int:  # type: ignore[override]
         return self._dk_index
 
+    @property
+    def data(self) -> torch.Tensor:  # type: ignore[override]
+        return torch.Tensor.data.__get__(self)
+
+    @data.setter
+    def data(self, value: torch.Tensor) -> None:
+        # PyTorch's setter swaps the C++ tensor (set_data); the CPU tensor that holds the values and the
+        # device index must follow, or the simulated tensor would keep computing with the old ones
+        torch.Tensor.data.__set__(self, value)
+        if isinstance(value, SimulatedTensor):
+            self._dk_inner = value._dk_inner
+            self._dk_index = value._dk_index
+
     def data_ptr(self) -> int:  # type: ignore[override]
         # the CPU address stands in for the device address: equal for aliases, distinct otherwise
         return self._dk_inner.data_ptr()
@@ -100,6 +113,8 @@ class SimulatedTensor(torch.Tensor):
             return _cuda_type_name(self.dtype)
         if isinstance(dtype, str):
             dtype = _dtype_of_type_name(dtype)
+        elif not isinstance(dtype, torch.dtype):  # a tensor type such as torch.cuda.HalfTensor
+            dtype = dtype.dtype
         return self.to(dtype=dtype, non_blocking=non_blocking)
 
     def numpy(self, *, force: bool = False) -> Any:  # type: ignore[override]
