@@ -7,10 +7,13 @@
 * the overhead per op: a 1-element ``x + y`` (the op costs next to nothing, so the difference is what
   the simulation adds to every op: its Python function mode, dispatch mode and wrapping).
 
-Each figure is the best of ``--repeat`` runs after one warm-up (seconds, or microseconds per op).
+Each figure is the best of ``--repeat`` runs after one warm-up, in CPU seconds of this process
+(``time.process_time``) with ``--threads`` intra-op threads (default 1): on a shared machine wall-clock
+time measures the neighbours' load as much as this code, and idle OpenMP threads spinning between ops
+would count as work. ``--wall`` times with ``time.perf_counter`` instead.
 Goal (issue 38): ResNet-18 under simulate() / plain CPU <= 1.5.
 
-Run:  PYTHONPATH=src .venv/bin/python benchmarks/bench_simulate.py [--repeat 3]
+Run:  PYTHONPATH=src .venv/bin/python benchmarks/bench_simulate.py [--repeat 3] [--threads 1] [--wall]
 """
 
 from __future__ import annotations
@@ -63,13 +66,16 @@ def resnet18(classes: int = 1000) -> nn.Module:
     return nn.Sequential(*layers)
 
 
+CLOCK = time.process_time
+
+
 def best(fn: Callable[[], object], repeat: int) -> float:
     fn()  # warm-up
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = CLOCK()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(CLOCK() - start)
     return min(times)
 
 
@@ -113,8 +119,14 @@ def tiny_op(device: str, n: int = 2000) -> Callable[[], object]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--wall", action="store_true", help="wall-clock time instead of CPU time")
     args = parser.parse_args(argv)
-    print(f"torch {torch.__version__}, {platform.machine()}, {torch.get_num_threads()} threads")
+    global CLOCK
+    CLOCK = time.perf_counter if args.wall else time.process_time
+    torch.set_num_threads(args.threads)
+    clock = "wall-clock" if args.wall else "CPU"
+    print(f"torch {torch.__version__}, {platform.machine()}, {torch.get_num_threads()} threads, {clock} time")
     rows = []
     for name, make in (("MLP training step", mlp_step), ("ResNet-18 fwd+bwd, batch 8", resnet_step)):
         plain = best(make("cpu"), args.repeat)
