@@ -312,3 +312,33 @@ def test_the_cudnn_flag_and_cuda_random_seeds():
         b = torch.randn(3, device="cuda:1")
         assert torch.equal(a.cpu(), b.cpu())
         assert torch.backends.cudnn.is_available()
+
+
+def test_raised_by_simulation_tells_the_simulated_errors_apart():
+    from devicekit.simulate import raised_by_simulation
+
+    with simulate(), pytest.raises(RuntimeError) as info:
+        torch.ones(2, device="cuda") + torch.ones(2)
+    assert raised_by_simulation(info.value)
+    with pytest.raises(RuntimeError) as plain:
+        torch.ones(2) @ torch.ones(3)
+    assert not raised_by_simulation(plain.value)
+
+
+def test_streams_events_and_the_device_context_manager():
+    with simulate(gpus=2):
+        stream = torch.cuda.Stream(device=1)
+        assert stream.device == torch.device("cuda", 1) and stream.query()
+        with torch.cuda.stream(stream):
+            assert torch.cuda.current_device() == 1
+            assert torch.ones(1, device="cuda").device.index == 1
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.ones(100, device="cuda").sum()
+        end.record()
+        end.synchronize()
+        assert start.elapsed_time(end) >= 0.0
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.device("cuda:1"):
+            assert torch.zeros(2).device == torch.device("cuda", 1)
+        assert torch.zeros(2).device.type == "cpu"

@@ -13,7 +13,10 @@ devices, like one with two A100s, and every value is computed for real on the CP
                    # wrapper_CUDA_addmm)
 
 Each error is the exception PyTorch raises on CUDA (its type, its message verbatim); a note beside the
-message (``BaseException.add_note``) says, in the reader's language, that the GPU was simulated.
+message (``BaseException.add_note``) says, in the reader's language, that the GPU was simulated
+(`raised_by_simulation` tells such an error apart). Public API: `simulate`, `is_simulated`,
+`raised_by_simulation`, `PROFILES`; ``devicekit.simulate(...)`` and ``devicekit.is_simulated(...)`` work
+without importing this package first.
 
 How it works (modules of this package):
 
@@ -89,10 +92,11 @@ import sys
 import types
 
 from ._context import simulate
+from ._rules import raised_by_simulation
 from .profiles import PROFILES, GpuProfile
 from .tensor import SimulatedTensor, is_simulated
 
-__all__ = ["PROFILES", "GpuProfile", "SimulatedTensor", "is_simulated", "simulate"]
+__all__ = ["PROFILES", "GpuProfile", "SimulatedTensor", "is_simulated", "raised_by_simulation", "simulate"]
 
 
 class _CallablePackage(types.ModuleType):

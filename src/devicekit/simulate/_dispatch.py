@@ -117,6 +117,8 @@ def _unwrap(value: Any) -> Any:
 
 
 def _wrap_result(out: Any, index: int) -> Any:
+    if type(out) is SimulatedTensor:  # already on a simulated GPU (an op run op by op)
+        return out
     if isinstance(out, torch.Tensor):
         if out.requires_grad:
             out = out.detach()
@@ -177,7 +179,9 @@ def _slow_default(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
         # a simulated tensor's *_like/new_* with a CPU (or meta) device: the result is a real tensor
         return func(*_unwrap_all(args), **_unwrap_kwargs(kwargs))
     if not op.transfer and sims:
-        _check_devices(func, op, tensors, args, kwargs)
+        done = _check_devices(func, op, tensors, args, kwargs)
+        if done is not _NOT_RUN:  # the op ran op by op (no CUDA kernel of its own): that is its result
+            return _finish(op, done, args, kwargs, sims[0]._dk_index)
     if target is None:
         target = sims[0]._dk_index
     call_args = _unwrap_all(args)
@@ -325,22 +329,34 @@ def _check_generator(
         raise exc
 
 
+_NOT_RUN = object()
+
+
 def _check_devices(
     func: Any, op: OpInfo, tensors: list[tuple[str, torch.Tensor]], args: tuple, kwargs: dict
-) -> None:
-    """Raise what the CUDA kernel of ``func`` raises for these devices (a simulated tensor is present)."""
+) -> Any:
+    """Raise what the CUDA kernel of ``func`` raises for these devices (a simulated tensor is present).
+
+    Returns ``_NOT_RUN``, or the op's result when it had to be run op by op to find out (an op with no
+    CUDA kernel of its own, whose inner ops accepted the mix): it must not run a second time."""
     devices = {_device_of(t) for name, t in tensors if name not in op.cpu_ok or t.device.type != "cpu"}
     if op.packet in _INDEX_PACKETS:
         _check_indices(tensors)
     if len(devices) <= 1:
-        return
+        return _NOT_RUN
     if op.checked is not None:
         _check_arguments(op, tensors)
-        return
+        return _NOT_RUN
     if op.wrapper is None and op.composite and not op.cpu_scalar and func not in _decomposing:
-        _decompose(func, args, kwargs)
-        return
+        try:
+            return _decompose(func, args, kwargs)
+        except RuntimeError as exc:
+            if "meta" not in str(exc):
+                raise
+            # a check inside a C++ composite compared devices itself and saw meta (the C++ device of a
+            # simulated tensor): no CUDA text can come from it, so give TensorIterator's
     _check_like_tensor_iterator(op, tensors)
+    return _NOT_RUN
 
 
 def _check_indices(tensors: list[tuple[str, torch.Tensor]]) -> None:
@@ -400,11 +416,12 @@ def _check_like_tensor_iterator(op: OpInfo, tensors: list[tuple[str, torch.Tenso
             raise exc
 
 
-def _decompose(func: Any, args: tuple, kwargs: dict) -> None:
+def _decompose(func: Any, args: tuple, kwargs: dict) -> Any:
     """An op with no CUDA kernel of its own runs its composite kernel on CUDA: run it op by op on the
-    simulated tensors so the ops inside make their own checks (an error propagates; success changes
-    nothing). PyTorch's Python decomposition is used when it has one (``torch._decomp``): the C++ composite
-    would compare devices itself and see ``meta`` where CUDA sees ``cuda``."""
+    simulated tensors so the ops inside make their own checks (an error propagates; on success the
+    result is the op's result). PyTorch's Python decomposition is used when it has one
+    (``torch._decomp``): the C++ composite would compare devices itself and see ``meta`` where CUDA sees
+    ``cuda``."""
     from torch._decomp import decomposition_table
 
     python = decomposition_table.get(func)
@@ -412,9 +429,8 @@ def _decompose(func: Any, args: tuple, kwargs: dict) -> None:
     try:
         with SimulateDispatchMode(), torch.no_grad():
             if python is not None:
-                python(*args, **kwargs)
-            else:
-                func._op_dk(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+                return python(*args, **kwargs)
+            return func._op_dk(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
     finally:
         _decomposing.discard(func)
 

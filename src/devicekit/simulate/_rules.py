@@ -35,6 +35,7 @@ __all__ = [
     "argument_error",
     "generic_error",
     "note",
+    "raised_by_simulation",
 ]
 
 _NOTE = Message(
@@ -43,6 +44,14 @@ _NOTE = Message(
     "devicekit.simulate：这是模拟 GPU 报的错（它的张量其实在 CPU 上）；"
     "在真实 GPU 上，PyTorch 报的是同一个错误。",
 )
+
+
+def raised_by_simulation(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by a simulated GPU (it carries the simulation's note, in either
+    language): for tools built on `simulate` (a dry-run command, a pytest plugin) that report device
+    errors differently from the script's own."""
+    notes = getattr(exc, "__notes__", ())
+    return any(n in (_NOTE.en, _NOTE.zh, f"{_NOTE.en}\n{_NOTE.zh}") for n in notes)
 
 
 def note(exc: BaseException) -> BaseException:
