@@ -63,6 +63,7 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
   numbers); the results of other ops are never checked, so a model whose activations would not fit on the
   GPU still runs. ``memory_allocated`` counts live storages rounded to 512 bytes; ``memory_reserved``
   equals it (no caching allocator, no fragmentation, no CUDA context);
+* sparse layouts (COO, CSR, ...): moving one to a simulated GPU raises a clear ``NotImplementedError``;
 * CUDA graphs, custom CUDA/Triton kernels, ``torch.compile`` (Inductor would generate CPU code or fail on
   the simulated tensors), ``torch.cuda.Stream``/``Event`` objects, NCCL and ``torch.distributed``
   (hooks left for a later change), IPC of CUDA tensors between processes, spawned DataLoader workers (a

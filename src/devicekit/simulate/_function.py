@@ -79,12 +79,19 @@ class SimulateFunctionMode(TorchFunctionMode):
         if name in _RNN:
             _check_rnn(args)
         generator = kwargs.get("generator")
-        if generator is not None and hasattr(generator, "_dk_index"):
-            # the dispatcher hands __torch_dispatch__ a new Python object for a generator: remember here
-            # that this call's generator belongs to a simulated GPU
-            with _state.simulated_generator(generator._dk_index):
-                return _call(func, name, args, kwargs)
-        return _call(func, name, args, kwargs)
+        try:
+            if generator is not None and hasattr(generator, "_dk_index"):
+                # the dispatcher hands __torch_dispatch__ a new Python object for a generator: remember
+                # here that this call's generator belongs to a simulated GPU
+                with _state.simulated_generator(generator._dk_index):
+                    return _call(func, name, args, kwargs)
+            return _call(func, name, args, kwargs)
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+            renamed = _rules.with_cuda_names(exc)
+            if renamed is None:
+                raise
+            renamed = renamed.with_traceback(exc.__traceback__)
+            raise renamed from None
 
     def _backward(
         self,

@@ -28,6 +28,7 @@ from .profiles import GpuProfile
 __all__ = ["Patches", "SimulatedDeviceProperties", "SimulatedGenerator"]
 
 _MISSING = object()
+_FLAG = object()
 _ORIGINAL_GENERATOR = torch.Generator
 
 
@@ -45,11 +46,18 @@ class Patches:
         self._saved.append((owner, name, before))
         setattr(owner, name, value)
 
+    def flag(self, getter: Callable[[], Any], setter: Callable[[Any], Any], value: Any) -> None:
+        """Set a C++ flag through its setter (remember the getter's value to put back)."""
+        self._saved.append((setter, _FLAG, getter()))
+        setter(value)
+
     def undo(self) -> None:
         """Put back every replaced attribute, last replaced first."""
         while self._saved:
             owner, name, before = self._saved.pop()
-            if before is _MISSING:
+            if name is _FLAG:
+                owner(before)
+            elif before is _MISSING:
                 try:
                     delattr(owner, name)
                 except AttributeError:
@@ -373,4 +381,10 @@ def install(patches: Patches, machine: _state.Machine, thread_start: Callable[..
     patches.set(torch._C, "_cuda_get_cudnn_benchmark_limit", lambda: limit[0])
     patches.set(torch._C, "_cuda_set_cudnn_benchmark_limit", lambda value: limit.__setitem__(0, value))
     patches.set(torch, "Generator", GeneratorFactory)
+    # torch.tensor(data) made by C++ for a simulated tensor (x[[1, 2]] turns the list into an index
+    # tensor on x's device) is built with every mode excluded and then moved: to meta:N it would lose its
+    # values. With this flag PyTorch builds it on the CPU and moves it after the modes are back
+    # (torch/csrc/utils/tensor_new.cpp, internal_new_from_data: only_lift_cpu_tensors), so the dispatch
+    # mode makes it a simulated tensor with its values
+    patches.flag(torch._C._only_lift_cpu_tensors, torch._C._set_only_lift_cpu_tensors, True)
     patches.set(threading.Thread, "start", thread_start)

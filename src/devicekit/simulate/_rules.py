@@ -27,6 +27,8 @@ Where each text comes from:
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from ..messages import Message
@@ -224,3 +226,22 @@ def oom_error(size: int, index: int, total: int, allocated: int) -> BaseExceptio
         "Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-"
         "with-pytorch-cuda-alloc-conf)",
     )
+
+
+_META_N = re.compile(r"\bmeta:(\d+)")
+
+
+def with_cuda_names(exc: BaseException) -> BaseException | None:
+    """A C++ check that read a simulated tensor's C++ device wrote ``meta:N``; CUDA writes ``cuda:N``.
+
+    Returns the same kind of exception with ``cuda:N`` in place of ``meta:N`` (and the note), or `None`
+    when the text names no indexed meta device (a real meta device has no index) or the exception cannot
+    be rebuilt from its text."""
+    text = str(exc.args[0]) if len(exc.args) == 1 else ""
+    if not text or not _META_N.search(text):
+        return None
+    try:
+        renamed = type(exc)(_META_N.sub(r"cuda:\1", text))
+    except Exception:  # noqa: BLE001 - an exception type that takes other arguments: leave it
+        return None
+    return note(renamed)

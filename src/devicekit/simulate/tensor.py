@@ -28,6 +28,7 @@ from typing import Any
 import torch
 import torch._tensor_str as _tensor_str
 
+from ..messages import Message, localised
 from . import _state
 
 __all__ = ["SimulatedTensor", "is_simulated", "pinned", "wrap"]
@@ -47,6 +48,19 @@ class SimulatedTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, inner: torch.Tensor, index: int) -> SimulatedTensor:
+        if inner.layout != torch.strided:
+            # autograd aborts the process (a C++ exception in a noexcept path) on a wrapper around a
+            # sparse compressed tensor: refuse every sparse layout with a clear error instead
+            exc = localised(
+                NotImplementedError,
+                Message(
+                    f"devicekit.simulate: {inner.layout} tensors are not simulated; only dense (strided) "
+                    "tensors can live on a simulated GPU.",
+                    f"devicekit.simulate：不模拟 {inner.layout} 张量；"
+                    "只有稠密（strided）张量能放在模拟 GPU 上。",
+                ),
+            )
+            raise exc
         out = torch.Tensor._make_wrapper_subclass(
             cls,
             inner.size(),
@@ -59,6 +73,10 @@ class SimulatedTensor(torch.Tensor):
         )
         out._dk_inner = inner
         out._dk_index = index
+        if inner.is_conj():  # lazy conjugation and negation are bits of the C++ tensor: mirror them
+            torch._C._set_conj(out, True)
+        if inner.is_neg():
+            torch._C._set_neg(out, True)
         return out
 
     # Subclass-level __torch_function__ is off: the simulation's TorchFunctionMode sees every call.
@@ -193,8 +211,7 @@ def _dtype_of_type_name(name: str) -> torch.dtype:
 def wrap(inner: torch.Tensor, index: int) -> SimulatedTensor:
     """A simulated ``cuda:index`` tensor holding ``inner`` (a CPU tensor that does not require grad)."""
     out = SimulatedTensor(inner, index)
-    if inner.layout == torch.strided:
-        _state.track(inner.untyped_storage(), index)
+    _state.track(inner.untyped_storage(), index)
     return out
 
 
