@@ -342,3 +342,23 @@ def test_streams_events_and_the_device_context_manager():
         with torch.device("cuda:1"):
             assert torch.zeros(2).device == torch.device("cuda", 1)
         assert torch.zeros(2).device.type == "cpu"
+
+
+def test_list_indices_keep_their_values_and_cpp_checks_name_cuda():
+    with simulate():
+        x = torch.arange(25.0, device="cuda").reshape(5, 5)
+        assert x[[1, 2]].tolist() == [[5.0, 6.0, 7.0, 8.0, 9.0], [10.0, 11.0, 12.0, 13.0, 14.0]]
+        assert x[[1, 2], [0, 0]].tolist() == [5.0, 10.0] and x[[1, 2]].is_cuda
+        with pytest.raises(RuntimeError) as info:  # a check PyTorch makes inside a C++ composite
+            torch.tensor_split(x[0], torch.tensor([1, 3], device="cuda"))
+        assert str(info.value) == (
+            "tensor_split expected tensor_indices_or_sections to be on cpu, but it's on cuda:0"
+        )
+        with pytest.raises(RuntimeError, match="^Expected tensor to have cuda DeviceType, but got tensor"):
+            torch.inner(torch.ones(3, device="cuda"), torch.ones(3))
+
+
+def test_sparse_tensors_are_refused_clearly():
+    with simulate(), pytest.raises(NotImplementedError) as info:
+        torch.ones(2, 2).to_sparse().cuda()
+    assert "torch.sparse_coo tensors are not simulated" in info.value.en and "不模拟" in info.value.zh

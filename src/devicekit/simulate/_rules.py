@@ -229,6 +229,7 @@ def oom_error(size: int, index: int, total: int, allocated: int) -> BaseExceptio
 
 
 _META_N = re.compile(r"\bmeta:(\d+)")
+_META_TYPE = re.compile(r"\bmeta DeviceType\b")  # checkDeviceType's words (aten/src/ATen/TensorUtils.cpp)
 
 
 def with_cuda_names(exc: BaseException) -> BaseException | None:
@@ -238,10 +239,10 @@ def with_cuda_names(exc: BaseException) -> BaseException | None:
     when the text names no indexed meta device (a real meta device has no index) or the exception cannot
     be rebuilt from its text."""
     text = str(exc.args[0]) if len(exc.args) == 1 else ""
-    if not text or not _META_N.search(text):
+    if not text or not (_META_N.search(text) or _META_TYPE.search(text)):
         return None
     try:
-        renamed = type(exc)(_META_N.sub(r"cuda:\1", text))
+        renamed = type(exc)(_META_TYPE.sub("cuda DeviceType", _META_N.sub(r"cuda:\1", text)))
     except Exception:  # noqa: BLE001 - an exception type that takes other arguments: leave it
         return None
     return note(renamed)
