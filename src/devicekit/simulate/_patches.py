@@ -381,6 +381,9 @@ def install(patches: Patches, machine: _state.Machine, thread_start: Callable[..
     patches.set(torch._C, "_cuda_get_cudnn_benchmark_limit", lambda: limit[0])
     patches.set(torch._C, "_cuda_set_cudnn_benchmark_limit", lambda value: limit.__setitem__(0, value))
     patches.set(torch, "Generator", GeneratorFactory)
+    # DataParallel's backward asks whether NCCL can reduce its gradients; a CUDA build has NCCL, a CPU
+    # build warns "PyTorch is not compiled with NCCL support": the simulated GPUs reduce by copies
+    patches.set(torch.cuda.nccl, "is_available", lambda tensors: False)
     # torch.tensor(data) made by C++ for a simulated tensor (x[[1, 2]] turns the list into an index
     # tensor on x's device) is built with every mode excluded and then moved: to meta:N it would lose its
     # values. With this flag PyTorch builds it on the CPU and moves it after the modes are back
