@@ -65,9 +65,10 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
   equals it (no caching allocator, no fragmentation, no CUDA context);
 * sparse layouts (COO, CSR, ...): moving one to a simulated GPU raises a clear ``NotImplementedError``;
 * CUDA graphs, custom CUDA/Triton kernels, ``torch.compile`` (Inductor would generate CPU code or fail on
-  the simulated tensors), ``torch.cuda.Stream``/``Event`` objects, NCCL and ``torch.distributed``
-  (hooks left for a later change), IPC of CUDA tensors between processes, spawned DataLoader workers (a
-  spawned process starts without the simulation);
+  the simulated tensors), real streams and events (``torch.cuda.Stream``/``Event`` are synchronous
+  stand-ins, ``_streams``), NCCL and ``torch.distributed`` (hooks left for a later change), IPC of CUDA
+  tensors between processes, spawned DataLoader workers (a spawned process starts without the
+  simulation);
 * device checks made inside C++ composite functions: they see ``meta:N``. The ones PyTorch makes about
   devices in the ops the course meets are made again in Python with CUDA's text (convolution's
   input/weight types, the RNNs' hidden state and parameters); an op with no CUDA kernel of its own is
@@ -76,13 +77,13 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
 * autocast: see ``_amp`` (the policy is applied to the functions Python code calls, not inside C++
   composites, with two exceptions listed there; no cast cache);
 * code that runs where no function mode is in force names a CUDA device to C++ directly: autograd's
-  backward runs custom ``Function.backward`` code and hooks without one, and a Python-level torch
-  function (``F.multi_head_attention_forward``) runs its body without one. The result is still right
-  (the dispatch mode is in force there), but PyTorch's one-way lazy CUDA initialisation runs; on Linux
-  ``_lazyinit`` sets its flag back when the block closes, elsewhere ``torch.zeros(1, device="cuda")``
-  after the block then raises ``NotImplementedError`` ("Could not run ... 'CUDA' backend") instead of
-  ``AssertionError: Torch not compiled with CUDA enabled``; ``torch.autograd.grad`` (unlike
-  ``Tensor.backward``) runs its hooks without the function mode;
+  engine runs custom ``Function.backward`` code and hooks without the thread's function modes (it keeps
+  the dispatch modes), and a Python-level torch function (``F.multi_head_attention_forward``) runs its
+  body without them. The result is still right (the dispatch mode turns ``cuda:N`` into a simulated
+  tensor), but autocast is not applied there and PyTorch's one-way lazy CUDA initialisation runs; on
+  Linux ``_lazyinit`` sets its flag back when the block closes, elsewhere ``torch.zeros(1,
+  device="cuda")`` after the block then raises ``NotImplementedError`` ("Could not run ... 'CUDA'
+  backend") instead of ``AssertionError: Torch not compiled with CUDA enabled``;
 * threads started before the block, and tensors kept after it: a simulated tensor used after its block
   still computes, but ``torch.cuda`` no longer answers for it.
 """

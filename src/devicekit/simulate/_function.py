@@ -29,7 +29,6 @@ from .tensor import SimulatedTensor, pinned
 __all__ = ["SimulateFunctionMode", "resolve"]
 
 _Tensor = torch.Tensor
-_BACKWARD = torch.Tensor.backward
 _META = [torch.device("meta", i) for i in range(64)]
 _RNN = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 
@@ -67,8 +66,6 @@ class SimulateFunctionMode(TorchFunctionMode):
         special = _SPECIAL.get(func)
         if special is not None:
             return special(func, args, kwargs)
-        if func is _BACKWARD:
-            return self._backward(*args, **kwargs)
         device = kwargs.get("device")
         if device is None:
             device = _default_cuda_device(func)
@@ -92,21 +89,6 @@ class SimulateFunctionMode(TorchFunctionMode):
                 raise
             renamed = renamed.with_traceback(exc.__traceback__)
             raise renamed from None
-
-    def _backward(
-        self,
-        tensor: torch.Tensor,
-        gradient: Any = None,
-        retain_graph: Any = None,
-        create_graph: bool = False,
-        inputs: Any = None,
-    ) -> None:
-        """``Tensor.backward`` with this mode in force: autograd's engine runs the graph with the thread
-        state of the call, and a mode is off while its own ``__torch_function__`` runs, so custom
-        ``autograd.Function.backward`` code and hooks (``grad.device`` is ``cuda``) would reach C++ with
-        a CUDA device otherwise."""
-        with self:
-            torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
 
 
 def _call(func: Any, name: str, args: tuple, kwargs: dict) -> Any:

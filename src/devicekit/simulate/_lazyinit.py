@@ -4,11 +4,11 @@ Python calls that name a CUDA device (``torch.zeros(1, device="cuda")``, ``t.to(
 ``torch::utils::device_lazy_init`` (``torch/csrc/utils/device_lazy_init.cpp``), which calls
 ``torch.cuda._lazy_init`` once and then sets a flag that is never cleared. The simulation keeps C++ from
 ever seeing a CUDA device where it can (its function mode rewrites it), but some code runs where no
-function mode is in force (autograd's ``backward`` runs custom ``Function.backward`` code and hooks
-without one; a Python-level torch function runs its body without one). If such code named a CUDA device
-inside a block, the flag stayed set, and afterwards ``torch.zeros(1, device="cuda")`` would raise
-"Could not run 'aten::empty.memory_format' with arguments from the 'CUDA' backend" instead of the CPU
-build's "Torch not compiled with CUDA enabled".
+function mode is in force (autograd's engine runs custom ``Function.backward`` code and hooks without
+the thread's function modes; a Python-level torch function runs its body without them). If such code
+named a CUDA device inside a block, the flag stayed set, and afterwards ``torch.zeros(1,
+device="cuda")`` would raise "Could not run 'aten::empty.memory_format' with arguments from the 'CUDA'
+backend" instead of the CPU build's "Torch not compiled with CUDA enabled".
 
 So the replaced ``torch.cuda._lazy_init`` notes that it was called, and when the outermost block closes
 the flag (the ``is_initialized`` array in an anonymous namespace of ``libtorch_python.so``) is set back to
