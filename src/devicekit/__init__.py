@@ -26,6 +26,21 @@ from devicekit.transfer import to_device
 
 __version__ = "0.1.0"
 
+# devicekit.simulate is imported on first use (devicekit.simulate(...), devicekit.is_simulated(...)):
+# importing devicekit stays as cheap as before and registers nothing. The package devicekit.simulate is
+# itself callable (devicekit.simulate(gpus=2) is devicekit.simulate.simulate(gpus=2)), so the name means
+# the same thing whether or not the submodule was imported first.
+
+
+def __getattr__(name: str) -> object:
+    if name in ("simulate", "is_simulated"):
+        import importlib
+
+        module = importlib.import_module("devicekit.simulate")
+        return module if name == "simulate" else module.is_simulated
+    raise AttributeError(name)
+
+
 __all__ = [
     "ENV_VAR",
     "DeviceFinding",
@@ -45,6 +60,7 @@ __all__ = [
     "best_device",
     "check_devices",
     "explain",
+    "is_simulated",
     "grad_scaler",
     "load_ipython_extension",
     "load_catalog",
@@ -52,6 +68,7 @@ __all__ = [
     "mismatch_device",
     "prepare",
     "resolve_device",
+    "simulate",
     "strict_devices",
     "to_device",
     "unload_ipython_extension",
