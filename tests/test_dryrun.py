@@ -67,8 +67,14 @@ def test_a_batch_left_on_the_cpu_is_found_at_its_line_with_cudas_message(tmp_pat
     err = run.stderr
     assert "Expected all tensors to be on the same device" in err
     assert "cuda:0" in err and "cpu" in err
-    line = BUG.splitlines().index("out = model(x)") + 1
-    assert f"train.py, line {line}" in err
+    call = BUG.splitlines().index("out = model(x)") + 1
+    raised = BUG.splitlines().index("        return self.head(self.body(x))") + 1
+    report = err[err.index("devicekit-dryrun:") :]
+    assert f"train.py, line {call}: `out = model(x)`" in report
+    assert f"train.py, line {raised}: `return self.head(self.body(x))`  <- raised here" in report
+    assert (
+        "devicekit" + os.sep + "simulate" not in err and "runpy" not in err
+    )  # reads as a GPU run's traceback
     assert "module 'body.0' (Linear) of Net" in err
     assert "[devicekit]" not in run.stdout
 
@@ -84,7 +90,7 @@ def test_the_report_reads_in_chinese(tmp_path: Path) -> None:
     run = dryrun(tmp_path, BUG, lang="zh")
     assert run.returncode == 1
     assert "脚本在模拟的 GPU 上遇到了设备错误" in run.stderr
-    assert "train.py 第" in run.stderr
+    assert "train.py 第" in run.stderr and "在这里出错" in run.stderr
 
 
 def test_the_script_runs_as_main_with_its_arguments_and_exit_status(tmp_path: Path) -> None:
@@ -148,6 +154,10 @@ def test_bad_input_is_a_usage_error_and_runs_nothing(tmp_path: Path, args: list[
 
 
 def test_the_pytest_plugin_runs_gpu_tests_on_simulated_gpus(tmp_path: Path) -> None:
+    from importlib.metadata import entry_points
+
+    plugins = {e.name: e.value for e in entry_points(group="pytest11")}
+    assert plugins.get("devicekit") == "devicekit.pytest_plugin", "reinstall devicekit (make setup)"
     (tmp_path / "test_gpu_code.py").write_text(
         textwrap.dedent(
             """\
@@ -189,7 +199,9 @@ def test_the_cell_magic_runs_a_cell_on_simulated_gpus() -> None:
     shell = InteractiveShell.instance()
     try:
         shell.run_line_magic("load_ext", "devicekit")
-        shell.run_cell("%%dryrun --gpus 2\nn = torch.cuda.device_count()\n", store_history=False)
+        shell.run_cell(
+            "%%dryrun --gpus 2\nimport torch\nn = torch.cuda.device_count()\n", store_history=False
+        )
         assert shell.user_ns["n"] == 2
         assert not torch.cuda.is_available()
     finally:

@@ -124,19 +124,41 @@ def module_text(error: BaseException) -> Message | None:
     return Message(f"In {label.en}.", f"出错位置：{label.zh}。")
 
 
+def own_lines_text(error: BaseException) -> Message | None:
+    """The lines of the user's own code the error went through (`devicekit.frames`), outermost first, the
+    last one marked: the call that started it and the line that raised. None when there is none."""
+    from devicekit.frames import own_frames
+
+    frames = own_frames(error)
+    if not frames:
+        return None
+    en, zh = ["In your code:"], ["你的代码："]
+    for number, frame in enumerate(frames, 1):
+        name = os.path.basename(frame.filename)
+        code = f": `{frame.line.strip()}`" if frame.line else ""
+        code_zh = f"：`{frame.line.strip()}`" if frame.line else ""
+        last = number == len(frames)
+        en.append(
+            f"  {name}, line {frame.lineno}{code}" + ("  <- raised here" if last and number > 1 else "")
+        )
+        zh.append(
+            f"  {name} 第 {frame.lineno} 行{code_zh}" + ("  <- 在这里出错" if last and number > 1 else "")
+        )
+    return Message("\n".join(en), "\n".join(zh))
+
+
 def report_device_error(error: BaseException) -> DeviceErrorReport | None:
     """The dry run's report on ``error``, or None when it is not a device error (`devicekit.explain`
     finds no family for it)."""
     from devicekit.explain import explain
-    from devicekit.ipython import where_text
 
     explanation = explain(error)
     if explanation.family is None:
         return None
-    where = where_text(error)
+    where = own_lines_text(error)
     return DeviceErrorReport(
         error=error,
-        where=Message(*where) if where else None,
+        where=where,
         module=module_text(error),
         explanation=Message(explanation.en, explanation.zh),
     )
@@ -223,7 +245,8 @@ def run_script(
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # the script's own exception: printed as Python prints it, then judged
-        traceback.print_exception(type(error), error, _drop_runner_frames(error.__traceback__))
+        error.__traceback__ = _without_machinery(error.__traceback__)
+        traceback.print_exception(type(error), error, error.__traceback__)
         report = report_device_error(error)
         if report is None:
             return 1
@@ -239,11 +262,25 @@ def run_script(
     return 0
 
 
-def _drop_runner_frames(tb: TracebackType | None) -> TracebackType | None:
-    """The traceback from the script's first frame on (this module's and runpy's frames removed)."""
-    while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__):
+_SIMULATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simulate") + os.sep
+
+
+def _is_machinery(filename: str) -> bool:
+    """Frames a GPU run would not show: this module's, runpy's, the simulator's."""
+    return filename in (__file__, runpy.__file__, "<frozen runpy>") or filename.startswith(_SIMULATOR)
+
+
+def _without_machinery(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback without the dry run's and the simulator's own frames, so it reads as the script's
+    traceback on a GPU machine does (``tb_next`` is writable since Python 3.7)."""
+    kept: list[TracebackType] = []
+    while tb is not None:
+        if not _is_machinery(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
         tb = tb.tb_next
-    return tb
+    for current, following in zip(kept, [*kept[1:], None], strict=True):
+        current.tb_next = following
+    return kept[0] if kept else None
 
 
 def parser() -> argparse.ArgumentParser:
