@@ -26,6 +26,7 @@ simulate (timing, memory limits, kernel numerics) it cannot show either.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import runpy
 import sys
@@ -236,9 +237,20 @@ def run_script(
     from devicekit.simulate import simulate
 
     lang = lang or current_language()
-    simulation = simulate(gpus=gpus, profile=profile)  # bad arguments raise here, before the script runs
+    with contextlib.ExitStack() as stack:
+        try:  # bad arguments, or real GPUs here: refused before the script runs
+            stack.enter_context(simulate(gpus=gpus, profile=profile))
+        except (TypeError, ValueError, RuntimeError) as exc:
+            return _usage_error(
+                Message(f"error: {getattr(exc, 'en', exc)}", f"错误：{getattr(exc, 'zh', exc)}"), lang
+            )
+        return _run_simulated(script, args, gpus, profile, lang)
+
+
+def _run_simulated(script: str, args: Sequence[str], gpus: int, profile: str, lang: Lang | None) -> int:
+    """`run_script` once the simulation is on."""
     try:
-        with simulation, _as_main(script, args):
+        with _as_main(script, args):
             runpy.run_path(script, run_name="__main__")
     except SystemExit as exit_:
         return _exit_code(exit_)
@@ -322,12 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = _check_script(args.script)
     if problem is not None:
         return _usage_error(problem, lang)
-    try:
-        return run_script(args.script, args.args, gpus=args.gpus, profile=args.profile, lang=lang)
-    except ValueError as exc:  # simulate() refused its arguments (an unknown profile, real GPUs here)
-        return _usage_error(
-            Message(f"error: {getattr(exc, 'en', exc)}", f"错误：{getattr(exc, 'zh', exc)}"), lang
-        )
+    return run_script(args.script, args.args, gpus=args.gpus, profile=args.profile, lang=lang)
 
 
 def console() -> None:
