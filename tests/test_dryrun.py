@@ -114,6 +114,13 @@ def test_the_script_runs_as_main_with_its_arguments_and_exit_status(tmp_path: Pa
     )
     assert run.returncode == 3, run.stderr
     assert run.stdout.strip() == "['3', '--flag'] 7"
+    assert "no device error on 2 simulated GPU(s) (H200). The script ended with status 3." in run.stderr
+
+
+def test_sys_exit_zero_ends_like_a_script_that_just_ends(tmp_path: Path) -> None:
+    run = dryrun(tmp_path, "import sys\n\ndef main():\n    return 0\n\nsys.exit(main())\n")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.strip().endswith("no device error on 1 simulated GPU(s) (H200).")
 
 
 def test_two_gpus_make_cuda_1_real(tmp_path: Path) -> None:
@@ -125,7 +132,8 @@ def test_an_error_that_is_not_about_devices_keeps_pythons_status_and_gets_no_rep
     run = dryrun(tmp_path, "import torch\nraise KeyError('boom')\n")
     assert run.returncode == 1
     assert "KeyError: 'boom'" in run.stderr
-    assert "device error" not in run.stderr
+    assert "hit a device error" not in run.stderr
+    assert "no device error on 1 simulated GPU(s) (H200). The script ended with status 1." in run.stderr
 
 
 @pytest.mark.parametrize(

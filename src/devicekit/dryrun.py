@@ -252,26 +252,32 @@ def _run_simulated(script: str, args: Sequence[str], gpus: int, profile: str, la
     try:
         with _as_main(script, args):
             runpy.run_path(script, run_name="__main__")
+        status = 0
     except SystemExit as exit_:
-        return _exit_code(exit_)
+        status = _exit_code(exit_)
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # the script's own exception: printed as Python prints it, then judged
         error.__traceback__ = _without_machinery(error.__traceback__)
         traceback.print_exception(type(error), error, error.__traceback__)
         report = report_device_error(error)
-        if report is None:
-            return 1
-        print("\n" + report.message.text(lang), file=sys.stderr)
-        return DEVICE_ERROR_STATUS
-    print(
-        Message(
-            f"{PROG}: no device error on {gpus} simulated GPU(s) ({profile}).",
-            f"{PROG}：在 {gpus} 块模拟 GPU（{profile}）上没有出现设备错误。",
-        ).text(lang),
-        file=sys.stderr,
+        if report is not None:
+            print("\n" + report.message.text(lang), file=sys.stderr)
+            return DEVICE_ERROR_STATUS
+        status = 1
+    print(_clean_summary(gpus, profile, status).text(lang), file=sys.stderr)
+    return status
+
+
+def _clean_summary(gpus: int, profile: str, status: int) -> Message:
+    """The last line of a run without a device error (the script's own status named when it is not 0)."""
+    summary = Message(
+        f"{PROG}: no device error on {gpus} simulated GPU(s) ({profile}).",
+        f"{PROG}：在 {gpus} 块模拟 GPU（{profile}）上没有出现设备错误。",
     )
-    return 0
+    if status:
+        summary += Message(f" The script ended with status {status}.", f"脚本的退出状态是 {status}。")
+    return summary
 
 
 _SIMULATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simulate") + os.sep
