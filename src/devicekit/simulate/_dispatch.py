@@ -419,18 +419,26 @@ def _check_like_tensor_iterator(op: OpInfo, tensors: list[tuple[str, torch.Tenso
 def _decompose(func: Any, args: tuple, kwargs: dict) -> Any:
     """An op with no CUDA kernel of its own runs its composite kernel on CUDA: run it op by op on the
     simulated tensors so the ops inside make their own checks (an error propagates; on success the
-    result is the op's result). PyTorch's Python decomposition is used when it has one
-    (``torch._decomp``): the C++ composite would compare devices itself and see ``meta`` where CUDA sees
-    ``cuda``."""
+    result is the op's result).
+
+    The C++ composite runs first: it is the code CUDA runs, so its inner ops are CUDA's. PyTorch's Python
+    decomposition (``torch._decomp``) is written for tracing and may call other ops: ``embedding``'s
+    indexes ``weight[indices]`` for indices of two or more dimensions, which accepts CPU indices, where
+    ``embedding_symint`` (``aten/src/ATen/native/Embedding.cpp``, v2.13.0) calls ``index_select`` on the
+    reshaped indices, which does not. It is used only when the C++ composite compared devices itself and
+    saw ``meta`` (the C++ device of a simulated tensor), so no CUDA text could come from it."""
     from torch._decomp import decomposition_table
 
-    python = decomposition_table.get(func)
     _decomposing.add(func)  # a decomposition that comes back to the same op gets the generic check
     try:
         with SimulateDispatchMode(), torch.no_grad():
-            if python is not None:
+            try:
+                return func._op_dk(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+            except RuntimeError as exc:
+                python = decomposition_table.get(func)
+                if python is None or "meta" not in str(exc):
+                    raise
                 return python(*args, **kwargs)
-            return func._op_dk(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
     finally:
         _decomposing.discard(func)
 
