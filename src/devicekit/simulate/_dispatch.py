@@ -605,6 +605,36 @@ def _check_convolution(given: dict, args: tuple) -> None:
         raise exc
 
 
+def _masked_fill(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
+    """``masked_fill``/``masked_fill_``: CUDA's kernel (``masked_fill__cuda``, which the out-of-place
+    composite also reaches after cloning ``self``) is no TensorIterator check: it compares ``self``'s
+    device with the mask's itself, so a 0-dim CPU mask is refused too; a value tensor may be a 0-dim CPU
+    tensor (it is read with ``item()``), but ``self`` must not be on the CPU."""
+    names = ("self", "mask", "value")
+    given = dict(zip(names, args, strict=False))
+    given.update({k: v for k, v in kwargs.items() if k in names})
+    data, mask, value = given.get("self"), given.get("mask"), given.get("value")
+    tensors = [t for t in (data, mask, value) if isinstance(t, torch.Tensor)]
+    if not any(type(t) is SimulatedTensor for t in tensors):
+        return func(*args, **kwargs)
+    if (
+        type(data) is not SimulatedTensor
+        and isinstance(value, torch.Tensor)
+        and type(mask) is not SimulatedTensor
+    ):
+        exc = _rules.masked_fill_cpu_self_error()  # only the value is on a GPU: the Tensor overload's check
+        raise exc
+    if (
+        isinstance(data, torch.Tensor)
+        and isinstance(mask, torch.Tensor)
+        and _device_of(data) != _device_of(mask)
+    ):
+        exc = _rules.mask_device_error(_device_of(mask), _device_of(data))
+        raise exc
+    out = func(*_unwrap_all(args), **_unwrap_kwargs(kwargs))
+    return _finish(op, out, args, kwargs, data._dk_index)
+
+
 def _tables_entry(key: str) -> tuple[str, list[str]] | None:
     from ._ops import tables
 
@@ -630,6 +660,8 @@ def _with_cuda_wording(exc: RuntimeError) -> BaseException | None:
 
 _SPECIAL = {
     "convolution": _convolution,
+    "aten::masked_fill": _masked_fill,
+    "aten::masked_fill_": _masked_fill,
     "_to_copy": _to_copy,
     "copy_": _copy_,
     "aten::set_": _set_,
