@@ -12,7 +12,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..messages import Message, localised
-from . import _defaults, _lazyinit, _patches, _serialization, _state
+from . import _defaults, _distributed, _lazyinit, _patches, _serialization, _state
 from ._dispatch import SimulateDispatchMode
 from ._function import SimulateFunctionMode
 from .profiles import PROFILES, GpuProfile
@@ -186,6 +186,7 @@ class simulate(contextlib.ContextDecorator):  # noqa: N801 - used like a functio
                     _patches.install(patches, machine, _thread_start)
                     _serialization.install(patches)
                     _defaults.install(patches)
+                    _distributed.install(patches)
                 except BaseException:
                     patches.undo()
                     _state.pop(machine)
@@ -215,7 +216,10 @@ class simulate(contextlib.ContextDecorator):  # noqa: N801 - used like a functio
                 _state.pop(machine)
                 _open -= 1
                 if _open == 0 and _installed:
-                    _installed.pop().undo()
+                    try:
+                        _distributed.close()  # an NCCL group left open in the block
+                    finally:
+                        _installed.pop().undo()
                     _lazyinit.reset()
                 elif outer_generators is not None:
                     torch.cuda.default_generators = outer_generators

@@ -151,6 +151,8 @@ def _tensors(op: OpInfo, args: tuple, kwargs: dict) -> list[tuple[str, torch.Ten
 
 
 def _slow(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
+    if op.packet.startswith("c10d::"):
+        return _c10d(func, args, kwargs)
     special = _SPECIAL.get(op.key) or _SPECIAL.get(op.packet)
     if special is not None:
         return special(func, op, args, kwargs)
@@ -633,6 +635,37 @@ def _masked_fill(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
         raise exc
     out = func(*_unwrap_all(args), **_unwrap_kwargs(kwargs))
     return _finish(op, out, args, kwargs, data._dk_index)
+
+
+def _deep(value: Any, leaf: Any) -> Any:
+    """``value`` with ``leaf`` applied to every tensor in it, however deep its lists and tuples nest."""
+    if isinstance(value, torch.Tensor):
+        return leaf(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_deep(v, leaf) for v in value)
+    return value
+
+
+def _c10d(func: Any, args: tuple, kwargs: dict) -> Any:
+    """A ``torch.distributed`` collective (``c10d::allreduce_``, ``c10d::allgather_`` ... whose tensors come
+    in lists of lists): on a simulated NCCL group (`_distributed`) every tensor must be on a simulated GPU
+    (else NCCL's "No backend type associated with device type cpu"); the simulated tensors' CPU data goes
+    to the gloo group underneath, and the tensors it returns are wrapped back on their GPU."""
+    from . import _distributed
+
+    found: list[torch.Tensor] = []
+    _deep((args, kwargs), found.append)
+    sims = [t for t in found if type(t) is SimulatedTensor]
+    if any(_distributed.is_simulated_nccl(a) for a in args if isinstance(a, torch.ScriptObject)):
+        plain = next((t for t in found if type(t) is not SimulatedTensor), None)
+        if plain is not None:
+            exc = _rules.no_backend_error(plain.device.type)
+            raise exc
+    if not sims:
+        return func(*args, **kwargs)
+    index = sims[0]._dk_index
+    out = func(*_deep(args, _unwrap), **_deep(kwargs, _unwrap))
+    return _deep(out, lambda t: t if type(t) is SimulatedTensor else wrap(t, index))
 
 
 def _tables_entry(key: str) -> tuple[str, list[str]] | None:

@@ -106,6 +106,12 @@ def masked_fill_cpu_self_error() -> BaseException:
     return _error(RuntimeError, "masked_fill_: Expected inputs to be on same device")
 
 
+def no_backend_error(device_type: str) -> BaseException:
+    """A collective of an NCCL process group on a tensor of another device type (``ProcessGroup::getBackend``
+    in ``torch/csrc/distributed/c10d/ProcessGroup.hpp``; recorded case ``nccl-cpu-tensor``)."""
+    return _error(RuntimeError, f"No backend type associated with device type {device_type}")
+
+
 def too_many_scalars_error() -> BaseException:
     """TensorIterator: more than one 0-dim CPU tensor for a kernel on another device."""
     return _error(RuntimeError, "Trying to pass too many CPU scalars to non-CPU kernel!")
