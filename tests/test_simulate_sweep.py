@@ -69,3 +69,87 @@ def test_masked_fill_on_two_simulated_gpus():
     with simulate(gpus=2), pytest.raises(RuntimeError) as info:
         torch.ones(3, device="cuda:0").masked_fill(torch.ones(3, dtype=torch.bool, device="cuda:1"), 0.0)
     assert str(info.value) == _MASK_TEXT.format("cuda:1", "cuda:0")
+
+
+def _wrapper(key: str) -> str:
+    """The CUDA kernel wrapper PyTorch's code generator names for ``key`` (the shipped tables)."""
+    from devicekit.simulate._ops import tables
+
+    return tables()["cuda_ops"][key][0]
+
+
+def _cuda(*shape: int, **kw) -> torch.Tensor:
+    return torch.ones(*shape, device="cuda", **kw)
+
+
+_F = torch.nn.functional
+_ARGUMENT_CHECKS = [
+    # (what, run, argument named, op whose generated CUDA check names it)
+    (
+        "embedding_bag 2-D",
+        lambda: nn.EmbeddingBag(10, 3).cuda()(torch.tensor([[1, 2]])),
+        "indices",
+        "_embedding_bag",
+    ),
+    (
+        "embedding_bag offsets",
+        lambda: nn.EmbeddingBag(10, 3).cuda()(torch.tensor([1, 2], device="cuda"), torch.tensor([0])),
+        "offsets",
+        "_embedding_bag",
+    ),
+    ("one_hot @ gpu", lambda: _F.one_hot(torch.tensor([0, 1]), 3).float() @ _cuda(3, 2), "mat2", "mm"),
+    (
+        "cross_entropy target",
+        lambda: _F.cross_entropy(_cuda(4, 3), torch.tensor([0, 1, 2, 0])),
+        "target",
+        "nll_loss_forward",
+    ),
+    ("nll_loss 0-dim target", lambda: _F.nll_loss(_cuda(3), torch.tensor(1)), "target", "nll_loss_forward"),
+    (
+        "cross_entropy 2-D target",
+        lambda: _F.cross_entropy(_cuda(2, 3, 4, 4), torch.zeros(2, 4, 4, dtype=torch.long)),
+        "target",
+        "nll_loss2d_forward",
+    ),
+    (
+        "layer_norm weight",
+        lambda: _F.layer_norm(_cuda(2, 3), (3,), torch.ones(3)),
+        "weight",
+        "native_layer_norm",
+    ),
+    (
+        "group_norm weight",
+        lambda: _F.group_norm(_cuda(2, 4, 3), 2, torch.ones(4)),
+        "weight",
+        "native_group_norm",
+    ),
+    (
+        "grid_sample grid",
+        lambda: _F.grid_sample(_cuda(1, 1, 4, 4), torch.zeros(1, 2, 2, 2), align_corners=False),
+        "grid",
+        "grid_sampler_2d",
+    ),
+    (
+        "index_add_ index",
+        lambda: _cuda(3).index_add_(0, torch.tensor([0, 1]), _cuda(2)),
+        "index",
+        "index_add_",
+    ),
+    (
+        "scatter_add_ index",
+        lambda: _cuda(3).scatter_add_(0, torch.tensor([0, 1]), _cuda(2)),
+        "index",
+        "scatter_add_",
+    ),
+    ("bmm", lambda: torch.bmm(_cuda(2, 3, 4), torch.ones(2, 4, 5)), "mat2", "bmm"),
+    ("linear without bias", lambda: _F.linear(_cuda(3, 4), torch.ones(2, 4)), "mat2", "mm"),
+]
+
+
+@pytest.mark.parametrize("what, run, argument, key", _ARGUMENT_CHECKS, ids=[c[0] for c in _ARGUMENT_CHECKS])
+def test_ops_whose_cuda_kernel_checks_its_arguments_name_the_cpu_one(what, run, argument, key):
+    with simulate(), pytest.raises(RuntimeError) as info:
+        run()
+    text = str(info.value)
+    assert text.startswith(f"Expected all tensors to be on the same device, but got {argument} is on ")
+    assert text.endswith(f"(when checking argument in method {_wrapper(key)})")
