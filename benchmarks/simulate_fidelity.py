@@ -27,9 +27,6 @@ RECORD = ROOT / "results" / "cuda-messages.json"
 
 # Cases the simulator does not cover yet, and why (each is listed in the output when it differs).
 KNOWN = {
-    "ddp-device-ids-cpu-module": "torch.distributed is not simulated in this change (nccl/gloo hooks only)",
-    "nccl-cpu-tensor": "torch.distributed is not simulated in this change (no nccl backend on a CPU build)",
-    "init-process-group-twice": "torch.distributed is not simulated in this change",
     "oom": "same type and wording; the numbers are each process's own (the H200 process held 816 MiB of "
     "CUDA context and 65 MiB of tensors; a simulated GPU holds only what the case allocated)",
 }

@@ -24,6 +24,7 @@ MATCHING = {
     "adam-state-cpu", "fused-adam-state-cpu", "data-parallel-module-on-cpu", "load-cuda1-on-one-gpu",
     "autocast-cuda-on-cpu-math", "deprecated-cuda-amp-autocast", "deprecated-cuda-amp-gradscaler",
     "autocast-output-meets-fp32", "ddp-device-ids-cpu-module", "init-process-group-twice",
+    "nccl-cpu-tensor",
 }  # fmt: skip
 
 

@@ -46,6 +46,8 @@ def test_texts_not_recorded_on_a_gpu_are_format_strings_of_the_installed_torch()
     blob = _binary_text()
     for text in (
         "Trying to pass too many CPU scalars to non-CPU kernel!",
+        "expected self and mask to be on the same device, but got mask on ",
+        "masked_fill_: Expected inputs to be on same device",
         "No CUDA GPUs are available",
         ") and bias type (",
         "Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have incompatible tensor",

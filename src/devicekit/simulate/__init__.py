@@ -30,6 +30,8 @@ How it works (modules of this package):
   generated argument checks named ``wrapper_CUDA_<op>`` as PyTorch's code generator names them, index
   tensors, generators, ``lengths``) and runs the op on the CPU tensors. It shares its device model with
   `devicekit.strict_devices` (`devicekit.device_rules`).
+* ``_defaults``: a default device or CUDA tensor type set inside a block, and its undoing at the end.
+* ``_distributed``: ``init_process_group("nccl")`` on gloo, NCCL's rule that every tensor is on a GPU.
 * ``_patches``, ``_serialization``: what is replaced while a block is open (``torch.cuda``,
   ``torch.accelerator``, ``torch.Generator``, ``threading.Thread.start``, ``torch.save``/``torch.load``
   hooks), all restored when the outermost block closes, also by an exception.
@@ -39,6 +41,9 @@ get_device_capability/get_device_properties/synchronize/is_bf16_supported/memory
 max_memory_allocated/mem_get_info/manual_seed``, the ``torch.accelerator`` API, ``Tensor.cuda``/``.to``/
 ``.cpu``, ``Module.cuda``/``.to`` keeping parameter identity (an optimizer built before the move still
 updates the model), ``device="cuda"`` in factories, ``torch.device("cuda")`` meaning the current device,
+``torch.set_default_device("cuda")``, ``with torch.device("cuda"):`` and the deprecated
+``torch.set_default_tensor_type(torch.cuda.FloatTensor)`` (``_defaults``; each undone when the block
+closes),
 ``pin_memory()``/``is_pinned()``/``non_blocking=True``, ``torch.save``/``torch.load`` with ``cuda:N``
 locations and every kind of ``map_location``, ``torch.autocast("cuda")`` and ``torch.amp.GradScaler("cuda")``,
 ``CUDA_VISIBLE_DEVICES``, threads started inside the block (DataLoader's pin-memory thread), DataLoader
@@ -66,7 +71,8 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
 * sparse layouts (COO, CSR, ...): moving one to a simulated GPU raises a clear ``NotImplementedError``;
 * CUDA graphs, custom CUDA/Triton kernels, ``torch.compile`` (Inductor would generate CPU code or fail on
   the simulated tensors), real streams and events (``torch.cuda.Stream``/``Event`` are synchronous
-  stand-ins, ``_streams``), NCCL and ``torch.distributed`` (hooks left for a later change), IPC of CUDA
+  stand-ins, ``_streams``), NCCL across processes (``torch.distributed`` with ``nccl`` runs in one process,
+  on gloo: ``_distributed``), IPC of CUDA
   tensors between processes, spawned DataLoader workers (a spawned process starts without the
   simulation);
 * device checks made inside C++ composite functions: they see ``meta:N``. The ones PyTorch makes about

@@ -12,7 +12,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..messages import Message, localised
-from . import _lazyinit, _patches, _serialization, _state
+from . import _defaults, _distributed, _lazyinit, _patches, _serialization, _state
 from ._dispatch import SimulateDispatchMode
 from ._function import SimulateFunctionMode
 from .profiles import PROFILES, GpuProfile
@@ -50,6 +50,7 @@ def _modes_in_this_thread() -> Iterator[None]:
         finally:
             _tls.depth -= 1
         return
+    default_device = _defaults.saved_device()
     function_mode, dispatch_mode = SimulateFunctionMode(), SimulateDispatchMode()
     function_mode.__enter__()
     dispatch_mode.__enter__()
@@ -60,13 +61,17 @@ def _modes_in_this_thread() -> Iterator[None]:
     finally:
         _tls.depth = 0
         _state.set_current_index(device)
-        _leave(dispatch_mode)
-        _leave(function_mode)
+        try:
+            _defaults.restore_device(default_device)  # a set_default_device("cuda") left in the block
+        finally:
+            _leave(dispatch_mode)
+            _leave(function_mode)
 
 
 def _leave(mode: TorchFunctionMode | TorchDispatchMode) -> None:
-    """Take ``mode`` off its stack even when modes pushed inside the block sit above it (a default
-    device set with ``torch.set_default_device`` and never reset): those stay, in their order."""
+    """Take ``mode`` off its stack even when modes pushed inside the block sit above it (a mode the
+    block's code entered and never left): those stay, in their order. A default device set inside the
+    block is not one of them: `_defaults.restore_device` has put back the one the block started with."""
     from torch.utils import _python_dispatch
 
     if isinstance(mode, TorchDispatchMode):
@@ -180,6 +185,8 @@ class simulate(contextlib.ContextDecorator):  # noqa: N801 - used like a functio
                     _state.push(machine)
                     _patches.install(patches, machine, _thread_start)
                     _serialization.install(patches)
+                    _defaults.install(patches)
+                    _distributed.install(patches)
                 except BaseException:
                     patches.undo()
                     _state.pop(machine)
@@ -209,7 +216,10 @@ class simulate(contextlib.ContextDecorator):  # noqa: N801 - used like a functio
                 _state.pop(machine)
                 _open -= 1
                 if _open == 0 and _installed:
-                    _installed.pop().undo()
+                    try:
+                        _distributed.close()  # an NCCL group left open in the block
+                    finally:
+                        _installed.pop().undo()
                     _lazyinit.reset()
                 elif outer_generators is not None:
                     torch.cuda.default_generators = outer_generators

@@ -151,6 +151,8 @@ def _tensors(op: OpInfo, args: tuple, kwargs: dict) -> list[tuple[str, torch.Ten
 
 
 def _slow(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
+    if op.packet.startswith("c10d::"):
+        return _c10d(func, args, kwargs)
     special = _SPECIAL.get(op.key) or _SPECIAL.get(op.packet)
     if special is not None:
         return special(func, op, args, kwargs)
@@ -419,18 +421,26 @@ def _check_like_tensor_iterator(op: OpInfo, tensors: list[tuple[str, torch.Tenso
 def _decompose(func: Any, args: tuple, kwargs: dict) -> Any:
     """An op with no CUDA kernel of its own runs its composite kernel on CUDA: run it op by op on the
     simulated tensors so the ops inside make their own checks (an error propagates; on success the
-    result is the op's result). PyTorch's Python decomposition is used when it has one
-    (``torch._decomp``): the C++ composite would compare devices itself and see ``meta`` where CUDA sees
-    ``cuda``."""
+    result is the op's result).
+
+    The C++ composite runs first: it is the code CUDA runs, so its inner ops are CUDA's. PyTorch's Python
+    decomposition (``torch._decomp``) is written for tracing and may call other ops: ``embedding``'s
+    indexes ``weight[indices]`` for indices of two or more dimensions, which accepts CPU indices, where
+    ``embedding_symint`` (``aten/src/ATen/native/Embedding.cpp``, v2.13.0) calls ``index_select`` on the
+    reshaped indices, which does not. It is used only when the C++ composite compared devices itself and
+    saw ``meta`` (the C++ device of a simulated tensor), so no CUDA text could come from it."""
     from torch._decomp import decomposition_table
 
-    python = decomposition_table.get(func)
     _decomposing.add(func)  # a decomposition that comes back to the same op gets the generic check
     try:
         with SimulateDispatchMode(), torch.no_grad():
-            if python is not None:
+            try:
+                return func._op_dk(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
+            except RuntimeError as exc:
+                python = decomposition_table.get(func)
+                if python is None or "meta" not in str(exc):
+                    raise
                 return python(*args, **kwargs)
-            return func._op_dk(DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
     finally:
         _decomposing.discard(func)
 
@@ -597,6 +607,67 @@ def _check_convolution(given: dict, args: tuple) -> None:
         raise exc
 
 
+def _masked_fill(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
+    """``masked_fill``/``masked_fill_``: CUDA's kernel (``masked_fill__cuda``, which the out-of-place
+    composite also reaches after cloning ``self``) is no TensorIterator check: it compares ``self``'s
+    device with the mask's itself, so a 0-dim CPU mask is refused too; a value tensor may be a 0-dim CPU
+    tensor (it is read with ``item()``), but ``self`` must not be on the CPU."""
+    names = ("self", "mask", "value")
+    given = dict(zip(names, args, strict=False))
+    given.update({k: v for k, v in kwargs.items() if k in names})
+    data, mask, value = given.get("self"), given.get("mask"), given.get("value")
+    tensors = [t for t in (data, mask, value) if isinstance(t, torch.Tensor)]
+    if not any(type(t) is SimulatedTensor for t in tensors):
+        return func(*args, **kwargs)
+    if (
+        type(data) is not SimulatedTensor
+        and isinstance(value, torch.Tensor)
+        and type(mask) is not SimulatedTensor
+    ):
+        exc = _rules.masked_fill_cpu_self_error()  # only the value is on a GPU: the Tensor overload's check
+        raise exc
+    if (
+        isinstance(data, torch.Tensor)
+        and isinstance(mask, torch.Tensor)
+        and _device_of(data) != _device_of(mask)
+    ):
+        exc = _rules.mask_device_error(_device_of(mask), _device_of(data))
+        raise exc
+    out = func(*_unwrap_all(args), **_unwrap_kwargs(kwargs))
+    return _finish(op, out, args, kwargs, data._dk_index)
+
+
+def _deep(value: Any, leaf: Any) -> Any:
+    """``value`` with ``leaf`` applied to every tensor in it, however deep its lists and tuples nest."""
+    if isinstance(value, torch.Tensor):
+        return leaf(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_deep(v, leaf) for v in value)
+    return value
+
+
+def _c10d(func: Any, args: tuple, kwargs: dict) -> Any:
+    """A ``torch.distributed`` collective (``c10d::allreduce_``, ``c10d::allgather_`` ... whose tensors come
+    in lists of lists): on a simulated NCCL group (`_distributed`) every tensor must be on a simulated GPU
+    (else NCCL's "No backend type associated with device type cpu"); the simulated tensors' CPU data goes
+    to the gloo group underneath, and the tensors it returns are wrapped back on their GPU."""
+    from . import _distributed
+
+    found: list[torch.Tensor] = []
+    _deep((args, kwargs), found.append)
+    sims = [t for t in found if type(t) is SimulatedTensor]
+    if any(_distributed.is_simulated_nccl(a) for a in args if isinstance(a, torch.ScriptObject)):
+        plain = next((t for t in found if type(t) is not SimulatedTensor), None)
+        if plain is not None:
+            exc = _rules.no_backend_error(plain.device.type)
+            raise exc
+    if not sims:
+        return func(*args, **kwargs)
+    index = sims[0]._dk_index
+    out = func(*_deep(args, _unwrap), **_deep(kwargs, _unwrap))
+    return _deep(out, lambda t: t if type(t) is SimulatedTensor else wrap(t, index))
+
+
 def _tables_entry(key: str) -> tuple[str, list[str]] | None:
     from ._ops import tables
 
@@ -622,6 +693,8 @@ def _with_cuda_wording(exc: RuntimeError) -> BaseException | None:
 
 _SPECIAL = {
     "convolution": _convolution,
+    "aten::masked_fill": _masked_fill,
+    "aten::masked_fill_": _masked_fill,
     "_to_copy": _to_copy,
     "copy_": _copy_,
     "aten::set_": _set_,

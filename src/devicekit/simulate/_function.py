@@ -160,6 +160,8 @@ def _from_data(func: Any, args: tuple, kwargs: dict) -> Any:
     mode excluded (a meta target would keep no values), so build on the CPU and move the result."""
     device = kwargs.get("device")
     if device is None:
+        device = _default_cuda_device(func)  # torch.tensor(data) under a default device "cuda"
+    if device is None:
         return func(*args, **kwargs)
     target = resolve(device)
     if not (isinstance(target, torch.device) and target.type == "meta" and target.index is not None):

@@ -110,7 +110,12 @@ def info(func: Any) -> OpInfo:
         generator="generator" in names,
         write_alias=tuple(write_alias),
         seeded=seeded,
-        slow=seeded or transfer or "device" in names or key in SPECIAL_KEYS or schema.name in SPECIAL_KEYS,
+        slow=seeded
+        or transfer
+        or "device" in names
+        or key in SPECIAL_KEYS
+        or schema.name in SPECIAL_KEYS
+        or schema.name.startswith("c10d::"),
     )
     _cache[func] = found
     return found

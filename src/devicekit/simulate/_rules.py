@@ -14,9 +14,14 @@ Where each text comes from:
   (``pack-padded-cuda-lengths``), convolution's ``Input type ... should be the same``
   (``conv-cuda-input-cpu-weight``), the RNNs' ``Input and hidden tensors ...`` (``lstm-cpu-hidden``);
 * PyTorch's C++ sources, whose format strings are also in the installed ``libtorch_cpu.so`` (a test reads
-  them there): "Trying to pass too many CPU scalars to non-CPU kernel!" (``TensorIterator.cpp``), "No CUDA
-  GPUs are available" (``c10/cuda/CUDAFunctions.cpp``, ``device_count_ensure_non_zero``), the bias form of
-  convolution's check (``Convolution.cpp``, ``check_input_same_type_as_parameters``),
+  them there): masked_fill's "expected self and mask to be on the same device, but got mask on " and
+  "masked_fill_: Expected inputs to be on same device" (``masked_fill__cuda`` in
+  ``aten/src/ATen/native/cuda/Indexing.cu``, read from PyTorch's main branch as stored by the course's
+  search tool; the CPU build holds the same strings in the quantized kernels of
+  ``TensorAdvancedIndexing.cpp``), "Trying to pass too many CPU scalars to non-CPU kernel!"
+  (``TensorIterator.cpp``), "No CUDA GPUs are available" (``c10/cuda/CUDAFunctions.cpp``,
+  ``device_count_ensure_non_zero``), the bias form of convolution's check (``Convolution.cpp``,
+  ``check_input_same_type_as_parameters``),
   ``variable.set_data(tensor)`` (``torch/csrc/autograd/python_variable.cpp``);
 * recorded, with this process's numbers (they differ from run to run, the wording does not): CUDA's
   out-of-memory message (``oom``; ``c10/cuda/CUDACachingAllocator.cpp``, ``format_size``);
@@ -84,6 +89,27 @@ def argument_error(arg: str, device: str, common: str, wrapper: str) -> BaseExce
         f"Expected all tensors to be on the same device, but got {arg} is on {device}, different from other "
         f"tensors on {common} (when checking argument in method {wrapper})",
     )
+
+
+def mask_device_error(mask: str, self_device: str) -> BaseException:
+    """``masked_fill__cuda`` (``aten/src/ATen/native/cuda/Indexing.cu``): the mask is not on ``self``'s
+    device, a 0-dim CPU mask included (the kernel compares the devices itself; it is no TensorIterator)."""
+    return _error(
+        RuntimeError,
+        f"expected self and mask to be on the same device, but got mask on {mask} and self on {self_device}",
+    )
+
+
+def masked_fill_cpu_self_error() -> BaseException:
+    """``masked_fill__cuda``'s Tensor-value overload, reached through a value on a GPU with ``self`` on
+    the CPU."""
+    return _error(RuntimeError, "masked_fill_: Expected inputs to be on same device")
+
+
+def no_backend_error(device_type: str) -> BaseException:
+    """A collective of an NCCL process group on a tensor of another device type (``ProcessGroup::getBackend``
+    in ``torch/csrc/distributed/c10d/ProcessGroup.hpp``; recorded case ``nccl-cpu-tensor``)."""
+    return _error(RuntimeError, f"No backend type associated with device type {device_type}")
 
 
 def too_many_scalars_error() -> BaseException:

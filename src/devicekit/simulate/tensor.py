@@ -200,8 +200,9 @@ class SimulatedTensor(torch.Tensor):
 
 
 def _cuda_type_name(dtype: torch.dtype) -> str:
-    """``torch.cuda.FloatTensor`` for float32: the CPU type name PyTorch gives, in the cuda namespace."""
-    return torch.empty((), dtype=dtype).type().replace("torch.", "torch.cuda.", 1)
+    """``torch.cuda.FloatTensor`` for float32: the CPU type name PyTorch gives, in the cuda namespace (the
+    device is named: under a default device ``cuda`` a bare factory would make a simulated tensor)."""
+    return torch.empty((), dtype=dtype, device="cpu").type().replace("torch.", "torch.cuda.", 1)
 
 
 def _dtype_of_type_name(name: str) -> torch.dtype:
