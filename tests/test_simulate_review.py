@@ -6,6 +6,8 @@ cited beside each test says.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -43,3 +45,47 @@ def test_tensor_from_list_of_simulated_scalars() -> None:
         with pytest.warns(UserWarning):
             same = torch.tensor(x)
         assert is_simulated(same) and same.tolist() == [1.0, 1.0, 1.0]
+
+
+MASK_TEXT = "expected self and mask to be on the same device, but got mask on {} and self on {}"
+
+
+@pytest.mark.parametrize("mask", [[True, False, True], True], ids=["1-dim", "0-dim"])
+def test_masked_fill_with_a_cpu_mask_raises_cudas_text(mask: object) -> None:
+    """``masked_fill__cuda`` checks ``self.device() == mask.device()`` first, 0-dim masks included
+    (``aten/src/ATen/native/cuda/Indexing.cu``, read at pytorch commit d4c71812, release tag unknown)."""
+    with devicekit.simulate():
+        x = torch.ones(3, device="cuda")
+        cpu_mask = torch.tensor(mask)
+        for call in (
+            lambda: x.masked_fill(cpu_mask, 0.0),
+            lambda: torch.masked_fill(x, cpu_mask, 0.0),
+            lambda: x.clone().masked_fill_(cpu_mask, 0.0),
+            lambda: x.masked_fill(mask=cpu_mask, value=torch.tensor(0.0)),
+        ):
+            with pytest.raises(RuntimeError) as info:
+                call()
+            assert str(info.value) == MASK_TEXT.format("cpu", "cuda:0")
+        with pytest.raises(RuntimeError) as info:
+            torch.ones(3).masked_fill(cpu_mask.cuda(), 0.0)
+        assert str(info.value) == MASK_TEXT.format("cuda:0", "cpu")
+        assert (
+            x.masked_fill(cpu_mask.cuda(), 0.0).tolist() == torch.ones(3).masked_fill(cpu_mask, 0.0).tolist()
+        )
+        assert torch.ones(3).masked_fill(cpu_mask, 2.0).device.type == "cpu"
+
+
+def test_masked_fill_mask_on_another_simulated_gpu() -> None:
+    with devicekit.simulate(gpus=2):
+        x = torch.ones(2, device="cuda:0")
+        with pytest.raises(RuntimeError) as info:
+            x.masked_fill(torch.tensor([True, False], device="cuda:1"), 0.0)
+        assert str(info.value) == MASK_TEXT.format("cuda:1", "cuda:0")
+
+
+def test_mask_text_is_a_format_string_of_the_installed_torch() -> None:
+    """The text is not in ``results/cuda-messages.json``; its format string is in the installed binary."""
+    lib = Path(torch.__file__).parent / "lib"
+    blob = b"".join(p.read_bytes() for p in lib.glob("libtorch_cpu.so*")) or pytest.skip("no libtorch_cpu.so")
+    assert b"expected self and mask to be on the same device, but got mask on " in blob
+    assert b" and self on " in blob

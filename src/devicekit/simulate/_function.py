@@ -72,6 +72,9 @@ class SimulateFunctionMode(TorchFunctionMode):
         if device is not None:
             kwargs = dict(kwargs)
             kwargs["device"] = resolve(device)
+        check = _CHECKS.get(func)
+        if check is not None:
+            check(args, kwargs)
         name = getattr(func, "__name__", "")
         if name in _RNN:
             _check_rnn(args)
@@ -199,6 +202,30 @@ def _host_values(data: Any) -> Any:
     return data
 
 
+def _check_mask(args: tuple, kwargs: dict) -> None:
+    """``masked_fill``/``masked_fill_`` with self and mask on different devices, one of them simulated.
+
+    The dispatcher picks CUDA's kernel when either tensor is on a GPU, and ``masked_fill__cuda`` checks
+    ``self.device() == mask.device()`` before anything else, with no exception for a 0-dim CPU mask
+    (``aten/src/ATen/native/cuda/Indexing.cu``, read at pytorch commit d4c71812, release tag unknown);
+    the out-of-place ``masked_fill`` clones self and calls it. Without this, TensorIterator's generic
+    text (or nothing, for a 0-dim CPU mask) would come out here.
+    """
+    names = ("self", "mask", "value")
+    given = dict(zip(names, args, strict=False))
+    given.update({k: v for k, v in kwargs.items() if k in names})
+    self, mask, value = given.get("self"), given.get("mask"), given.get("value")
+    if (
+        isinstance(self, _Tensor)
+        and isinstance(mask, _Tensor)
+        and (type(self) is SimulatedTensor or type(mask) is SimulatedTensor)
+        and self.device != mask.device
+        and not (isinstance(value, _Tensor) and value.dim() != 0)
+    ):
+        exc = _rules.mask_device_error(str(mask.device), str(self.device))
+        raise exc
+
+
 def _check_rnn(args: tuple) -> None:
     """``check_attributes`` of ``aten/src/ATen/native/RNN.cpp``: hidden states first, then parameters."""
     if len(args) < 3 or not isinstance(args[0], _Tensor):
@@ -232,4 +259,9 @@ _SPECIAL = {
     _Tensor.cuda: _cuda,
     _Tensor.pin_memory: _pin_memory,
     _Tensor.is_pinned: _is_pinned,
+}
+_CHECKS = {
+    _Tensor.masked_fill: _check_mask,
+    _Tensor.masked_fill_: _check_mask,
+    torch.masked_fill: _check_mask,
 }

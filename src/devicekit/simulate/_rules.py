@@ -17,7 +17,9 @@ Where each text comes from:
   them there): "Trying to pass too many CPU scalars to non-CPU kernel!" (``TensorIterator.cpp``), "No CUDA
   GPUs are available" (``c10/cuda/CUDAFunctions.cpp``, ``device_count_ensure_non_zero``), the bias form of
   convolution's check (``Convolution.cpp``, ``check_input_same_type_as_parameters``),
-  ``variable.set_data(tensor)`` (``torch/csrc/autograd/python_variable.cpp``);
+  ``variable.set_data(tensor)`` (``torch/csrc/autograd/python_variable.cpp``), masked_fill's "expected self
+  and mask to be on the same device" (``masked_fill__cuda``, ``aten/src/ATen/native/cuda/Indexing.cu``, read
+  at pytorch commit d4c71812, release tag unknown; the CPU kernel has the same format string);
 * recorded, with this process's numbers (they differ from run to run, the wording does not): CUDA's
   out-of-memory message (``oom``; ``c10/cuda/CUDACachingAllocator.cpp``, ``format_size``);
 * not recorded and not in a CPU build: "CUDA error: invalid device ordinal" (``c10/cuda/CUDAException.cpp``
@@ -155,6 +157,16 @@ def rnn_error(what: str, input_device: str, other_device: str) -> BaseException:
         RuntimeError,
         f"Input and {what} tensors are not at the same device, found input tensor at {input_device} "
         f"and {what} tensor at {other_device}",
+    )
+
+
+def mask_device_error(mask_device: str, self_device: str) -> BaseException:
+    """``masked_fill__cuda``'s first check: the mask on another device than self, even a 0-dim CPU mask
+    (``aten/src/ATen/native/cuda/Indexing.cu``, read at pytorch commit d4c71812, release tag unknown)."""
+    return _error(
+        RuntimeError,
+        f"expected self and mask to be on the same device, but got mask on {mask_device} and self on "
+        f"{self_device}",
     )
 
 
