@@ -89,3 +89,19 @@ def test_mask_text_is_a_format_string_of_the_installed_torch() -> None:
     blob = b"".join(p.read_bytes() for p in lib.glob("libtorch_cpu.so*")) or pytest.skip("no libtorch_cpu.so")
     assert b"expected self and mask to be on the same device, but got mask on " in blob
     assert b" and self on " in blob
+
+
+def test_torch_compile_inside_a_block_raises_a_clear_bilingual_error() -> None:
+    """Left alone, Dynamo fails inside guard creation on a simulated tensor (InternalTorchDynamoError)."""
+    original = torch.compile
+    with devicekit.simulate():
+        x = torch.ones(3, device="cuda")
+        model = torch.nn.Linear(3, 1).cuda()
+        for call in (lambda: torch.compile(lambda t: t * 2)(x), lambda: torch.compile(model), model.compile):
+            with pytest.raises(RuntimeError) as info:
+                call()
+            assert "torch.compile is not simulated" in info.value.en  # type: ignore[attr-defined]
+            assert "remove the torch.compile call" in info.value.en  # type: ignore[attr-defined]
+            assert "不模拟 torch.compile" in info.value.zh  # type: ignore[attr-defined]
+        assert (x * 2).tolist() == [2.0, 2.0, 2.0]  # the uncompiled code still runs
+    assert torch.compile is original
