@@ -105,3 +105,37 @@ def test_torch_compile_inside_a_block_raises_a_clear_bilingual_error() -> None:
             assert "不模拟 torch.compile" in info.value.zh  # type: ignore[attr-defined]
         assert (x * 2).tolist() == [2.0, 2.0, 2.0]  # the uncompiled code still runs
     assert torch.compile is original
+
+
+def test_legacy_cuda_tensor_types_behave_as_on_a_cuda_build() -> None:
+    """``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``: the CPU build refuses these."""
+    originals = {name: getattr(torch.cuda, name) for name in ("FloatTensor", "HalfTensor", "LongTensor")}
+    with devicekit.simulate():
+        x = torch.ones(3, device="cuda")
+        made = torch.cuda.FloatTensor([1, 2])
+        assert is_simulated(made) and made.tolist() == [1.0, 2.0] and made.dtype == torch.float32
+        sized = torch.cuda.LongTensor(2, 3)
+        assert is_simulated(sized) and sized.shape == (2, 3) and sized.dtype == torch.int64
+        assert torch.cuda.FloatTensor(torch.Size([4, 1])).fill_(1.0).sum().item() == 4.0
+        assert torch.cuda.FloatTensor().shape == (0,)
+        moved = torch.ones(2).type(torch.cuda.FloatTensor)
+        assert is_simulated(moved) and moved.device == torch.device("cuda", 0)
+        half = torch.ones(2).type("torch.cuda.HalfTensor")
+        assert is_simulated(half) and half.dtype == torch.float16
+        assert x.type(torch.cuda.HalfTensor).dtype == torch.float16
+        assert not is_simulated(torch.ones(2).type(torch.DoubleTensor))
+        assert isinstance(x, torch.cuda.FloatTensor) and not isinstance(x, torch.cuda.HalfTensor)
+        assert not isinstance(torch.ones(2), torch.cuda.FloatTensor)
+        assert repr(torch.cuda.FloatTensor) == "<class 'torch.cuda.FloatTensor'>"
+        assert torch.cuda.FloatTensor(made) is not made and torch.cuda.FloatTensor(made).tolist() == [
+            1.0,
+            2.0,
+        ]
+        with pytest.raises(TypeError) as info:
+            torch.cuda.FloatTensor(torch.ones(2))
+        assert "torch.cuda.FloatTensor(Tensor)" in info.value.en  # type: ignore[attr-defined]
+        assert "不模拟" in info.value.zh  # type: ignore[attr-defined]
+    for name, original in originals.items():
+        assert getattr(torch.cuda, name) is original
+    with pytest.raises(TypeError):
+        torch.cuda.FloatTensor([1, 2])  # the CPU build's own refusal is back

@@ -23,7 +23,7 @@ import torch
 import torch.utils._device as _device
 from torch.overrides import TorchFunctionMode
 
-from . import _amp, _rules, _state
+from . import _amp, _legacy, _rules, _state
 from .tensor import SimulatedTensor, pinned
 
 __all__ = ["SimulateFunctionMode", "resolve"]
@@ -259,6 +259,7 @@ _SPECIAL = {
     _Tensor.cuda: _cuda,
     _Tensor.pin_memory: _pin_memory,
     _Tensor.is_pinned: _is_pinned,
+    _Tensor.type: _legacy.retype,
 }
 _CHECKS = {
     _Tensor.masked_fill: _check_mask,
