@@ -139,3 +139,29 @@ def test_legacy_cuda_tensor_types_behave_as_on_a_cuda_build() -> None:
         assert getattr(torch.cuda, name) is original
     with pytest.raises(TypeError):
         torch.cuda.FloatTensor([1, 2])  # the CPU build's own refusal is back
+
+
+@pytest.mark.parametrize("cls", [torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN])
+def test_rnns_under_float16_autocast_run_in_float16(cls: type) -> None:
+    """``_cudnn_rnn``'s autocast kernel casts input, hidden states and weights to float16
+    (``aten/src/ATen/cudnn/AutocastRNN.cpp``, read at pytorch commit 0d0444e4, release tag unknown)."""
+    with devicekit.simulate():
+        model = cls(4, 3).cuda()
+        x = torch.randn(2, 1, 4, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            out, hidden = model(x)
+        hiddens = hidden if isinstance(hidden, tuple) else (hidden,)
+        assert out.dtype == torch.float16 and all(h.dtype == torch.float16 for h in hiddens)
+        out.float().sum().backward()
+        assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in model.parameters())
+        assert model(x)[0].dtype == torch.float32  # outside autocast: as given
+
+
+def test_packed_lstm_under_float16_autocast() -> None:
+    with devicekit.simulate():
+        model = torch.nn.LSTM(4, 3).cuda()
+        packed = torch.nn.utils.rnn.pack_padded_sequence(torch.randn(3, 2, 4, device="cuda"), [3, 2])
+        with torch.autocast("cuda", dtype=torch.float16):
+            out, (h, c) = model(packed)
+        assert out.data.dtype == h.dtype == c.dtype == torch.float16
+        assert out.batch_sizes.device.type == "cpu"

@@ -75,7 +75,7 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
   re-run op by op on a device mismatch so its inner ops raise; any other C++ check would name
   ``meta:N`` where CUDA names ``cuda:N``;
 * autocast: see ``_amp`` (the policy is applied to the functions Python code calls, not inside C++
-  composites, with two exceptions listed there; no cast cache);
+  composites, with the exceptions listed there, the RNNs among them; no cast cache);
 * code that runs where no function mode is in force names a CUDA device to C++ directly: autograd's
   engine runs custom ``Function.backward`` code and hooks without the thread's function modes (it keeps
   the dispatch modes), and a Python-level torch function (``F.multi_head_attention_forward``) runs its
