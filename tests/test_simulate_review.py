@@ -165,3 +165,17 @@ def test_packed_lstm_under_float16_autocast() -> None:
             out, (h, c) = model(packed)
         assert out.data.dtype == h.dtype == c.dtype == torch.float16
         assert out.batch_sizes.device.type == "cpu"
+
+
+def test_storage_device_is_the_simulated_gpu() -> None:
+    """On a GPU ``x.untyped_storage().device`` and ``x.storage().device`` are ``cuda:N``."""
+    with devicekit.simulate(gpus=2):
+        x = torch.ones(3, device="cuda")
+        y = torch.ones(3, device="cuda:1")
+        assert x.untyped_storage().device == torch.device("cuda", 0)
+        assert x.untyped_storage().is_cuda
+        with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+            assert x.storage().device == torch.device("cuda", 0)
+        assert y[1:].untyped_storage().device == torch.device("cuda", 1)
+        assert torch.ones(2).untyped_storage().device == torch.device("cpu")
+        assert x.untyped_storage().nbytes() == 12
