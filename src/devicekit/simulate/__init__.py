@@ -39,8 +39,9 @@ get_device_capability/get_device_properties/synchronize/is_bf16_supported/memory
 max_memory_allocated/mem_get_info/manual_seed``, the ``torch.accelerator`` API, ``Tensor.cuda``/``.to``/
 ``.cpu``, ``Module.cuda``/``.to`` keeping parameter identity (an optimizer built before the move still
 updates the model), ``device="cuda"`` in factories, ``torch.device("cuda")`` meaning the current device,
-``pin_memory()``/``is_pinned()``/``non_blocking=True``, ``torch.save``/``torch.load`` with ``cuda:N``
-locations and every kind of ``map_location``, ``torch.autocast("cuda")`` and ``torch.amp.GradScaler("cuda")``,
+``pin_memory()``/``is_pinned()``/``non_blocking=True``, the legacy types ``torch.cuda.FloatTensor`` and kin
+(``_legacy``), ``torch.save``/``torch.load`` with ``cuda:N`` locations and every kind of ``map_location``,
+``torch.autocast("cuda")`` and ``torch.amp.GradScaler("cuda")``,
 ``CUDA_VISIBLE_DEVICES``, threads started inside the block (DataLoader's pin-memory thread), DataLoader
 workers started by fork (they make CPU tensors; CUDA inside them raises CUDA's "Cannot re-initialize CUDA
 in forked subprocess").
@@ -64,11 +65,11 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
   GPU still runs. ``memory_allocated`` counts live storages rounded to 512 bytes; ``memory_reserved``
   equals it (no caching allocator, no fragmentation, no CUDA context);
 * sparse layouts (COO, CSR, ...): moving one to a simulated GPU raises a clear ``NotImplementedError``;
-* CUDA graphs, custom CUDA/Triton kernels, ``torch.compile`` (Inductor would generate CPU code or fail on
-  the simulated tensors), real streams and events (``torch.cuda.Stream``/``Event`` are synchronous
-  stand-ins, ``_streams``), NCCL and ``torch.distributed`` (hooks left for a later change), IPC of CUDA
-  tensors between processes, spawned DataLoader workers (a spawned process starts without the
-  simulation);
+* CUDA graphs, custom CUDA/Triton kernels, ``torch.compile`` (Dynamo cannot trace the simulated tensors:
+  inside a block it raises a clear bilingual ``RuntimeError``, ``_compile``), real streams and events
+  (``torch.cuda.Stream``/``Event`` are synchronous stand-ins, ``_streams``), NCCL and ``torch.distributed``
+  (hooks left for a later change), IPC of CUDA tensors between processes, spawned DataLoader workers (a
+  spawned process starts without the simulation);
 * device checks made inside C++ composite functions: they see ``meta:N``. The ones PyTorch makes about
   devices in the ops the course meets are made again in Python with CUDA's text (convolution's
   input/weight types, the RNNs' hidden state and parameters); an op with no CUDA kernel of its own is
