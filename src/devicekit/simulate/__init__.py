@@ -44,7 +44,8 @@ updates the model), ``device="cuda"`` in factories, ``torch.device("cuda")`` mea
 ``torch.set_default_device("cuda")``, ``with torch.device("cuda"):`` and the deprecated
 ``torch.set_default_tensor_type(torch.cuda.FloatTensor)`` (``_defaults``; each undone when the block
 closes),
-``pin_memory()``/``is_pinned()``/``non_blocking=True``, ``torch.save``/``torch.load`` with ``cuda:N``
+``pin_memory()``/``is_pinned()``/``non_blocking=True``, the legacy types ``torch.cuda.FloatTensor`` and kin
+(``_legacy``), ``torch.save``/``torch.load`` with ``cuda:N``
 locations and every kind of ``map_location``, ``torch.autocast("cuda")`` and ``torch.amp.GradScaler("cuda")``,
 ``CUDA_VISIBLE_DEVICES``, threads started inside the block (DataLoader's pin-memory thread), DataLoader
 workers started by fork (they make CPU tensors; CUDA inside them raises CUDA's "Cannot re-initialize CUDA
@@ -69,19 +70,18 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
   GPU still runs. ``memory_allocated`` counts live storages rounded to 512 bytes; ``memory_reserved``
   equals it (no caching allocator, no fragmentation, no CUDA context);
 * sparse layouts (COO, CSR, ...): moving one to a simulated GPU raises a clear ``NotImplementedError``;
-* CUDA graphs, custom CUDA/Triton kernels, ``torch.compile`` (Inductor would generate CPU code or fail on
-  the simulated tensors), real streams and events (``torch.cuda.Stream``/``Event`` are synchronous
-  stand-ins, ``_streams``), NCCL across processes (``torch.distributed`` with ``nccl`` runs in one process,
-  on gloo: ``_distributed``), IPC of CUDA
-  tensors between processes, spawned DataLoader workers (a spawned process starts without the
-  simulation);
+* CUDA graphs, custom CUDA/Triton kernels, ``torch.compile`` (Dynamo cannot trace the simulated tensors:
+  inside a block it raises a clear bilingual ``RuntimeError``, ``_compile``), real streams and events
+  (``torch.cuda.Stream``/``Event`` are synchronous stand-ins, ``_streams``), NCCL across processes
+  (``torch.distributed`` with ``nccl`` runs in one process, on gloo: ``_distributed``), IPC of CUDA tensors
+  between processes, spawned DataLoader workers (a spawned process starts without the simulation);
 * device checks made inside C++ composite functions: they see ``meta:N``. The ones PyTorch makes about
   devices in the ops the course meets are made again in Python with CUDA's text (convolution's
   input/weight types, the RNNs' hidden state and parameters); an op with no CUDA kernel of its own is
   re-run op by op on a device mismatch so its inner ops raise; any other C++ check would name
   ``meta:N`` where CUDA names ``cuda:N``;
 * autocast: see ``_amp`` (the policy is applied to the functions Python code calls, not inside C++
-  composites, with two exceptions listed there; no cast cache);
+  composites, with the exceptions listed there, the RNNs among them; no cast cache);
 * code that runs where no function mode is in force names a CUDA device to C++ directly: autograd's
   engine runs custom ``Function.backward`` code and hooks without the thread's function modes (it keeps
   the dispatch modes), and a Python-level torch function (``F.multi_head_attention_forward``) runs its

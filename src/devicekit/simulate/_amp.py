@@ -19,6 +19,13 @@ What differs from CUDA (also in the package docstring):
   and for no other composite: a composite not listed runs its inner ops in the dtypes it was given;
 * no cast cache: a weight used twice in one region is cast twice (CUDA caches the cast of leaf tensors
   that require grad until the region ends); values are the same;
+* the RNNs (``nn.LSTM``/``GRU``/``RNN``, through ``torch.lstm``/``gru``/``rnn_tanh``/``rnn_relu``): CUDA
+  runs them as ``_cudnn_rnn``, whose autocast kernel casts the input, the hidden states and the weights to
+  float16 (``aten/src/ATen/cudnn/AutocastRNN.cpp``, ``_cudnn_rnn_cast_reflatten``, read at pytorch commit
+  0d0444e4, release tag unknown): here the same casts are made before the call when the autocast dtype
+  is float16 and ``torch.backends.cudnn.enabled``. That file casts to float16 whatever the autocast dtype;
+  whether the release simulated here still does so under ``dtype=torch.bfloat16`` is not verified, so
+  under bfloat16 the RNNs are left in their own dtypes;
 * autocast only ever touches simulated tensors, as CUDA's touches only CUDA tensors (a CPU tensor inside
   ``torch.autocast("cuda")`` keeps float32, as recorded in ``results/cuda-messages.json``,
   ``autocast-cuda-on-cpu-math``).
@@ -47,6 +54,7 @@ _BANNED = (
 _ALIASES = {"__matmul__": "matmul", "__rmatmul__": "matmul"}
 # cross_entropy: its log_softmax is fp32_set_opt_dtype and its nll_loss fp32 on CUDA, so its input is
 # computed in float32; casting the input first gives the same result
+_RNNS = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 _COMPOSITES = {"cross_entropy": "fp32", "multi_head_attention_forward": "lower_precision_fp", "norm": "fp32"}
 
 
@@ -87,9 +95,24 @@ def _flat(args: tuple, kwargs: dict) -> list[Any]:
     return found
 
 
+def _rnn(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``torch.lstm`` and kin as ``_cudnn_rnn``'s autocast kernel casts them: input, hidden states and
+    weights to float16 (see the module docstring). Packed form: ``data, batch_sizes, hx, params, ...``."""
+    if torch.get_autocast_dtype("cuda") != torch.float16 or not torch.backends.cudnn.enabled:
+        return func(*args, **kwargs)
+    packed = len(args) > 3 and isinstance(args[3], (list, tuple))
+    first = 4 if packed else 3
+    cast = [_cast(a, torch.float16) for a in args[:first]]
+    if packed:
+        cast[1] = args[1]  # batch_sizes: a CPU int64 tensor, never cast
+    return func(*cast, *args[first:], **kwargs)
+
+
 def call(func: Any, name: str, args: tuple, kwargs: dict) -> Any:
     """Call ``func`` under CUDA's autocast policy for ``name`` (no policy: as it is)."""
     name = _ALIASES.get(name, name)
+    if name in _RNNS:
+        return _rnn(func, args, kwargs)
     if name == "binary_cross_entropy" and any(type(v) is SimulatedTensor for v in _flat(args, kwargs)):
         from ._rules import note
 

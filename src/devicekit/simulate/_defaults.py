@@ -26,6 +26,7 @@ import torch
 from torch._utils import _import_dotted_name
 
 from . import _state
+from ._legacy import LegacyCudaType
 
 __all__ = ["install", "restore_device", "saved_device"]
 
@@ -44,7 +45,9 @@ def set_default_tensor_type(t: Any, *, patches: Any) -> None:
         _ORIGINAL_SET_TENSOR_TYPE(t)
         return
     patches.flag(torch.get_default_dtype, torch.set_default_dtype, torch.get_default_dtype())
-    if getattr(resolved, "is_cuda", False) and isinstance(resolved, type(torch.FloatTensor)):
+    # a CUDA build's legacy type, or the one a block puts in torch.cuda (_legacy)
+    legacy = isinstance(resolved, (type(torch.FloatTensor), LegacyCudaType))
+    if getattr(resolved, "is_cuda", False) and legacy:
         _ORIGINAL_SET_TENSOR_TYPE(_cpu_type(resolved))  # PyTorch's own checks, warning and dtype
         torch.set_default_device("cuda")
         return

@@ -23,7 +23,7 @@ import torch
 import torch.utils._device as _device
 from torch.overrides import TorchFunctionMode
 
-from . import _amp, _rules, _state
+from . import _amp, _legacy, _rules, _state
 from .tensor import SimulatedTensor, pinned
 
 __all__ = ["SimulateFunctionMode", "resolve"]
@@ -157,8 +157,24 @@ def _is_pinned(func: Any, args: tuple, kwargs: dict) -> Any:
 
 def _from_data(func: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.tensor(data, device="cuda")`` and its kin: C++ builds these on the target device with every
-    mode excluded (a meta target would keep no values), so build on the CPU and move the result."""
+    mode excluded (a meta target would keep no values), so build on the CPU and move the result.
+
+    ``t.new_tensor(data)`` takes ``t``'s device and dtype unless given (``new_tensor`` in
+    ``torch/csrc/utils/tensor_new.cpp``), so a simulated ``t`` means a simulated target. Simulated tensors
+    inside a list or tuple (``torch.tensor([x.sum(), x.mean()])``) are read by C++ element by element with
+    every mode excluded (``item()`` of a meta tensor fails): their CPU values stand in for them, as CUDA
+    copies each element's value to the host.
+    """
+    if len(args) > 1 and isinstance(args[1], (list, tuple)):
+        args = (args[0], _host_values(args[1]), *args[2:])
+    elif args and isinstance(args[0], (list, tuple)):
+        args = (_host_values(args[0]), *args[1:])
     device = kwargs.get("device")
+    if device is None and func is _Tensor.new_tensor and args and type(args[0]) is SimulatedTensor:
+        kwargs = dict(kwargs)
+        device = kwargs["device"] = args[0].device
+        if kwargs.get("dtype") is None:
+            kwargs["dtype"] = args[0].dtype
     if device is None:
         device = _default_cuda_device(func)  # torch.tensor(data) under a default device "cuda"
     if device is None:
@@ -174,6 +190,15 @@ def _from_data(func: Any, args: tuple, kwargs: dict) -> Any:
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def _host_values(data: Any) -> Any:
+    """``data`` (nested lists and tuples) with each simulated tensor replaced by its CPU tensor."""
+    if type(data) is SimulatedTensor:
+        return data._dk_inner
+    if isinstance(data, (list, tuple)):
+        return type(data)(_host_values(item) for item in data) if type(data) in (list, tuple) else data
+    return data
 
 
 def _check_rnn(args: tuple) -> None:
@@ -209,4 +234,5 @@ _SPECIAL = {
     _Tensor.cuda: _cuda,
     _Tensor.pin_memory: _pin_memory,
     _Tensor.is_pinned: _is_pinned,
+    _Tensor.type: _legacy.retype,
 }

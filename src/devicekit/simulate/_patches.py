@@ -10,7 +10,8 @@ context, names and properties from the profile, ``synchronize``, ``is_bf16_suppo
 the per-device default generators so ``torch.cuda.manual_seed`` works), ``torch.accelerator``'s C entry
 points (so PyTorch's own ``torch.accelerator`` functions answer for CUDA), ``torch.backends.cudnn``'s
 availability, ``torch.Generator`` (``torch.Generator(device="cuda")``), ``threading.Thread.start`` (a thread
-started inside the block runs inside it), and the serialization hooks (`_serialization`).
+started inside the block runs inside it), ``torch.compile`` (it raises, `_compile`), the legacy types
+``torch.cuda.FloatTensor`` and kin (`_legacy`), and the serialization hooks (`_serialization`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 import torch
 
-from . import _lazyinit, _rules, _state, _streams
+from . import _compile, _lazyinit, _legacy, _rules, _state, _streams
 from .profiles import GpuProfile
 
 __all__ = ["Patches", "SimulatedDeviceProperties", "SimulatedGenerator"]
@@ -381,6 +382,9 @@ def install(patches: Patches, machine: _state.Machine, thread_start: Callable[..
     patches.set(torch._C, "_cuda_get_cudnn_benchmark_limit", lambda: limit[0])
     patches.set(torch._C, "_cuda_set_cudnn_benchmark_limit", lambda value: limit.__setitem__(0, value))
     patches.set(torch, "Generator", GeneratorFactory)
+    patches.set(torch, "compile", _compile.refuse_compile)  # a clear error, not a crash inside Dynamo
+    for name, legacy in _legacy.legacy_types().items():  # torch.cuda.FloatTensor and kin
+        patches.set(torch.cuda, name, legacy)
     # DataParallel's backward asks whether NCCL can reduce its gradients; a CUDA build has NCCL, a CPU
     # build warns "PyTorch is not compiled with NCCL support": the simulated GPUs reduce by copies
     patches.set(torch.cuda.nccl, "is_available", lambda tensors: False)

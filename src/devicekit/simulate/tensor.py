@@ -31,7 +31,7 @@ import torch._tensor_str as _tensor_str
 from ..messages import Message, localised
 from . import _state
 
-__all__ = ["SimulatedTensor", "is_simulated", "pinned", "wrap"]
+__all__ = ["SimulatedStorage", "SimulatedTensor", "is_simulated", "pinned", "wrap"]
 
 _META = [torch.device("meta", i) for i in range(64)]
 _CUDA = [torch.device("cuda", i) for i in range(64)]
@@ -135,6 +135,15 @@ class SimulatedTensor(torch.Tensor):
             dtype = dtype.dtype
         return self.to(dtype=dtype, non_blocking=non_blocking)
 
+    def untyped_storage(self) -> torch.UntypedStorage:  # type: ignore[override]
+        # the storage of a wrapper subclass is a data-less meta:N storage; its Python object (one per
+        # storage, kept by PyTorch) is given the class that says cuda:N, as x.untyped_storage().device and
+        # x.storage().device (built from this) do on a GPU
+        storage = torch.Tensor.untyped_storage(self)
+        if type(storage) is torch.UntypedStorage:
+            storage.__class__ = SimulatedStorage
+        return storage
+
     def numpy(self, *, force: bool = False) -> Any:  # type: ignore[override]
         from ._rules import numpy_error
 
@@ -197,6 +206,16 @@ class SimulatedTensor(torch.Tensor):
     @staticmethod
     def __tensor_unflatten__(inner: dict, index: Any, outer_size: Any, outer_stride: Any) -> SimulatedTensor:
         return wrap(inner["_dk_inner"], index)
+
+
+class SimulatedStorage(torch.UntypedStorage):
+    """The storage object of a simulated tensor: C++ holds a data-less ``meta:N`` storage, Python code sees
+    ``.device`` ``cuda:N`` (and ``.is_cuda``, which reads it). Its bytes live in the CPU tensor
+    (``_dk_inner.untyped_storage()``); reading this storage's data is not simulated."""
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return _CUDA[torch.UntypedStorage.device.__get__(self).index or 0]
 
 
 def _cuda_type_name(dtype: torch.dtype) -> str:
