@@ -408,10 +408,10 @@ def full_load_demo(rank: int, world_size: int, out: Any = None, checkpoint: str 
     guesses, with a warning, when the group has several backends); rank 0 alone reads the file, onto the CPU
     and memory-mapped (``torch.load(..., map_location="cpu", mmap=True)``), the other ranks pass an empty
     dict, and ``set_model_state_dict(..., StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))``
-    broadcasts each tensor and keeps this rank's shard. No GPU ever holds the whole model. Reports the digest of the
-    gathered parameters, the local shapes and devices, the shapes of what rank 0 read (whole tensors), and
-    the types of the caller's dict's values afterwards: ``set_model_state_dict`` replaces them by DTensors,
-    in the caller's dict.
+    broadcasts each tensor and keeps this rank's shard. No GPU ever holds the whole model. Reports the
+    digest of the gathered parameters, the local shapes and devices, the shapes of what rank 0 read (whole
+    tensors), and the types of the caller's dict's values afterwards: ``set_model_state_dict`` replaces
+    them by DTensors, in the caller's dict.
     """
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
     from torch.distributed.device_mesh import init_device_mesh
