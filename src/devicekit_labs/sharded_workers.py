@@ -272,6 +272,7 @@ def fsdp_train(
                 checkpoint=str(folder),
                 optim_digest=state_digest(moments),
                 optim_step=float(optimizer.state[params[0]]["step"]),
+                lr=float(optimizer.param_groups[0]["lr"]),
                 saved_types=sorted({type(v).__name__ for v in model_sd.values()}),
             )
         del model, optimizer
