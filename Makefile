@@ -7,8 +7,8 @@ BIN := $(VENV)/bin
 # The floor is what the lessons and labs use (torch.accelerator with check_available=, 2.7); the
 # `floor` job of .github/workflows/tests.yml runs the tests on it.
 TORCH_SPEC ?= torch>=2.7,<2.14
-# Where a Linux machine without an NVIDIA GPU gets CPU-only torch. From mainland China a mirror of it can be
-# given here, e.g. TORCH_CPU_INDEX=https://mirrors.aliyun.com/pytorch-wheels/cpu (not verified from our CI).
+# Where a Linux machine without an NVIDIA GPU gets CPU-only torch: an index (pip --index-url). From mainland
+# China, see docs/running.md: Alibaba Cloud's pytorch-wheels mirror is a flat list of files (pip -f), not an index.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # Extra pytest arguments, e.g. PYTEST_ARGS=--nbval-lax for a torch whose messages differ from the stored ones.
 PYTEST_ARGS ?=
