@@ -102,6 +102,8 @@ STANDIN_LIMIT = (
     "with arguments from the 'Meta' backend",
     "meta tensors do not have data",
 )
+
+
 def learner_line(exc: BaseException) -> int | None:
     """The line of the learner's own code (a notebook cell) where ``exc`` went through last, if any.
 
