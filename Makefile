@@ -5,8 +5,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The course's torch range (the one source: README, docs, the notebooks' first cell and the lab zips state it
 # from here, tests/test_torch_versions.py checks them). The floor is what the lessons and labs use
-# (torch.accelerator with check_available=, 2.7): the `floor` job of .github/workflows/tests.yml runs the
-# tests on it; the ceiling admits the newest releases (2.14, 2.15), which the `linux` and `macos` jobs get.
+# (torch.accelerator with check_available=, 2.7): the `versions` job of .github/workflows/tests.yml runs
+# the tests on it; the ceiling admits the newest releases (2.14, 2.15), which the `linux` and `macos` jobs get.
 TORCH_SPEC ?= torch>=2.7,<2.16
 # The release the notebooks' stored outputs come from (`make labs` ran on it; the `pinned` job runs it).
 # Where PyTorch's CPU index does not answer, a Linux machine without an NVIDIA GPU gets it from the default
@@ -14,8 +14,8 @@ TORCH_SPEC ?= torch>=2.7,<2.16
 # 2.14 there brings the CUDA build (about 5 GB of nvidia-* packages).
 TORCH_PINNED ?= 2.13
 TORCH_FALLBACK_SPEC ?= torch==$(TORCH_PINNED).*
-# Where a Linux machine without an NVIDIA GPU gets CPU-only torch. From mainland China a mirror of it can be
-# given here, e.g. TORCH_CPU_INDEX=https://mirrors.aliyun.com/pytorch-wheels/cpu (not verified from our CI).
+# Where a Linux machine without an NVIDIA GPU gets CPU-only torch: an index (pip --index-url). From mainland
+# China, see docs/running.md: Alibaba Cloud's pytorch-wheels mirror is a flat list of files (pip -f), not an index.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # Extra pytest arguments, e.g. PYTEST_ARGS=--nbval-lax for a torch whose messages differ from the stored ones.
 PYTEST_ARGS ?=

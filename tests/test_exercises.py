@@ -219,3 +219,17 @@ def test_stub_hints_name_the_concept_not_the_solution_code(lab, suffix):
         calls = set(re.findall(r"([A-Za-z_][\w.]*)\(", "\n".join(code)))
         named = sorted(c for c in calls if f"{c}(" in hint)
         assert not named, f"{lab}{suffix}: {hint!r} names the solution's calls {named}"
+
+
+def test_a_stubs_chinese_feedback_gives_its_hint_once_in_full_width_punctuation():
+    """The student notebook's stub raises NotImplementedError("练习 1：…"): the Chinese feedback, which
+    names the exercise already, gives the hint after 提示： (no half-width bracket, no stray space, no
+    second 练习 1)."""
+    from devicekit_labs import run
+
+    def stub(batch, device):
+        raise NotImplementedError("练习 1：张量在哪个设备上？")
+
+    result = run("01-devices", "move-batch", stub)
+    assert result.zh.endswith("然后重新运行这个单元格。提示：张量在哪个设备上？"), result.zh
+    assert result.zh.count("练习 1") == 1 and " (" not in result.zh

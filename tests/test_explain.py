@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from course_tools.paths import ROOT
+from devicekit.catalog import is_device_error
 from devicekit.explain import FAMILIES, Explanation, explain, load_catalog
 
 CATALOG = load_catalog()
@@ -417,6 +418,52 @@ def test_live_meta_vs_cpu_error_is_same_device():
     assert "stands in for the GPU" in result.en and "to_empty" not in result.en
     assert "充当 GPU" in result.zh and "to_empty" not in result.zh
     assert result.message.startswith("RuntimeError: ")
+
+
+def test_live_dtensor_and_fsdp2_messages_of_lab_11_are_explained():
+    """The three messages lessons and lab 11 raise, re-created live in a one-process gloo group (the catalog's
+    examples of them were recorded the same way, see catalog_sources.md): DTensor's refusal of a plain tensor
+    (its own family, taught by lesson 11), FSDP2's parameters left on meta (meta-no-data) and two shards whose
+    local pieces are on meta and on the CPU (same-device)."""
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("this PyTorch build has no torch.distributed")
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    from devicekit.distributed import setup, teardown
+
+    assert not dist.is_initialized()
+    setup("gloo")
+    caught = {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mesh = init_device_mesh("cpu", (1,))
+            sharded = distribute_tensor(torch.ones(8, 2), mesh, [Shard(0)])
+            on_meta = distribute_tensor(torch.ones(8, 2, device="meta"), mesh, [Shard(0)])
+            with torch.device("meta"):
+                model = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+            fully_shard(model, mesh=mesh)
+            for key, run in [
+                ("dtensor-mix", lambda: sharded + torch.ones(8, 2)),
+                ("same-device", lambda: on_meta + sharded),
+                ("meta-no-data", lambda: model(torch.ones(2, 4))),
+            ]:
+                with pytest.raises(RuntimeError) as info:
+                    run()
+                caught[key] = info.value
+    finally:
+        teardown()
+    assert "got mixed torch.Tensor and DTensor" in str(caught["dtensor-mix"])
+    assert "should be materialized from meta device" in str(caught["meta-no-data"])
+    assert str(caught["same-device"]) == "Tensor on device cpu is not on the expected device meta!"
+    for family, error in caught.items():
+        assert explain(error).family == family
+    mix = explain(caught["dtensor-mix"])
+    assert mix.lab == "11-sharded" and "DTensor.from_local" in mix.en and "DTensor.from_local" in mix.zh
+    assert not is_device_error(str(caught["dtensor-mix"]))  # not a placement error: locate_mismatch stays out
 
 
 def test_live_error_inside_optimizer_step_is_optimizer_state():

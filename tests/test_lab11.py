@@ -52,9 +52,9 @@ def _run(key, answer):
 
 
 def test_three_exercises_in_order_and_the_taught_bug_first():
-    assert [e.key for e in exercises_for(LAB)] == ["materialize", "map-location", "resume"]
+    assert [e.key for e in exercises_for(LAB)] == ["materialize", "load-full", "resume"]
     assert MUTATIONS.WRONG["materialize"][0][1] is MUTATIONS.materialize_with_to
-    assert MUTATIONS.WRONG["map-location"][0][1] is MUTATIONS.location_cuda_0
+    assert MUTATIONS.WRONG["load-full"][0][1] is MUTATIONS.load_full_onto_own_gpu
     assert MUTATIONS.WRONG["resume"][0][1] is MUTATIONS.resume_with_optimizer_state_dict
 
 
@@ -81,7 +81,7 @@ def test_right_answers_pass(key, name, answer):
     layered(
         [
             ("materialize", MUTATIONS.materialize_with_to),
-            ("map-location", MUTATIONS.location_cuda_0),
+            ("load-full", MUTATIONS.load_full_onto_own_gpu),
             ("resume", MUTATIONS.resume_with_optimizer_state_dict),
         ],
         LAB,

@@ -93,6 +93,8 @@ class Fail(Exception):
 # kernel and the judge (public, plus its hidden extra judges) in a process that holds no submission code.
 
 
+#: How a stub's hint begins in a Chinese lab ("练习 1：..."): the check's feedback names the exercise already.
+STUB_EXERCISE_PREFIX = re.compile(r"^练习 \d+：\s*")
 #: Where the stand-in (meta) cannot run what the learner wrote: not the learner's mistake.
 STANDIN_LIMIT = (
     "cannot be called on meta tensors",
@@ -100,6 +102,8 @@ STANDIN_LIMIT = (
     "with arguments from the 'Meta' backend",
     "meta tensors do not have data",
 )
+
+
 def learner_line(exc: BaseException) -> int | None:
     """The line of the learner's own code (a notebook cell) where ``exc`` went through last, if any.
 
@@ -176,10 +180,13 @@ def failed_call(observation: dict, what_en: str, what_zh: str) -> None:
     what_zh_text = f"{error['type']}: {error.get('message_zh', error['message'])}"
     if error["kind"] == "stub":
         hint = f" ({error['message']})" if error["message"] else ""  # the stub's hint, in the lab's language
+        # the feedback already names the exercise: the Chinese hint drops its leading "练习 N："
+        hint_zh = STUB_EXERCISE_PREFIX.sub("", error["message"])
         raise Fail(
             "not done yet: replace the `raise NotImplementedError` with your code, then run this cell "
             f"again.{hint}",
-            f"还没有完成：把 `raise NotImplementedError` 换成你的代码，然后重新运行这个单元格。{hint}",
+            "还没有完成：把 `raise NotImplementedError` 换成你的代码，然后重新运行这个单元格。"
+            + (f"提示：{hint_zh}" if hint_zh else ""),
         )
     if error["kind"] == "standin":
         raise Fail(
@@ -187,7 +194,7 @@ def failed_call(observation: dict, what_en: str, what_zh: str) -> None:
             "on a GPU it may pass. Run the lab on a GPU runtime to check it fully.",
             f"{what_zh}：CPU 替身（meta）运行不了这段代码（{what_zh_text}）。这不一定是错的，"
             "在 GPU 上可能就能通过。"
-            "请在 GPU 运行时上再检查一遍。",
+            "请在 GPU 运行环境里再检查一遍。",
         )
     raise Fail(
         f"{what_en}: your code raised {what}{where_en}. Read the message, fix the code, run again.",

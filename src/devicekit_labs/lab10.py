@@ -46,6 +46,32 @@ def make_model() -> nn.Module:
     return nn.Sequential(nn.Linear(2, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
 
 
+class TinyLM(nn.Module):
+    """The second model the checkpoint check plants: an embedding, attention, a layer norm and a head.
+
+    Its submodules' names begin with letters of ``"_orig_mod."`` (``mixer``, ``out``), so an answer that
+    strips the prefix with ``str.lstrip`` (which strips *characters*, not a prefix) eats into them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(16, 8)
+        self.mixer = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.norm = nn.LayerNorm(8)
+        self.out = nn.Linear(8, 16)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        mixed, _ = self.mixer(x, x, x, need_weights=False)
+        return self.out(self.norm(x + mixed))
+
+
+def make_lm() -> nn.Module:
+    """`TinyLM`, built from seed 0."""
+    torch.manual_seed(0)
+    return TinyLM()
+
+
 # --- Exercise 1: a function that stays on its input's device under torch.compile ------------------------
 
 
@@ -96,7 +122,8 @@ def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
     """Call ``rotate`` eagerly and compiled, on the CPU and the stand-in, with either default device.
 
     Each case records the planted points before the call (``x``): what the function returns is judged
-    against them, so an answer that changes its input in place cannot make its own expectation.
+    against them, so an answer that changes its input in place cannot make its own expectation, and whether
+    ``x`` still holds them afterwards (the caller's points are theirs: a rotation returns new ones).
     """
     seen = []
     before = _default_device_setting()
@@ -121,6 +148,8 @@ def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
                 got, default_after = _call_with_default(_strictly(rotate), x, case["default"], before)
                 entry["via"] = "strict_devices"
             entry["default_after"] = default_after
+            if x.device.type != "meta":
+                entry["x_changed"] = not torch.equal(x.detach().cpu(), entry["x"]["values"])
             if "error" in got:
                 entry["error"] = got["error"]
             else:
@@ -256,6 +285,16 @@ def judge_rotate(seen: dict) -> None:
                     f"应当是 {want}。交换和取负都是精确的运算：请按 x 的 dtype、直接在 x 上计算"
                     "（不要先转成别的 dtype），并用传进来的那些点构造结果。",
                 )
+        if case.get("x_changed"):
+            raise Fail(
+                f"({label}) your function changed x: after the call it no longer holds the points it was "
+                "given. "
+                "The caller's points are theirs (a batch, a model's input): return the rotation as a new "
+                "tensor and leave x as it was (no in-place operations such as copy_ or x[:] = ... on it).",
+                f"（{label_zh}）你的函数改动了 x：调用之后，它不再是传进来的那些点。调用方的点归调用方所有"
+                "（比如一个批次、模型的输入）：请把旋转结果作为新张量返回，让 x 保持原样"
+                "（不要对它做 copy_、x[:] = ... 这样的原地操作）。",
+            )
 
 
 def _shortest(row: torch.Tensor, dtype: str) -> str:
@@ -276,16 +315,26 @@ def _shortest(row: torch.Tensor, dtype: str) -> str:
 # --- Exercise 2: a compiled module's state dict that loads into a plain model ---------------------------
 
 
-def _state_dict_cases() -> list[tuple[str, str, str, bool]]:
+def _state_dict_cases() -> list[tuple[str, str, str, bool, str]]:
     """The modules handed to the learner's function, in the order judged.
 
-    Each is (label in English, label in Chinese, device, compiled or not).
+    Each is (label in English, label in Chinese, device, compiled or not, which model: `make_model`'s stack
+    of layers, or `TinyLM`, whose names `str.lstrip("_orig_mod.")` eats into).
     """
     other = str(mismatch_device())
     return [
-        ("torch.compile(model), on cpu", "torch.compile(model)，在 cpu 上", "cpu", True),
-        (f"torch.compile(model), on {other}", f"torch.compile(model)，在 {other} 上", other, True),
-        ("a plain model, on cpu", "普通模型，在 cpu 上", "cpu", False),
+        ("torch.compile(model), on cpu", "torch.compile(model)，在 cpu 上", "cpu", True, "stack"),
+        (f"torch.compile(model), on {other}", f"torch.compile(model)，在 {other} 上", other, True, "stack"),
+        ("a plain model, on cpu", "普通模型，在 cpu 上", "cpu", False, "stack"),
+        ("torch.compile(TinyLM()), on cpu", "torch.compile(TinyLM())，在 cpu 上", "cpu", True, "lm"),
+        (
+            f"torch.compile(TinyLM()), on {other}",
+            f"torch.compile(TinyLM())，在 {other} 上",
+            other,
+            True,
+            "lm",
+        ),
+        ("a plain TinyLM, on cpu", "普通的 TinyLM，在 cpu 上", "cpu", False, "lm"),
     ]
 
 
@@ -305,8 +354,9 @@ def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, 
     returns them cannot match itself.
     """
     seen = []
-    for label, label_zh, device, compiled in _state_dict_cases():
-        model = make_model().to(device)
+    for label, label_zh, device, compiled, kind in _state_dict_cases():
+        build = make_model if kind == "stack" else make_lm
+        model = build().to(device)
         handed = torch.compile(model, backend=BACKEND) if compiled else model
         wanted = {key: _snapshot(value) for key, value in model.state_dict().items()}
         got = observe(plain_state_dict, handed)
@@ -336,7 +386,7 @@ def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, 
         entry["same_values"] = {
             str(key): bool(key in wanted and _same(v, wanted[key], values=True)) for key, v in value.items()
         }
-        fresh = make_model().to(device)
+        fresh = build().to(device)
         try:
             fresh.load_state_dict(value, strict=True)
             entry["load"] = "ok"

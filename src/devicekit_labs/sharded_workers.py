@@ -31,12 +31,16 @@ from devicekit.distributed import setup
 from devicekit_labs.workers import collect_results, deliver, leave_group
 
 __all__ = [
+    "TinyBlock",
     "backend_for",
     "collect_results",
     "fsdp_resume",
     "fsdp_train",
+    "full_load_demo",
+    "local_mask_demo",
     "make_model",
     "mesh_demo",
+    "seeded_init_demo",
     "state_digest",
 ]
 
@@ -52,6 +56,45 @@ def make_model() -> nn.Module:
     """The lab's small model: two linear layers (the seed makes every rank build the same one)."""
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+
+
+class TinyBlock(nn.Module):
+    """A transformer-style block whose values no loop over ``reset_parameters()`` can all restore.
+
+    ``nn.MultiheadAttention`` initialises its ``in_proj_weight`` in ``_reset_parameters`` (it has no
+    ``reset_parameters``), ``gain`` is a parameter of the block's own, and ``inv_freq`` is a non-persistent
+    buffer computed in ``__init__`` (the RoPE pattern: not in ``state_dict()``, so no checkpoint restores
+    it). ``init_weights()`` sets every value; ``__init__`` calls it, and so must whoever gives a block built
+    on ``meta`` its storage (``to_empty``), which lesson 11 teaches.
+    """
+
+    def __init__(self, vocab: int = 32, dim: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.norm = nn.LayerNorm(dim)
+        self.gain = nn.Parameter(torch.empty(dim))
+        self.register_buffer("inv_freq", torch.empty(dim // 2), persistent=False)
+        self.init_weights()
+
+    def init_weights(self) -> None:
+        """Every value of the block, in place, on the device its tensors are on."""
+        for module in self.modules():
+            if module is not self and hasattr(module, "reset_parameters"):
+                module.reset_parameters()  # the embedding, the norm, the attention's out_proj
+        self.attn._reset_parameters()  # MultiheadAttention's own init: in_proj, and out_proj's bias to 0
+        nn.init.ones_(self.gain)
+        dim = self.gain.shape[0]
+        steps = torch.arange(0, dim, 2, device=self.inv_freq.device, dtype=torch.float32)
+        with torch.no_grad():
+            self.inv_freq.copy_(1.0 / 10000 ** (steps / dim))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        angles = torch.arange(tokens.shape[-1], device=x.device)[:, None] * self.inv_freq
+        x = x + torch.cat((angles.sin(), angles.cos()), dim=-1)
+        out, _ = self.attn(x, x, x, need_weights=False)
+        return self.norm(x + out) * self.gain
 
 
 def _full(tensor: torch.Tensor) -> torch.Tensor:
@@ -229,6 +272,7 @@ def fsdp_train(
                 checkpoint=str(folder),
                 optim_digest=state_digest(moments),
                 optim_step=float(optimizer.state[params[0]]["step"]),
+                lr=float(optimizer.param_groups[0]["lr"]),
                 saved_types=sorted({type(v).__name__ for v in model_sd.values()}),
             )
         del model, optimizer
@@ -278,6 +322,136 @@ def fsdp_resume(rank: int, world_size: int, out: Any = None, checkpoint: str = "
             "full_devices": sorted({str(t.device) for t in full.values()}),
         }
         del model, optimizer
+        finished = True
+    finally:
+        leave_group(finished)
+    return deliver(result, out)
+
+
+def local_mask_demo(rank: int, world_size: int, out: Any = None) -> dict[str, Any]:
+    """What ``distribute_tensor`` does with a tensor each rank built from its own rows.
+
+    Every rank makes a 4 x 2 "mask" filled with its own rank number (each rank's own data, as a padding
+    mask computed from the rank's batch is). ``distribute_tensor(mask, mesh, [Shard(0)])`` is a collective
+    that scatters rank 0's tensor (``src_data_rank=0``, its default): every rank gets rows of rank 0's mask.
+    ``DTensor.from_local(mask, mesh, [Shard(0)])`` keeps each rank's own rows as its shard (the global tensor
+    is world_size x 4 rows); ``src_data_rank=None`` skips the communication and keeps this rank's own chunk
+    of its own tensor. Each rank reports the values of its local piece under the three.
+    """
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+
+    _quiet()
+    info = setup(backend_for(world_size))
+    finished = False
+    try:
+        mesh = init_device_mesh(info.device.type, (info.world_size,))
+        mask = torch.full((4, 2), float(info.rank), device=info.device)  # this rank's own values
+        scattered = distribute_tensor(mask, mesh, [Shard(0)])
+        kept = distribute_tensor(mask, mesh, [Shard(0)], src_data_rank=None)
+        own = DTensor.from_local(mask, mesh, [Shard(0)])
+        result = {
+            "rank": info.rank,
+            "world_size": info.world_size,
+            "distribute_tensor": sorted(set(scattered.to_local().reshape(-1).tolist())),
+            "distribute_tensor_shape": list(scattered.shape),
+            "src_data_rank_none": sorted(set(kept.to_local().reshape(-1).tolist())),
+            "from_local": sorted(set(own.to_local().reshape(-1).tolist())),
+            "from_local_shape": list(own.shape),
+        }
+        finished = True
+    finally:
+        leave_group(finished)
+    return deliver(result, out)
+
+
+def seeded_init_demo(rank: int, world_size: int, out: Any = None, rows: int = 5) -> dict[str, Any]:
+    """``reset_parameters()`` of ``nn.Linear(4, rows)`` built on meta, sharded over a CPU mesh, seed 0.
+
+    On a CPU mesh each rank fills its local shard from its own generator, so with one seed every rank draws
+    the start of the same stream. ``rows`` that do not divide evenly give the ranks shards of different
+    sizes (``torch.chunk``'s split: 3 and 2 rows for 5 over 2), so the ranks' streams move on by different
+    amounts and the bias, drawn next, is not even a repeat. Each rank reports the gathered weight and bias,
+    and its local shapes; the one-CPU values are computed by the caller.
+    """
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    _quiet()
+    info = setup(backend_for(world_size))
+    finished = False
+    try:
+        mesh = init_device_mesh(info.device.type, (info.world_size,))
+        with torch.device("meta"):
+            layer = nn.Linear(4, rows)
+        fully_shard(layer, mesh=mesh)
+        layer.to_empty(device=info.device)
+        torch.manual_seed(0)
+        layer.reset_parameters()
+        result = {
+            "rank": info.rank,
+            "world_size": info.world_size,
+            "local_rows": [layer.weight.to_local().shape[0], layer.bias.to_local().shape[0]],
+            "weight": _full(layer.weight).tolist(),
+            "bias": _full(layer.bias).tolist(),
+        }
+        finished = True
+    finally:
+        leave_group(finished)
+    return deliver(result, out)
+
+
+def full_load_demo(rank: int, world_size: int, out: Any = None, checkpoint: str = "") -> dict[str, Any]:
+    """Load the full state dict ``fsdp_train`` saved (``<checkpoint>/full.pt``) into a sharded model.
+
+    The way lesson 11 teaches: the model is built on ``meta``, sharded and given storage on this rank's
+    device (``to_empty``: a model still on meta would get the process group's default device, which DCP
+    guesses, with a warning, when the group has several backends); rank 0 alone reads the file, onto the CPU
+    and memory-mapped (``torch.load(..., map_location="cpu", mmap=True)``), the other ranks pass an empty
+    dict, and ``set_model_state_dict(..., StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))``
+    broadcasts each tensor and keeps this rank's shard. No GPU ever holds the whole model. Reports the
+    digest of the gathered parameters, the local shapes and devices, the shapes of what rank 0 read (whole
+    tensors), and the types of the caller's dict's values afterwards: ``set_model_state_dict`` replaces
+    them by DTensors, in the caller's dict.
+    """
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    _quiet()
+    info = setup(backend_for(world_size))
+    finished = False
+    try:
+        mesh = init_device_mesh(info.device.type, (info.world_size,))
+        with torch.device("meta"):
+            model = make_model()
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        model.to_empty(device=info.device)  # storage for this rank's shards; the values come from the file
+        path = Path(checkpoint) / "full.pt"
+        if info.rank == 0:
+            full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+        else:
+            full = {}
+        read_shapes = {key: list(value.shape) for key, value in full.items()}
+        read_devices = sorted({str(value.device) for value in full.values()})
+        set_model_state_dict(
+            model, full, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+        )
+        params = list(model.parameters())
+        result = {
+            "rank": info.rank,
+            "world_size": info.world_size,
+            "read_shapes": read_shapes,
+            "read_devices": read_devices,
+            "local_shape": list(model[0].weight.to_local().shape),
+            "local_device": str(model[0].weight.to_local().device),
+            "caller_dict_types": sorted({type(value).__name__ for value in full.values()}),
+            "digest": state_digest(params),
+        }
+        del model
         finished = True
     finally:
         leave_group(finished)

@@ -93,8 +93,15 @@ def rotate_ok_with_flip(x):
     return x.flip(1) * x.new_tensor([-1.0, 1.0])
 
 
-def rotate_ok_in_place(x):
-    x.copy_(torch.stack((-x[:, 1], x[:, 0]), dim=1))  # overwrites the input with its rotation
+def rotate_in_place(x):
+    x.copy_(torch.stack((-x[:, 1], x[:, 0]), dim=1))  # overwrites the caller's points with their rotation
+    return x
+
+
+def rotate_by_slices_in_place(x):
+    first = x[:, 0].clone()
+    x[:, 0] = -x[:, 1]
+    x[:, 1] = first
     return x
 
 
@@ -168,6 +175,15 @@ def state_dict_integers_as_floats(module):
     return {key: value if value.is_floating_point() else value.float() for key, value in state.items()}
 
 
+def state_dict_lstrip(module):
+    # str.lstrip strips characters, not a prefix: "_orig_mod.mixer.in_proj_weight" -> "xer.in_proj_weight"
+    return {key.lstrip("_orig_mod."): value for key, value in module.state_dict().items()}  # noqa: B005
+
+
+def state_dict_hard_coded_length(module):
+    return {key[len("_orig_mod.") :]: value for key, value in module.state_dict().items()}  # plain keys too
+
+
 def state_dict_ok_removeprefix(module):
     return {key.removeprefix("_orig_mod."): value for key, value in module.state_dict().items()}
 
@@ -192,6 +208,10 @@ def state_dict_ok_keep_vars(module):
 
 def state_dict_ok_clone(module):
     return {key.removeprefix("_orig_mod."): value.clone() for key, value in module.state_dict().items()}
+
+
+def state_dict_ok_replace_first(module):
+    return {key.replace("_orig_mod.", "", 1): value for key, value in module.state_dict().items()}
 
 
 def state_dict_ok_saved_and_loaded(module):
@@ -219,12 +239,16 @@ WRONG = {
         ("zeroes its input and returns it", rotate_zeroing_its_input, "(-y, x)"),
         ("goes through float32", rotate_through_float32, "(-y, x)"),
         ("right only when compiled", rotate_right_only_when_compiled, "two devices"),
+        ("rotates x in place", rotate_in_place, "changed x"),
+        ("rotates x in place, column by column", rotate_by_slices_in_place, "changed x"),
         ("stub", lambda x: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "plain-state-dict": [
         ("state_dict as is", state_dict_as_is, "_orig_mod."),
         ("state dict of _orig_mod", state_dict_of_orig_mod, "AttributeError"),
         ("drops the first part of every key", state_dict_dropping_first_part, "is missing"),
+        ("str.lstrip of the prefix", state_dict_lstrip, "'mixer.in_proj_weight' is missing"),
+        ("cuts a fixed length from every key", state_dict_hard_coded_length, "is missing"),
         ("parameters only", state_dict_parameters_only, "running_mean"),
         ("keys only", state_dict_keys_only, "return a dict"),
         ("zeroes the model's tensors", state_dict_zeroing_the_model, "was not what it was before"),
@@ -244,7 +268,6 @@ RIGHT = {
         ("no matrix: stack", rotate_ok_without_a_matrix),
         ("matrix moved with .to(x)", rotate_ok_moving_the_matrix),
         ("flip and sign", rotate_ok_with_flip),
-        ("in place, returning x", rotate_ok_in_place),
         ("complex multiply by 1j", rotate_ok_times_i),
         ("with torch.device(x.device)", rotate_ok_device_context),
         ("a numpy matrix moved with .to(x)", rotate_ok_numpy_matrix),
@@ -258,6 +281,7 @@ RIGHT = {
         ("isinstance OptimizedModule", state_dict_ok_isinstance),
         ("keep_vars=True", state_dict_ok_keep_vars),
         ("cloned values", state_dict_ok_clone),
+        ("str.replace, once", state_dict_ok_replace_first),
         ("saved and loaded back", state_dict_ok_saved_and_loaded),
     ],
 }

@@ -7,6 +7,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch import nn
 from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
     get_model_state_dict,
     get_optimizer_state_dict,
     get_state_dict,
@@ -84,7 +85,9 @@ def materialize_rebuild_assign(model, device):
     return model
 
 
-def materialize_ok(model, device):
+def materialize_reset_loop_only(model, device):
+    # the reviewers' case: right for linear layers and batch norms, blind to what has no reset_parameters()
+    # (MultiheadAttention's in_proj, a model's own parameter, a non-persistent buffer)
     model.to_empty(device=device)
     for module in model.modules():
         if hasattr(module, "reset_parameters"):
@@ -92,9 +95,53 @@ def materialize_ok(model, device):
     return model
 
 
-def materialize_ok_apply(model, device):
+def materialize_with_private_resets(model, device):
+    # also calls MultiheadAttention's _reset_parameters, but not what the model itself holds
     model.to_empty(device=device)
-    return model.apply(lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None)
+    for module in model.modules():
+        for name in ("reset_parameters", "_reset_parameters"):
+            if hasattr(module, name):
+                getattr(module, name)()
+    return model
+
+
+def materialize_init_weights_only(model, device):
+    model.to_empty(device=device)
+    model.init_weights()  # the stack of linear layers has none: AttributeError
+    return model
+
+
+def materialize_random_normal(model, device):
+    model.to_empty(device=device)
+    with torch.no_grad():
+        for tensor in [*model.parameters(), *model.buffers()]:
+            if tensor.is_floating_point():
+                tensor.normal_()
+            else:
+                tensor.zero_()
+    return model
+
+
+def materialize_ok(model, device):
+    model.to_empty(device=device)
+    if hasattr(model, "init_weights"):
+        model.init_weights()  # the model's own: every value it holds
+    else:
+        for module in model.modules():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+    return model
+
+
+def materialize_ok_apply_then_init_weights(model, device):
+    # every module's reset_parameters(), then the model's init_weights() on top: other random numbers than
+    # init_weights() alone draws, from the same distributions
+    model.to_empty(device=device)
+    model.apply(lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None)
+    init_weights = getattr(model, "init_weights", None)
+    if callable(init_weights):
+        init_weights()
+    return model
 
 
 def materialize_ok_gpu_index(model, device):
@@ -103,83 +150,92 @@ def materialize_ok_gpu_index(model, device):
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     model.to_empty(device=device)
-    for module in model.children():
-        if hasattr(module, "reset_parameters"):
-            module.reset_parameters()
+    if isinstance(model, nn.Sequential):
+        for module in model.children():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+    else:
+        model.init_weights()
     return model
 
 
-# --- Exercise 2: map_location_for(info) ----------------------------------------------------------------
+# --- Exercise 2: load_full(model, path, info) -------------------------------------------------------------
+
+FULL = StateDictOptions(full_state_dict=True)
+BROADCAST = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
 
 
-def location_cuda_0(info):
-    return "cuda:0"  # the taught bug: every rank's copy on the first GPU
+def load_full_onto_own_gpu(model, path, info):
+    # the taught bug: every rank puts the whole checkpoint on its own GPU, what FSDP exists to avoid
+    full = torch.load(path, map_location=info.device, weights_only=True)
+    set_model_state_dict(model, full, options=FULL)
 
 
-def location_none(info):
-    return None
+def load_full_load_state_dict(model, path, info):
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))  # plain into DTensors
 
 
-def location_global_rank(info):
-    return torch.device("cuda", info.rank) if info.backend == "nccl" else torch.device("cpu")
+def load_full_without_full_state_dict(model, path, info):
+    set_model_state_dict(model, torch.load(path, map_location="cpu", weights_only=True))
 
 
-def location_always_a_gpu(info):
-    return torch.device("cuda", info.local_rank)
+def load_full_no_map_location(model, path, info):
+    set_model_state_dict(model, torch.load(path, weights_only=True), options=FULL)
 
 
-def location_cpu(info):
-    return "cpu"
+def load_full_bare_cuda(model, path, info):
+    where = "cuda" if info.backend == "nccl" else "cpu"  # the current GPU of each rank: still a whole copy
+    set_model_state_dict(model, torch.load(path, map_location=where, weights_only=True), options=FULL)
 
 
-def location_dict_of_devices(info):
-    return {"cuda:0": info.device}  # torch.load: TypeError, a dict's values must be strings
+def load_full_rank0_on_its_gpu(model, path, info):
+    full = torch.load(path, map_location=info.device, mmap=True, weights_only=True) if info.rank == 0 else {}
+    set_model_state_dict(model, full, options=BROADCAST)
 
 
-def location_dict_keyed_by_device(info):
-    return {torch.device("cuda:0"): str(info.device)}  # torch.load: the key never matches "cuda:0"
+def load_full_empty_without_broadcast(model, path, info):
+    # ranks other than 0 pass nothing, but without broadcast_from_rank0 nobody sends them anything
+    full = torch.load(path, map_location="cpu", mmap=True, weights_only=True) if info.rank == 0 else {}
+    set_model_state_dict(model, full, options=FULL)
 
 
-def location_bare_cuda(info):
-    return "cuda" if info.backend == "nccl" else "cpu"  # the current GPU: cuda:0 without set_device
+def load_full_assign(model, path, info):
+    # would replace the sharded parameters by the file's plain tensors; FSDP2's load_state_dict refuses
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True), assign=True)
 
 
-def location_function_positional(info):
-    return lambda storage, loc: storage.to(info.device)  # UntypedStorage.to takes device= only: TypeError
+def load_full_rank0_only(model, path, info):
+    if info.rank != 0:
+        return  # "rank 0 loads it": the others never get the values
+    set_model_state_dict(model, torch.load(path, map_location="cpu", weights_only=True), options=FULL)
 
 
-def location_function_always_cuda_0(info):
-    return lambda storage, loc: storage.cuda(0) if info.backend == "nccl" else storage
+def load_full_inverted_rank_test(model, path, info):
+    full = torch.load(path, map_location="cpu", mmap=True, weights_only=True) if info.rank != 0 else {}
+    set_model_state_dict(model, full, options=BROADCAST)
 
 
-def location_ok(info):
-    return info.device
+def load_full_ok(model, path, info):
+    full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    set_model_state_dict(model, full, options=FULL)
 
 
-def location_ok_string(info):
-    return str(info.device)
+def load_full_ok_broadcast(model, path, info):
+    if info.rank == 0:
+        full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    else:
+        full = {}  # rank 0 sends every tensor; this rank keeps its shard
+    set_model_state_dict(model, full, options=BROADCAST)
 
 
-def location_ok_dict(info):
-    return {"cuda:0": str(info.device)}
+def load_full_ok_dict_location(model, path, info):
+    full = torch.load(path, map_location={"cuda:0": "cpu"}, weights_only=True)
+    set_model_state_dict(model, full, options=StateDictOptions(full_state_dict=True, strict=True))
 
 
-def location_ok_by_backend(info):
-    return f"cuda:{info.local_rank}" if info.backend == "nccl" else "cpu"
-
-
-def location_ok_function(info):
-    return lambda storage, loc: storage.to(device=info.device)  # lesson 8: a function works too
-
-
-def location_ok_function_cuda(info):
-    return lambda storage, loc: storage.cuda(info.local_rank) if info.backend == "nccl" else storage
-
-
-def location_ok_default_restore(info):
-    # torch's own restore: on a GPU machine this restores onto info.device; the check's stand-in storage has
-    # no CUDA, so the check answers for it (a CPU-only build raises "torch.cuda.is_available() is False")
-    return lambda storage, loc: torch.serialization.default_restore_location(storage, str(info.device))
+def load_full_ok_set_state_dict(model, path, info):
+    full = torch.load(path, map_location=lambda storage, location: storage, weights_only=True)  # the CPU
+    set_state_dict(model, [], model_state_dict=full, optim_state_dict={}, options=FULL)
 
 
 # --- Exercise 3: resume(model, optimizer, checkpoint_dir) -----------------------------------------------
@@ -213,11 +269,20 @@ def resume_wrong_key(model, optimizer, checkpoint_dir):
 
 
 def resume_without_set_state_dict(model, optimizer, checkpoint_dir):
-    # correct for THIS model only: a plain model's (and plain Adam's) state dicts from get_state_dict share
-    # their tensors with the model and the optimizer, so dcp.load fills them in place. A sharded model (or
-    # options such as cpu_offload) gets copies, and then set_state_dict is what puts the values back.
+    # the tensors of a plain model's (and plain Adam's) state dicts from get_state_dict are the model's and
+    # the optimizer's own, so dcp.load fills them in place; but the learning rate and the other
+    # hyper-parameters come back only in the dict's param_groups, which set_state_dict hands to the optimizer
+    # (and a sharded model, or options such as cpu_offload, gets copies of the tensors too)
     model_sd, optim_sd = get_state_dict(model, optimizer)
     dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=checkpoint_dir)
+
+
+def resume_moments_by_hand(model, optimizer, checkpoint_dir):
+    # restores the tensors (shared with the model and Adam) but never hands back the hyper-parameters
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=checkpoint_dir)
+    for name, param in model.named_parameters():
+        optimizer.state[param].update(optim_sd["state"][name])
 
 
 def resume_ok(model, optimizer, checkpoint_dir):
@@ -246,29 +311,45 @@ def resume_ok_in_place_model(model, optimizer, checkpoint_dir):
 WRONG = {
     "materialize": [
         ("moves with .to()", materialize_with_to, "to_empty(device=device)"),
-        ("to_empty without init", materialize_without_init, "reset_parameters()"),
+        ("to_empty without init", materialize_without_init, "was never set"),
         ("storage on the cpu", materialize_on_the_cpu, "not on a fixed one"),
-        ("linear layers only", materialize_linear_only, "'1."),
+        ("linear layers only", materialize_linear_only, "'1.weight' was never set"),
         ("reset on the root", materialize_root_reset, "AttributeError"),
         ("zeros everywhere", materialize_with_zeros, "does not hold the values"),
         ("returns nothing", materialize_in_place_returns_nothing, "return the model you were given"),
         ("handed back on meta", materialize_untouched, "still on meta"),
         ("a second model, copied in", materialize_rebuild_and_copy, "to_empty(device=device)"),
         ("a second model, assign=True", materialize_rebuild_assign, "to_empty(device=device)"),
+        ("reset_parameters() loop only", materialize_reset_loop_only, "has no reset_parameters()"),
+        (
+            "also _reset_parameters, not the model's own",
+            materialize_with_private_resets,
+            "'gain' was never set",
+        ),
+        ("init_weights() without a fallback", materialize_init_weights_only, "AttributeError"),
+        ("normal_ everywhere", materialize_random_normal, "does not hold the values"),
         ("stub", lambda model, device: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
-    "map-location": [
-        ("cuda:0 for every rank", location_cuda_0, "would land on cuda:0"),
-        ("no map_location", location_none, "without map_location"),
-        ("global rank", location_global_rank, "rank 5"),
-        ("a GPU even for gloo", location_always_a_gpu, "this rank computes on cpu"),
-        ("always the cpu", location_cpu, "this rank computes on cuda:0"),
-        ("a dict of torch.device values", location_dict_of_devices, "not a string"),
-        ("a dict keyed by a torch.device", location_dict_keyed_by_device, "never matches"),
-        ("bare 'cuda'", location_bare_cuda, "set_device(local_rank)"),
-        ("function, storage.to positional", location_function_positional, "TypeError"),
-        ("function, always cuda:0", location_function_always_cuda_0, "would land on cuda:0"),
-        ("stub", lambda info: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
+    "load-full": [
+        ("every rank onto its own GPU", load_full_onto_own_gpu, "whole copy of the model"),
+        ("load_state_dict into DTensors", load_full_load_state_dict, "set_model_state_dict"),
+        (
+            "set_model_state_dict without full_state_dict",
+            load_full_without_full_state_dict,
+            "full_state_dict=True",
+        ),
+        ("no map_location", load_full_no_map_location, "without map_location"),
+        ("bare 'cuda'", load_full_bare_cuda, "whole checkpoint on cuda"),
+        ("rank 0 reads onto its GPU", load_full_rank0_on_its_gpu, "whole checkpoint on cuda:0"),
+        (
+            "empty dict without broadcast_from_rank0",
+            load_full_empty_without_broadcast,
+            "broadcast_from_rank0",
+        ),
+        ("assign=True", load_full_assign, "AttributeError"),
+        ("other ranks do nothing", load_full_rank0_only, "neither read the file"),
+        ("the rank test inverted", load_full_inverted_rank_test, "Missing key(s)"),
+        ("stub", lambda model, path, info: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "resume": [
         ("optimizer.state_dict() into dcp.load", resume_with_optimizer_state_dict, "the optimizer was not"),
@@ -276,29 +357,27 @@ WRONG = {
         ("torch.load of the folder", resume_with_torch_load, "IsADirectoryError"),
         ("loads into a copy", resume_into_a_copy, "not the checkpoint's"),
         ("keys the ranks did not save", resume_wrong_key, "CheckpointException"),
+        ("get_state_dict and dcp.load, no set_state_dict", resume_without_set_state_dict, "learning rate"),
+        ("moments copied by hand", resume_moments_by_hand, "learning rate"),
         ("stub", lambda model, optimizer, path: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
 }
 
 RIGHT = {
     "materialize": [
-        ("to_empty and reset_parameters", materialize_ok),
-        ("to_empty and apply", materialize_ok_apply),
+        ("init_weights, else reset_parameters", materialize_ok),
+        ("apply, then init_weights where there is one", materialize_ok_apply_then_init_weights),
         ("GPU-style device index, children", materialize_ok_gpu_index),
     ],
-    "map-location": [
-        ("info.device", location_ok),
-        ("str(info.device)", location_ok_string),
-        ("a dict from cuda:0", location_ok_dict),
-        ("by backend", location_ok_by_backend),
-        ("a function, storage.to(device=)", location_ok_function),
-        ("a function, storage.cuda(local_rank)", location_ok_function_cuda),
-        ("a function, torch's default_restore_location", location_ok_default_restore),
+    "load-full": [
+        ("every rank onto the CPU, mmap", load_full_ok),
+        ("rank 0 reads, broadcast_from_rank0", load_full_ok_broadcast),
+        ("a dict from cuda:0 to cpu", load_full_ok_dict_location),
+        ("a function keeping the storage, set_state_dict", load_full_ok_set_state_dict),
     ],
     "resume": [
         ("get_state_dict, dcp.load, set_state_dict", resume_ok),
         ("model and optimizer calls apart", resume_ok_separate_calls),
         ("model in place, optimizer by name", resume_ok_in_place_model),
-        ("get_state_dict and dcp.load, no set_state_dict (this plain model)", resume_without_set_state_dict),
     ],
 }
