@@ -52,8 +52,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if gpus is None:
         return
     if gpus < 1:
-        raise pytest.UsageError(
-            f"--simulate-gpus must be a positive number, got {gpus} · --simulate-gpus 必须是正整数"
+        from devicekit.messages import Message, localised
+
+        raise localised(
+            pytest.UsageError,
+            Message(
+                f"--simulate-gpus must be a positive number, got {gpus}",
+                f"--simulate-gpus 必须是正整数，收到的是 {gpus}",
+            ),
         )
     from devicekit.simulate import simulate
 
