@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from devicekit.messages import Message, localised
+from devicekit.messages import Message, join, localised
 
 
 @dataclass(frozen=True)
@@ -446,12 +446,12 @@ def get_rule(code: str) -> Rule:
     try:
         return RULES[code.upper()]
     except KeyError:
-        known = ", ".join(RULES)
+        known = join(RULES)
         raise localised(
             KeyError,
             Message(
-                f"unknown devicelint rule {code!r}; known: {known}",
-                f"没有 devicelint 规则 {code!r}；已有的规则：{known}",
+                f"unknown devicelint rule {code!r}; known: {known.en}",
+                f"没有 devicelint 规则 {code!r}；已有的规则：{known.zh}",
             ),
         ) from None
 
@@ -470,12 +470,12 @@ def select_codes(select: list[str] | None = None, ignore: list[str] | None = Non
         prefix = prefix.strip().upper()
         codes = {code for code in RULES if code.startswith(prefix)}
         if not codes:
-            known = ", ".join(RULES)
+            known = join(RULES)
             raise localised(
                 ValueError,
                 Message(
-                    f"{prefix!r} matches no devicelint rule; known: {known}",
-                    f"{prefix!r} 不对应任何 devicelint 规则；已有的规则：{known}",
+                    f"{prefix!r} matches no devicelint rule; known: {known.en}",
+                    f"{prefix!r} 不对应任何 devicelint 规则；已有的规则：{known.zh}",
                 ),
             )
         return codes
