@@ -9,6 +9,15 @@ import re
 
 from devicekit.lint.core import Context
 from devicekit.lint.names import has_star_kwargs, keyword
+from devicekit.lint.saves import (
+    SavedHere,
+    file_names,
+    is_test_file,
+    mentions_accelerator,
+    saved_on_cpu,
+    scope_of,
+    test_function,
+)
 
 _CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
 _SPAWNERS = {
@@ -25,6 +34,7 @@ def check_calls(ctx: Context) -> None:
     names = ctx.names
     default_device_calls: list[tuple[ast.Call, bool]] = []  # (call, sets an accelerator as the default)
     shuffling_loaders: list[ast.Call] = []
+    loads: list[ast.Call] = []  # torch.load without map_location
     if ctx.wants("DK901"):
         for node in ctx.constants:
             if isinstance(node.value, str) and _CUDA_STRING.match(node.value):
@@ -36,7 +46,7 @@ def check_calls(ctx: Context) -> None:
             ctx.report(node.func, "DK902")
         if full == "torch.load":
             if len(node.args) < 2 and keyword(node, "map_location") is None and not has_star_kwargs(node):
-                ctx.report(node, "DK008")
+                loads.append(node)
         elif full == "torch.set_default_device" and node.args:
             arg = node.args[0]
             reset = isinstance(arg, ast.Constant) and (arg.value is None or str(arg.value).startswith("cpu"))
@@ -59,6 +69,8 @@ def check_calls(ctx: Context) -> None:
             target = node.args[0] if node.args and not full.endswith("Process") else keyword(node, "target")
             if isinstance(target, ast.Name) and target.id in names.functions:
                 ctx.report(node, "DK214")
+    if loads and ctx.wants("DK008"):
+        _loads_without_map_location(ctx, loads)
     # In source order: a loader made while an accelerator is the default (set, and not reset since).
     if any(on for _, on in default_device_calls):
         events = sorted(
@@ -76,3 +88,32 @@ def check_calls(ctx: Context) -> None:
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def _loads_without_map_location(ctx: Context, loads: list[ast.Call]) -> None:
+    """DK008, except for a file the same function saved above the load, and in tests that never touch
+    an accelerator (see `devicekit.lint.saves`)."""
+    text = "\n".join(ctx.lines)
+    if is_test_file(ctx.path) and not mentions_accelerator(text):
+        return
+    scans: dict[int, SavedHere] = {}
+    from_cpu = saved_on_cpu(ctx.names, ctx.calls)
+    for load in loads:
+        if from_cpu and load.args and file_names(load.args[0]) & from_cpu:
+            continue
+        scope = scope_of(load, ctx.parents)
+        if test_function(scope) and not any(
+            mentions_accelerator(ast.get_source_segment(text, part) or "")
+            for part in [scope, *getattr(scope, "decorator_list", [])]
+        ):
+            continue
+        key = id(scope)
+        if key not in scans:
+            calls = ctx.function_calls.get(scope, []) if scope is not None else _top_level_calls(ctx)
+            scans[key] = SavedHere(ctx.names, scope if scope is not None else ctx.tree, calls)
+        if not scans[key].covers(load):
+            ctx.report(load, "DK008")
+
+
+def _top_level_calls(ctx: Context) -> list[ast.Call]:
+    return [call for call in ctx.calls if scope_of(call, ctx.parents) is None]

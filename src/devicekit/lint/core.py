@@ -64,6 +64,7 @@ class Context:
     lines: list[str]
     codes: frozenset[str]
     notebook: bool = False
+    path: str = "<string>"
     names: Names = field(init=False)
     found: dict[tuple[int, int, str], Message | None] = field(default_factory=dict)
     index: TreeIndex = field(init=False)

@@ -85,7 +85,7 @@ def lint_tree(
 ) -> list[Finding]:
     """The findings in an already parsed module (`lines` are its source lines, for `# noqa`)."""
     chosen = frozenset(codes) if codes is not None else DEFAULT_CODES
-    ctx = Context(tree=tree, lines=lines, codes=chosen, notebook=notebook)
+    ctx = Context(tree=tree, lines=lines, codes=chosen, notebook=notebook, path=path)
     for check in _CHECKS:
         check(ctx)
     return sorted(

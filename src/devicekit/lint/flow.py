@@ -21,6 +21,8 @@ _TENSOR_KEY = re.compile(
     re.I,
 )
 _LOSS_NAME = re.compile(r"(loss|criterion)", re.I)
+# Sequence lengths stay on the CPU: `pack_padded_sequence` requires them there (see `_cpu_lengths`).
+_LENGTHS = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)$", re.I)
 _OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim\w*|optimizer\w*)$", re.I)
 _SET_DEVICE = {
     "torch.cuda.set_device",
@@ -430,7 +432,9 @@ class _Scope:
         cpu_model = (
             callee is not None and callee.kind == "module" and callee.device == "cpu" and not callee.loss
         )
-        unmoved = [a for a in args if self._is_unmoved_batch(a)] if self.has_batch else []
+        unmoved = (
+            [a for a in args if self._is_unmoved_batch(a) and not _cpu_lengths(a)] if self.has_batch else []
+        )
         if not (cpu_model or unmoved):
             return
         values = [infer(a, env, self.names) for a in args]
@@ -549,3 +553,19 @@ def _is_move_chain(expr: ast.AST) -> bool:
             return True
         expr = expr.func.value
     return False
+
+
+def _cpu_lengths(arg: ast.AST) -> bool:
+    """`lengths`, `src_lens`, `batch["lengths"]`: sequence lengths, which a model hands to
+    `pack_padded_sequence`. That function wants them on the CPU (`torch/nn/utils/rnn.py` at v2.13.0:
+    "must be on the CPU if provided as a tensor"; a CUDA `lengths` raises "'lengths' argument should be a
+    1D CPU int64 tensor", recorded case `pack-padded-cuda-lengths`), so a batch's lengths left on the CPU
+    are right, not a missed move."""
+    if (
+        isinstance(arg, ast.Subscript)
+        and isinstance(arg.slice, ast.Constant)
+        and isinstance(arg.slice.value, str)
+    ):
+        return bool(_LENGTHS.match(arg.slice.value))
+    key = dotted(arg)
+    return key is not None and bool(_LENGTHS.match(key.rsplit(".", 1)[-1]))

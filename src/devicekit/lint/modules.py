@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 
 from devicekit.lint.core import Context
+from devicekit.lint.meets import MeetScan
 from devicekit.lint.names import (
     CPU_ONLY_FACTORIES,
     DEVICE_FACTORIES,
@@ -94,8 +95,7 @@ class _ModuleClass:
         if self.ctx.wants("DK005"):
             self._plain_containers()
         if self.ctx.wants("DK003", "DK006") and not self.default_device:
-            for method in self._runtime_methods():
-                self._factories(method)
+            self._runtime_factories(list(self._runtime_methods()))
 
     # --- DK004 ----------------------------------------------------------------------------------
 
@@ -230,7 +230,25 @@ class _ModuleClass:
                     if not _placed(node, parents):  # `self.mask(n).to(x.device)`: the caller places it
                         todo.append(node.func.attr)  # type: ignore[union-attr]
 
-    def _factories(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    def _runtime_factories(self, methods: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
+        """DK006 for hidden states made without a device; DK003 for other tensors made without one that
+        meet the module's data in an operation that checks devices (in the method, or, for a helper that
+        returns the tensor, where the helper's result is used)."""
+        loose = {method.name: self._factories(method) for method in methods}
+        helpers = {
+            name: found
+            for name, found in loose.items()
+            if found and name in self.tensor_methods and name != "forward"
+        }
+        known = set(self.methods)
+        for method in methods:
+            scan = MeetScan(method, self.ctx.names, loose[method.name], helpers, known)
+            own, from_helpers = scan.reported()
+            for node in [*(c for c in loose[method.name] if id(c) in own), *from_helpers]:
+                self.ctx.report(node, "DK003")
+
+    def _factories(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+        """Report DK006 for hidden states made without a device; the other such factory calls, for DK003."""
         names = self.ctx.names
         candidates = []
         for node in self.ctx.function_calls.get(method, ()):
@@ -241,7 +259,8 @@ class _ModuleClass:
                 continue
             candidates.append(node)
         if not candidates:
-            return
+            return []
+        loose: list[ast.Call] = []
         parents = self.ctx.parents
         moved_later = _names_moved(method)
         index_only = _index_only_names(method, parents)
@@ -258,7 +277,11 @@ class _ModuleClass:
                     (assigned is not None and _HIDDEN_NAME.match(assigned)) or self._fed_to_rnn(node, parents)
                 )
             )
-            self.ctx.report(node, "DK006" if hidden else "DK003")
+            if hidden:
+                self.ctx.report(node, "DK006")
+            else:
+                loose.append(node)
+        return loose
 
     def _fed_to_rnn(self, node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
         while node in parents:

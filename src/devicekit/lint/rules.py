@@ -116,10 +116,10 @@ for x, y in loader:
         code="DK003",
         scenario=3,
         name="factory-in-forward",
-        title_en="a tensor is created inside `forward` without `device=`: it lands on the CPU "
-        "(or the default device) whatever device the input is on",
-        title_zh="在 `forward` 里创建张量时没有指定 `device=`："
-        "不管输入在哪个设备上，它都会落在 CPU（或默认设备）上",
+        title_en="a tensor created inside `forward` without `device=` meets the input or the module's "
+        "weights: it is on the CPU (or the default device) whatever device they are on",
+        title_zh="在 `forward` 里创建张量时没有指定 `device=`，它又与输入或模块的权重一起运算："
+        "不管它们在哪个设备上，它都在 CPU（或默认设备）上",
         fix_en="pass `device=x.device`, or use `x.new_zeros(...)` / `torch.zeros_like(x)`, "
         "or keep it as a buffer",
         fix_zh="传入 `device=x.device`，或改用 `x.new_zeros(...)` / `torch.zeros_like(x)`，"

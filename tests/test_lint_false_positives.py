@@ -1,0 +1,231 @@
+"""The false positives issue 43 found on real code, each reduced to a snippet that must stay silent, next
+to its twin that must still be reported: DK008 on a file the function saved above and in CPU-only tests,
+DK001 telling a user to move the `lengths` that `pack_padded_sequence` wants on the CPU, and DK003 on a
+tensor made on the CPU that never meets the module's data."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from devicekit.lint import DEFAULT_CODES, lint_source
+
+
+def found(source: str, path: str = "train.py") -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in lint_source(textwrap.dedent(source), path=path, codes=DEFAULT_CODES)]
+
+
+# --- DK008 ------------------------------------------------------------------------------------------
+
+SAVED_ABOVE = {
+    "same path": """
+        def roundtrip(model, path):
+            torch.save(model.state_dict(), path)
+            state = torch.load(path)
+    """,
+    "a buffer": """
+        def roundtrip(x):
+            buffer = io.BytesIO()
+            torch.save(x, buffer)
+            buffer.seek(0)
+            return torch.load(buffer)
+    """,
+    "a file of the folder saved to": """
+        def check(fabric, state, tmp_path):
+            fabric.save(tmp_path, state)
+            meta = torch.load(tmp_path / "meta.pt")
+            other = torch.load(os.path.join(tmp_path, "x.pt"))
+    """,
+    "a path built once, as a string": """
+        def check(sd, tmp_path):
+            fn = str(tmp_path / "test.pt")
+            with incremental_save(fn) as f:
+                f.save(sd)
+            return torch.load(fn)
+    """,
+    "a script's top level": """
+        torch.save(resnet, "model.ckpt")
+        model = torch.load("model.ckpt")
+    """,
+    "a converter writes the folder": """
+        def evaluate(checkpoint_dir, out_dir):
+            convert_lit_checkpoint(checkpoint_dir=checkpoint_dir, output_dir=out_dir)
+            state_dict = torch.load(out_dir / "model.pth")
+    """,
+    "saved from the CPU elsewhere in the file": """
+        def dump(args, feats):
+            torch.save(feats.cpu(), os.path.join(args.dump_features, "trainfeat.pth"))
+
+        def main(args):
+            feats = torch.load(os.path.join(args.load_features, "trainfeat.pth"))
+    """,
+}
+
+STILL_REPORTED = {
+    "another path": """
+        def roundtrip(model, path, other):
+            torch.save(model.state_dict(), path)
+            state = torch.load(other)
+    """,
+    "saved after the load": """
+        def resume(model, path):
+            state = torch.load(path)
+            torch.save(model.state_dict(), path)
+    """,
+    "saved in another function": """
+        def save(model, path):
+            torch.save(model.state_dict(), path)
+
+        def load(path):
+            return torch.load(path)
+    """,
+    "saved from the GPU elsewhere in the file": """
+        def dump(args, feats):
+            torch.save(feats, os.path.join(args.dump_features, "trainfeat.pth"))
+
+        def main(args):
+            feats = torch.load(os.path.join(args.load_features, "trainfeat.pth"))
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(SAVED_ABOVE))
+def test_dk008_silent_on_a_file_saved_above(name):
+    assert found(SAVED_ABOVE[name]) == []
+
+
+@pytest.mark.parametrize("name", list(STILL_REPORTED))
+def test_dk008_still_reported(name):
+    assert [code for _, code in found(STILL_REPORTED[name])] == ["DK008"]
+
+
+CPU_TEST = textwrap.dedent(
+    """
+    def test_converted(tmp_path):
+        prepare(tmp_path)
+        converted = torch.load(tmp_path / "converted" / "lit_model.pth")
+    """
+)
+
+
+@pytest.mark.parametrize("path", ["tests/test_convert.py", "pkg/tests/convert/helpers.py", "model_test.py"])
+def test_dk008_silent_in_tests_that_never_touch_an_accelerator(path):
+    assert found(CPU_TEST, path=path) == []
+    helper = CPU_TEST.replace("def test_converted", "def load_converted")
+    assert found(helper, path=path) == []  # the whole file never names an accelerator
+    # a test that needs a GPU may load what a GPU saved
+    assert found("@RunIf(min_cuda_gpus=1)\n" + CPU_TEST, path=path) == [(5, "DK008")]
+    # in a file that names CUDA somewhere, a helper that is not a test is judged as anywhere else
+    assert found(helper + '\nDEVICE = "cuda"\n', path=path) == [(4, "DK008")]
+
+
+def test_dk008_in_a_test_function_of_another_file():
+    assert found(CPU_TEST, path="train.py") == []
+    gpu_test = CPU_TEST.replace("prepare(tmp_path)", "prepare(tmp_path, device='cuda')")
+    assert found(gpu_test, path="train.py") == [(4, "DK008")]
+    # not a test: reported
+    assert found(CPU_TEST.replace("def test_converted", "def converted"), path="train.py") == [(4, "DK008")]
+
+
+# --- DK001 and sequence lengths ---------------------------------------------------------------------
+
+CAPTIONS = """
+    encoder = EncoderCNN(256).to(device)
+    decoder = DecoderRNN(256, 512).to(device)
+    for i, (images, captions, lengths) in enumerate(data_loader):
+        images = images.to(device)
+        features = encoder(images)
+        outputs = decoder(features, captions, lengths)
+"""
+
+
+def test_dk001_leaves_lengths_on_the_cpu():
+    """`captions` was never moved (reported); `lengths` must stay on the CPU (not reported)."""
+    findings = lint_source(textwrap.dedent(CAPTIONS), codes=DEFAULT_CODES)
+    assert [(f.line, f.col, f.code) for f in findings] == [(7, 33, "DK001")]
+    fixed = CAPTIONS.replace(
+        "images = images.to(device)", "images, captions = images.to(device), captions.to(device)"
+    )
+    assert found(fixed) == []
+    batch = """
+        model = Net().to(device)
+        for batch in loader:
+            out = model(batch["tokens"].to(device), batch["lengths"])
+    """
+    assert found(batch) == []
+
+
+# --- DK003: made on the CPU, but does it meet the module's data? ------------------------------------
+
+NEVER_MEETS = {
+    "crop sizes turned into slice bounds": """
+        class MultiCropWrapper(nn.Module):
+            def forward(self, x):
+                idx_crops = torch.cumsum(torch.unique_consecutive(
+                    torch.tensor([inp.shape[-1] for inp in x]), return_counts=True)[1], 0)
+                start_idx, output = 0, torch.empty(0).to(x[0].device)
+                for end_idx in idx_crops:
+                    _out = self.backbone(torch.cat(x[start_idx:end_idx]))
+                    start_idx = end_idx
+                return output
+    """,
+    "a test model returns a constant": """
+        class DraftModel(nn.Module):
+            def forward(self, **kwargs):
+                return torch.tensor([1, 2, 3, 4, 5], dtype=torch.float)[None, None, ...]
+    """,
+    "an index of the input": """
+        class Pick(nn.Module):
+            def forward(self, x):
+                idx = torch.arange(x.size(0))
+                return x[idx, idx]
+    """,
+    "reduced to a 0-dim tensor": """
+        class Scale(nn.Module):
+            def forward(self, x):
+                total = torch.ones(4).sum()
+                return x * total
+    """,
+}
+
+MEETS = {
+    "added to the input": """
+        class Noise(nn.Module):
+            def forward(self, x):
+                noise = torch.randn(x.shape)
+                return x + noise
+    """,
+    "through a chain of CPU computations": """
+        class PositionalEncoding(nn.Module):
+            def forward(self, v):
+                j = torch.arange(self.m)
+                coeffs = 2 * np.pi * self.sigma ** (j / self.m)
+                vp = coeffs * torch.unsqueeze(v, -1)
+                return torch.cat((torch.cos(vp), torch.sin(vp)), dim=-1)
+    """,
+    "a target for the loss": """
+        class NPairs(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                predict = self(batch["x1"], batch["x2"])
+                target = torch.arange(predict.size(0))
+                return self.loss_fn(predict, target)
+    """,
+    "concatenated with a submodule's output": """
+        class Head(nn.Module):
+            def forward(self, x):
+                h = self.proj(x)
+                pad = torch.zeros(h.size(0), 1)
+                return torch.cat([h, pad], dim=1)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(NEVER_MEETS))
+def test_dk003_silent_when_the_cpu_tensor_never_meets_the_module_data(name):
+    assert found(NEVER_MEETS[name]) == []
+
+
+@pytest.mark.parametrize("name", list(MEETS))
+def test_dk003_reported_where_it_meets(name):
+    assert {code for _, code in found(MEETS[name])} == {"DK003"}
