@@ -65,6 +65,8 @@ class Context:
     codes: frozenset[str]
     notebook: bool = False
     path: str = "<string>"
+    project: object = None  # devicekit.lint.project.Project: the code base linted with this file
+    source: object = None  # its devicekit.lint.project.SourceFile for this file
     names: Names = field(init=False)
     found: dict[tuple[int, int, str], Message | None] = field(default_factory=dict)
     index: TreeIndex = field(init=False)
@@ -78,7 +80,12 @@ class Context:
         self.class_nodes = self.index.class_nodes
         self.constants = self.index.constants
         self.definitions = self.index.definitions
-        self.names = Names(self.tree, [*self.index.imports, *self.index.definitions])
+        package = getattr(self.source, "package", None)
+        if package is None:
+            from devicekit.lint.project import module_names
+
+            package = module_names(self.path)[0] if self.path and not self.path.startswith("<") else None
+        self.names = Names(self.tree, [*self.index.imports, *self.index.definitions], package=package)
 
     def wants(self, *codes: str) -> bool:
         """Whether any of these rules is selected (a check skips its work otherwise)."""

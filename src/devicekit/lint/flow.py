@@ -9,7 +9,7 @@ import ast
 import re
 
 from devicekit.lint.core import Context
-from devicekit.lint.names import dotted, keyword, looks_like_loader_name
+from devicekit.lint.names import dotted, keyword, looks_like_lengths, looks_like_loader_name
 from devicekit.lint.values import Value, infer, move_of, placement_of
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
@@ -21,8 +21,7 @@ _TENSOR_KEY = re.compile(
     re.I,
 )
 _LOSS_NAME = re.compile(r"(loss|criterion)", re.I)
-# Sequence lengths stay on the CPU: `pack_padded_sequence` requires them there (see `_cpu_lengths`).
-_LENGTHS = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)$", re.I)
+
 _OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim\w*|optimizer\w*)$", re.I)
 _SET_DEVICE = {
     "torch.cuda.set_device",
@@ -45,7 +44,10 @@ def check_flow(ctx: Context) -> None:
     top = _Scope(ctx, {}, file_facts)
     top.run(ctx.tree.body)
     top.finish()
+    known = set(top.env)
     for function, seed in _functions(ctx.tree, ctx):
+        if not _worth_reading(ctx, function, known):
+            continue
         env = dict(top.env)
         env.update(seed)
         for arg in function.args.posonlyargs + function.args.args + function.args.kwonlyargs:
@@ -60,6 +62,30 @@ def check_flow(ctx: Context) -> None:
             on_gpus = keyword(call, "device_ids") is not None or len(call.args) > 1
             if on_gpus or file_facts.indexless:
                 ctx.report(call, "DK014")
+
+
+_RELEVANT_ATTRS = frozenset({"to", "cuda", "cpu", "numpy", "load_state_dict"})
+_RELEVANT_ENDINGS = ("DataParallel", "Loss", "Adagrad", "DataLoader")
+
+
+def _worth_reading(ctx: Context, function: ast.AST, known: set[str]) -> bool:
+    """Whether a function has anything these rules look at: a move, `.numpy()`, an optimizer's state, a
+    loss, DataParallel, a DataLoader or a loop over one, `next(...)`, or a name the module's top level
+    bound. One without any of these cannot fire a rule, and is not read."""
+    names = ctx.names
+    for call in ctx.function_calls.get(function, ()):
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _RELEVANT_ATTRS:
+            return True
+        if isinstance(func, ast.Name) and (func.id in known or func.id == "next"):
+            return True
+        if (names.resolve(func) or "").endswith(_RELEVANT_ENDINGS):
+            return True
+    for loop in ctx.index.function_loops.get(function, ()):
+        key = dotted(loop.iter) if not isinstance(loop.iter, ast.Call) else None  # type: ignore[attr-defined]
+        if key is None or looks_like_loader_name(key) or key in known:
+            return True
+    return False
 
 
 class _FileFacts:
@@ -139,6 +165,7 @@ class _Scope:
         self.parallel_first: dict[str, int] = {}
         self.called: list[tuple[int, str]] = []  # (line, name) of every `name(...)` call
         self.has_batch = any(v.batch for v in env.values())
+        self.device_blocks = 0
 
     # --- statements -----------------------------------------------------------------------------
 
@@ -175,10 +202,17 @@ class _Scope:
             self.run(stmt.body)
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            block = any(
+                isinstance(item.context_expr, ast.Call)
+                and (self.names.resolve(item.context_expr.func) or "") == "torch.device"
+                for item in stmt.items
+            )
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self.forget(item.optional_vars)
+            self.device_blocks += block  # `with torch.device("cuda"):` builds modules there
             self.run(stmt.body)
+            self.device_blocks -= block
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             self.run(stmt.body)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]
@@ -236,6 +270,8 @@ class _Scope:
             value = _probably_module(value, value_expr)
         elif value is None and _batch_item(value_expr):
             value = Value("tensor", "unknown")
+        if value is not None and self.device_blocks and value.kind == "module" and value.device == "cpu":
+            value = Value("module", "unknown", loss=value.loss)  # built under `with torch.device(...)`
         if value is None:
             self.env.pop(key, None)
         else:
@@ -566,6 +602,6 @@ def _cpu_lengths(arg: ast.AST) -> bool:
         and isinstance(arg.slice, ast.Constant)
         and isinstance(arg.slice.value, str)
     ):
-        return bool(_LENGTHS.match(arg.slice.value))
+        return looks_like_lengths(arg.slice.value)
     key = dotted(arg)
-    return key is not None and bool(_LENGTHS.match(key.rsplit(".", 1)[-1]))
+    return key is not None and looks_like_lengths(key)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-_STMT, _OPERATION, _CALL, _CLASS_NODE, _FUNCTION, _CLASS, _CONSTANT, _IMPORT = (1 << i for i in range(8))
+_STMT, _OPERATION, _CALL, _CLASS_NODE, _FUNCTION, _CLASS, _CONSTANT, _IMPORT, _LOOP = (
+    1 << i for i in range(9)
+)
 # Fields that can hold child nodes, for the most common node types; others use `_fields`.
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     ast.Name: (),
@@ -48,6 +50,8 @@ def _kinds() -> dict[type, int]:
             kind |= _CONSTANT
         if cls in (ast.Import, ast.ImportFrom):
             kind |= _IMPORT
+        if cls in (ast.For, ast.AsyncFor, ast.comprehension):
+            kind |= _LOOP
         kinds[cls] = kind
     return kinds
 
@@ -64,6 +68,8 @@ class TreeIndex:
         owned: for each statement, the calls and operations of its own expressions (not of the
             statements nested in it), outermost first.
         function_calls: for each function (or lambda), the calls in its body outside nested functions.
+        function_loops: for each function (the module itself for its top level), its `for` loops and
+            comprehensions (what they iterate over tells a DataLoader batch).
         class_nodes: for each class, the calls and assignments anywhere in it.
         constants: every constant.
         definitions: functions and classes, in source order.
@@ -75,6 +81,7 @@ class TreeIndex:
         calls: list[ast.Call] = []
         owned: dict[ast.AST, list[ast.AST]] = defaultdict(list)
         function_calls: dict[ast.AST, list[ast.Call]] = defaultdict(list)
+        function_loops: dict[ast.AST, list[ast.AST]] = defaultdict(list)
         class_nodes: dict[ast.AST, list[ast.AST]] = defaultdict(list)
         constants: list[ast.Constant] = []
         definitions: list[ast.AST] = []
@@ -100,6 +107,8 @@ class TreeIndex:
                     calls.append(node)  # type: ignore[arg-type]
                     if function is not None:
                         function_calls[function].append(node)  # type: ignore[arg-type]
+                if kind & _LOOP:
+                    function_loops[function if function is not None else tree].append(node)
                 if kind & _CLASS_NODE and cls is not None:
                     class_nodes[cls].append(node)
                 if kind & _FUNCTION:
@@ -126,6 +135,7 @@ class TreeIndex:
         self.calls = calls
         self.owned = owned
         self.function_calls = function_calls
+        self.function_loops = function_loops
         self.class_nodes = class_nodes
         self.constants = constants
         self.definitions = definitions

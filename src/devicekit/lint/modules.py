@@ -242,10 +242,17 @@ class _ModuleClass:
         }
         known = set(self.methods)
         for method in methods:
+            if not loose[method.name] and not self._calls_a_helper(method, helpers):
+                continue  # nothing made on the CPU here: nothing can meet
             scan = MeetScan(method, self.ctx.names, loose[method.name], helpers, known)
             own, from_helpers = scan.reported()
             for node in [*(c for c in loose[method.name] if id(c) in own), *from_helpers]:
                 self.ctx.report(node, "DK003")
+
+    def _calls_a_helper(self, method: ast.AST, helpers: dict[str, list[ast.Call]]) -> bool:
+        return bool(helpers) and any(
+            _self_attr(call.func) in helpers for call in self.ctx.function_calls.get(method, ())
+        )
 
     def _factories(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
         """Report DK006 for hidden states made without a device; the other such factory calls, for DK003."""

@@ -116,10 +116,11 @@ for x, y in loader:
         code="DK003",
         scenario=3,
         name="factory-in-forward",
-        title_en="a tensor created inside `forward` without `device=` meets the input or the module's "
-        "weights: it is on the CPU (or the default device) whatever device they are on",
-        title_zh="在 `forward` 里创建张量时没有指定 `device=`，它又与输入或模块的权重一起运算："
-        "不管它们在哪个设备上，它都在 CPU（或默认设备）上",
+        title_en="a tensor created without `device=` (in `forward`, or in a function that works on the "
+        "model's data) meets the input or the module's weights: it is on the CPU (or the default device) "
+        "whatever device they are on",
+        title_zh="创建张量时没有指定 `device=`（在 `forward` 里，或在处理模型数据的函数里），"
+        "它又与输入或模块的权重一起运算：不管它们在哪个设备上，它都在 CPU（或默认设备）上",
         fix_en="pass `device=x.device`, or use `x.new_zeros(...)` / `torch.zeros_like(x)`, "
         "or keep it as a buffer",
         fix_zh="传入 `device=x.device`，或改用 `x.new_zeros(...)` / `torch.zeros_like(x)`，"
@@ -300,6 +301,29 @@ arr = pred.detach().numpy()
 x = x.to(device)
 pred = model(x)
 arr = pred.detach().cpu().numpy()
+""",
+    ),
+    Rule(
+        code="DK011",
+        scenario=11,
+        name="index-on-other-device",
+        title_en="a CPU tensor is indexed with indices on an accelerator: indexing wants the indices on the "
+        "CPU or on the indexed tensor's device",
+        title_zh="用加速器上的索引去索引 CPU 张量：索引必须在 CPU 上，或与被索引的张量在同一设备上",
+        fix_en="put the table where the indices are (`table.to(idx.device)`, or a buffer of the model), "
+        "or bring the indices to the CPU (`idx.cpu()`)",
+        fix_zh="把被索引的张量放到索引所在的设备上（`table.to(idx.device)`，或注册成模型的缓冲区），"
+        "或把索引移回 CPU（`idx.cpu()`）",
+        default=True,
+        bad="""\
+table = torch.arange(10)
+idx = torch.tensor([1, 2], device="cuda")
+picked = table[idx]
+""",
+        good="""\
+table = torch.arange(10, device="cuda")
+idx = torch.tensor([1, 2], device="cuda")
+picked = table[idx]
 """,
     ),
     Rule(

@@ -6,8 +6,9 @@ Two kinds of load in real code cannot meet that case:
 - the function saved that very file a few lines above (`torch.save(state, path)` then
   `torch.load(path)`, a `BytesIO` buffer written and read back, `fabric.save(out_dir, ...)` then
   `torch.load(out_dir / "meta.pt")`): the same run, on the same machine, wrote it;
-- tests that never touch an accelerator: what they load was saved on the CPU, by themselves or by the
-  fixtures of a suite that runs on the CPU;
+- tests: a test (`def test_...`) loads what it, its fixtures or the code it runs saved, on the machine it
+  runs on (a test that needs a GPU runs where there is one); and in a test file that never names an
+  accelerator, what anything loads was saved on the CPU;
 - a file the same source file saves from the CPU (`torch.save(features.cpu(), ".../trainfeat.pth")`) and
   loads elsewhere by the same file name.
 """
