@@ -487,3 +487,121 @@ def test_precision_first_unknown_stays_silent():
         v = t + u
     """
     assert findings(source) == []
+
+
+# --- the shapes issue 43 found missed ---------------------------------------------------------------
+
+MISSED_SHAPES = {
+    "a plain attribute built with torch.cat (DK004)": (
+        """
+        class PE(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.table = torch.cat([torch.zeros(1, n), torch.ones(1, n)])
+        """,
+        [(5, "DK004")],
+    ),
+    "a plain attribute built by a helper (DK004)": (
+        """
+        def make_table(n):
+            return torch.arange(n).float()
+
+        class PE(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.table = make_table(n)
+        """,
+        [(8, "DK004")],
+    ),
+    "a hidden state made outside the module that owns the RNN (DK006)": (
+        """
+        class RNNNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.GRU(8, 16)
+
+            def forward(self, x, h):
+                return self.rnn(x, h)
+
+        model = RNNNet().to(device)
+        h0 = torch.zeros(1, 4, 16)
+        for x, y in loader:
+            out, h = model(x.to(device), h0)
+        """,
+        [(11, "DK006")],
+    ),
+    "a method named _forward (DK003)": (
+        """
+        class Net(nn.Module):
+            def _forward(self, x):
+                return x + torch.randn(x.shape)
+        """,
+        [(4, "DK003")],
+    ),
+}
+
+STILL_SILENT = {
+    "a module that moves its plain attributes itself (`_apply`)": """
+        class Base(nn.Module):
+            def _apply(self, fn):
+                self = super()._apply(fn)
+                self.stride = fn(self.stride)
+                return self
+
+        class Detect(Base):
+            def __init__(self):
+                super().__init__()
+                self.stride = torch.tensor([8.0, 16.0, 32.0])
+    """,
+    "a batch converted to the tensor type the script picked": """
+        Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+        generator = Generator().cuda()
+        for i, batch in enumerate(dataloader):
+            real_A = Variable(batch["A"].type(Tensor))
+            fake_B = generator(real_A)
+    """,
+    "DDP and torch.compile keep the model where it is": """
+        class Net(nn.Module):
+            pass
+        def main(device, rank):
+            model = Net().to(device)
+            model = DDP(model, device_ids=[rank])
+            model = torch.compile(model)
+            for x, y in loader:
+                out = model(x.to(device))
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(MISSED_SHAPES))
+def test_shapes_the_rules_missed(name):
+    source, expected = MISSED_SHAPES[name]
+    assert findings(source) == expected
+
+
+@pytest.mark.parametrize("name", list(STILL_SILENT))
+def test_shapes_that_stay_silent(name):
+    assert findings(STILL_SILENT[name]) == []
+
+
+def test_a_default_device_set_by_an_imported_file(tmp_path):
+    """`set_default_tensor_type` in `model.py`, the shuffled DataLoader in `main.py` that imports it."""
+    (tmp_path / "model.py").write_text(
+        'import torch\ntorch.set_default_tensor_type("torch.cuda.FloatTensor")\n\n'
+        "class Net(torch.nn.Module):\n    pass\n",
+        encoding="utf-8",
+    )
+    main = (
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom model import Net\n\n"
+        "loader = DataLoader(ds, shuffle=True)\n"
+    )
+    (tmp_path / "main.py").write_text(main, encoding="utf-8")
+    found, _ = lint_paths([str(tmp_path)])
+    [finding] = found
+    assert (finding.path, finding.line, finding.code) == (str(tmp_path / "main.py"), 5, "DK012")
+    assert (
+        "model.py" in finding.detail.en and "line 2" in finding.detail.en and "第 2 行" in finding.detail.zh
+    )
+    # the same main.py without that import: silent
+    (tmp_path / "main.py").write_text(main.replace("from model import Net\n", ""), encoding="utf-8")
+    assert lint_paths([str(tmp_path)]) == ([], [])

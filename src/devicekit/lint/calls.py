@@ -18,6 +18,7 @@ from devicekit.lint.saves import (
     scope_of,
     test_function,
 )
+from devicekit.messages import Message
 
 _CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
 _SPAWNERS = {
@@ -84,6 +85,65 @@ def check_calls(ctx: Context) -> None:
                 active = what
             elif active:
                 ctx.report(what, "DK012")
+    elif shuffling_loaders and not default_device_calls and ctx.project is not None:
+        elsewhere = imported_default_device(ctx.project, ctx.source)
+        if elsewhere is not None:
+            path, line = elsewhere
+            detail = Message(
+                f"`{path}`, which this file imports, makes an accelerator the default device at line {line}",
+                f"本文件导入的 `{path}` 在第 {line} 行把加速器设成了默认设备",
+            )
+            for loader in shuffling_loaders:
+                ctx.report(loader, "DK012", detail)
+
+
+def _sets_accelerator_default(names, call: ast.Call) -> bool:
+    """`torch.set_default_device("cuda")`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`."""
+    full = names.resolve(call.func) or ""
+    if not call.args or full not in ("torch.set_default_device", "torch.set_default_tensor_type"):
+        return False
+    arg = call.args[0]
+    text = arg.value if isinstance(arg, ast.Constant) else names.resolve(arg)
+    if full == "torch.set_default_device":
+        return not (isinstance(arg, ast.Constant) and (arg.value is None or str(arg.value).startswith("cpu")))
+    return isinstance(text, str) and "cuda" in text
+
+
+def imported_default_device(project, source, depth: int = 3) -> tuple[str, int] | None:
+    """A file of the project that this one imports (directly or through up to `depth` imports) and that
+    makes an accelerator the default device at its top level, when the module is imported: its path and
+    the line. The default is global, so a shuffling DataLoader here runs under it (DK012)."""
+    if source is None:
+        return None
+    setters = project.cache.setdefault("default-device", {})
+    seen = {source.path}
+    frontier = [source]
+    for _ in range(depth):
+        following = []
+        for current in frontier:
+            for full in set(current.names.aliases.values()):
+                parts = full.split(".")
+                for cut in (len(parts), len(parts) - 1):
+                    target = project.module(".".join(parts[:cut]), current) if cut > 0 else None
+                    if target is not None and target.path not in seen:
+                        seen.add(target.path)
+                        following.append(target)
+                        if target.path not in setters:
+                            setters[target.path] = next(
+                                (
+                                    node.value.lineno
+                                    for node in target.tree.body
+                                    if isinstance(node, ast.Expr)
+                                    and isinstance(node.value, ast.Call)
+                                    and _sets_accelerator_default(target.names, node.value)
+                                ),
+                                None,
+                            )
+                        if setters[target.path] is not None:
+                            return target.path, setters[target.path]
+                        break
+        frontier = following
+    return None
 
 
 def _position(node: ast.AST) -> tuple[int, int]:

@@ -29,6 +29,7 @@ from dataclasses import replace
 
 from devicekit.lint import places as why
 from devicekit.lint.meets import MEETING_METHODS, NOT_TENSOR, NOT_TENSOR_ATTRS, REDUCTIONS
+from devicekit.lint.modules import HIDDEN_NAME
 from devicekit.lint.names import (
     CPU_ONLY_FACTORIES,
     DEVICE_FACTORIES,
@@ -239,7 +240,13 @@ class Questions:
             flow.report(host.node or node, "DK001", _pair(host.label, host.place.why, other))
         elif host.made:
             target = flow.creation_node(host) or node
-            flow.report(target, "DK003", _pair(host.label, host.place.why, other, meets_at=node))
+            # an RNN's initial state made outside the module that runs it: DK006's bug, said as such
+            code = (
+                "DK006"
+                if host.label and HIDDEN_NAME.match(host.label) and isinstance(node, ast.Call)
+                else "DK003"
+            )
+            flow.report(target, code, _pair(host.label, host.place.why, other, meets_at=node))
 
 
 def _tensors(value: Val | None) -> Iterable[Val]:
@@ -321,9 +328,12 @@ class FileAnalysis:
                     and item.name != "__init__"
                     and self.worth_reading(self.source, item)
                 ]
+                module = self.project.is_module_class(self.source, node)
+                init = _method(node, "__init__")
+                if module and init is not None and self.worth_reading(self.source, init):
+                    self.attributes(self.source, node, module)  # DK004 on what __init__ leaves on the CPU
                 if not methods:
                     continue
-                module = self.project.is_module_class(self.source, node)
                 attrs = self.attributes(self.source, node, module)
                 for item in methods:
                     self._entry(item, dict(globals_), (node, module, attrs))
@@ -357,7 +367,7 @@ class FileAnalysis:
 
     def _gives_a_place(self, source: SourceFile, call: ast.Call) -> bool:
         func = call.func
-        if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "type_as", "numpy"):
+        if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "type_as", "type", "numpy"):
             return True
         if isinstance(func, ast.Name) and source is self.source and func.id in self.known_globals:
             return True
@@ -453,6 +463,19 @@ class FileAnalysis:
                     value.kind, Place(INPUT, why=why.submodule(f"{self_name}.{attr}")), label=name
                 )
             elif value.kind == "tensor" and value.place.kind == HOST:
+                if (
+                    module
+                    and value.made
+                    and source is self.source
+                    and isinstance(value.node, ast.AST)
+                    and not self.moves_its_tensors(source, cls)
+                ):
+                    # DK004 through the analysis: `self.pe = torch.cat([...])`, `self.pe = make_table(n)`
+                    detail = Message_(
+                        f"`{name}` {_en(value.place.why)}, and stays there when the module moves",
+                        f"`{name}` {_zh(value.place.why)}，模块移动时它仍留在原处",
+                    )
+                    self.ctx.report(value.node, "DK004", detail)
                 attrs[attr] = replace(value, attribute=module, created=None, label=name)
             elif value.kind in ("tensor", "device"):
                 attrs[attr] = replace(value, created=None, label=name)
@@ -465,6 +488,20 @@ class FileAnalysis:
                 )
         self.class_attrs[key] = attrs
         return attrs
+
+    def moves_its_tensors(self, source: SourceFile, cls: ast.ClassDef, depth: int = 0) -> bool:
+        """Whether the class (or a base of it in the project) overrides `_apply`, which `Module.to` calls:
+        then it moves its plain tensor attributes itself (YOLOv5's `stride`)."""
+        if _method(cls, "_apply") is not None:
+            return True
+        if depth > 6:
+            return False
+        for base in cls.bases:
+            found = self.project.lookup(source.names.resolve(base) or "", source)
+            if found is not None and isinstance(found[1], ast.ClassDef):
+                if self.moves_its_tensors(found[0], found[1], depth + 1):
+                    return True
+        return False
 
     # --- calls into the project ---------------------------------------------------------------------
 
@@ -852,7 +889,11 @@ class Flow:
             for name in [k for k in self.env if k.startswith(key + ".")]:
                 del self.env[name]
             return
-        self.env[key] = value.named(key if len(key) <= 40 else None)
+        label = key if len(key) <= 40 else None
+        if self.self_name is not None and key.startswith(self.self_name + "."):
+            self.env[key] = replace(value, label=label, node=target)  # where an attribute is set (DK004)
+        else:
+            self.env[key] = value.named(label)
 
     def store_item(self, target: ast.Subscript, value: Val | None) -> None:
         """`d[k] = v`: a container's content changes (a tensor written into stays where it is)."""
@@ -1119,6 +1160,16 @@ class Flow:
         elif attr == "type_as" and call.args:
             value = self.ev(call.args[0])
             place = value.place if value is not None and value.kind == "tensor" else None
+        elif attr == "type" and call.args:  # `x.type(torch.cuda.FloatTensor)`, `x.type(Tensor)`
+            text = self.names.resolve(call.args[0]) or ""
+            if isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                text = call.args[0].value
+            if ".cuda." in text:
+                place = Place(DEVICE, device="cuda")
+            elif text.startswith("torch.") and (text[6:] in DTYPES or text.endswith("Tensor")):
+                return None  # a dtype: where it was
+            else:
+                return UNKNOWN_PLACE  # a tensor type the code picks at run time (often CUDA's)
         else:
             return None
         if place is None:
@@ -1128,7 +1179,10 @@ class Flow:
         return place
 
     def dtype_only(self, call: ast.Call) -> bool:
-        """`x.to(torch.float16)`, `x.to(dtype=...)`: a conversion that does not move."""
+        """`x.to(torch.float16)`, `x.to(dtype=...)`, `x.type(torch.float32)`: a conversion that does not
+        move (`move` said None for it)."""
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "type":
+            return True
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "to"):
             return False
         if keyword(call, "device") is not None:
@@ -1156,7 +1210,7 @@ class Flow:
         line = call.lineno
         if isinstance(func, ast.Attribute):
             attr = func.attr
-            if attr in ("to", "cuda", "cpu", "type_as"):
+            if attr in ("to", "cuda", "cpu", "type_as") or (attr == "type" and call.args):
                 receiver = self.ev(func.value)
                 self.args(call)
                 place = self.move(call)
@@ -1226,7 +1280,10 @@ class Flow:
         ):  # DDP(model), torch.compile(model): where it is
             args, _ = self.args(call)
             inner = args[0]
-            return inner if inner is not None and inner.kind in ("module", "moved") else None
+            if inner is None or inner.kind not in ("module", "moved"):
+                return None
+            # DataParallel on a CPU module is DK013's (its own rule and message), not a model never moved
+            return replace(inner, created=None) if full.endswith("DataParallel") else inner
         if self.names.is_loss_constructor(call) or self.names.is_module_constructor(call):
             self.args(call)
             return self._built(call, full)

@@ -22,9 +22,9 @@ from devicekit.lint.names import (
 )
 
 _HIDDEN_METHOD = re.compile(r"hidden|init_state|begin_state|initial_state|zero_state", re.I)
-_HIDDEN_NAME = re.compile(r"^((h|c)(_?(t|n|x|0))?\d*|hid|cell|hidden\w*|state\w*|init_h\w*)$", re.I)
+HIDDEN_NAME = re.compile(r"^((h|c)(_?(t|n|x|0))?\d*|hid|cell|hidden\w*|state\w*|init_h\w*)$", re.I)
 # Methods that run on the module's device besides `forward`: Lightning's steps.
-_STEP_METHOD = re.compile(r"^(training|validation|test|predict|shared)_step$")
+_STEP_METHOD = re.compile(r"^((training|validation|test|predict|shared)_step|_forward\w*|forward_\w+)$")
 # Methods that put a freshly made tensor where it belongs: `torch.zeros(n).to(x.device)`.
 _PLACING = frozenset({"to", "cuda", "type_as", "to_device", "xpu", "mps"})
 _NOT_TENSOR_METHODS = frozenset({"numpy", "tolist", "item", "size", "dim", "numel", "stride", "data_ptr"})
@@ -90,7 +90,8 @@ class _ModuleClass:
             if name != "__init__" and self._returns_tensor(method)
         }
         init = self.methods.get("__init__")
-        if init is not None and self.ctx.wants("DK004"):
+        if init is not None and self.ctx.wants("DK004") and not _overrides_apply(self.ctx, self.cls):
+            # (a module that overrides `_apply`, which `Module.to` calls, moves its plain attributes itself)
             self._plain_tensor_attributes(init)
         if self.ctx.wants("DK005"):
             self._plain_containers()
@@ -281,7 +282,7 @@ class _ModuleClass:
             hidden = hidden_method or (
                 bool(self.rnn_attrs)
                 and (
-                    (assigned is not None and _HIDDEN_NAME.match(assigned)) or self._fed_to_rnn(node, parents)
+                    (assigned is not None and HIDDEN_NAME.match(assigned)) or self._fed_to_rnn(node, parents)
                 )
             )
             if hidden:
@@ -298,6 +299,22 @@ class _ModuleClass:
             if isinstance(node, ast.stmt):
                 return False
         return False
+
+
+def _overrides_apply(ctx: Context, cls: ast.ClassDef, depth: int = 0) -> bool:
+    """The class, or a base class of this file, defines `_apply` (which `Module.to` calls)."""
+    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "_apply" for n in cls.body):
+        return True
+    for base in cls.bases:
+        parent = ctx.names.classes.get(base_name(base) or "")
+        if (
+            parent is not None
+            and parent is not cls
+            and depth < 8
+            and _overrides_apply(ctx, parent, depth + 1)
+        ):
+            return True
+    return False
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
