@@ -166,11 +166,7 @@ def _loads_without_map_location(ctx: Context, loads: list[ast.Call]) -> None:
             continue
         key = id(scope)
         if key not in scans:
-            calls = ctx.function_calls.get(scope, []) if scope is not None else _top_level_calls(ctx)
+            calls = ctx.function_calls.get(scope if scope is not None else ctx.tree, [])
             scans[key] = SavedHere(ctx.names, scope if scope is not None else ctx.tree, calls)
         if not scans[key].covers(load):
             ctx.report(load, "DK008")
-
-
-def _top_level_calls(ctx: Context) -> list[ast.Call]:
-    return [call for call in ctx.calls if scope_of(call, ctx.parents) is None]

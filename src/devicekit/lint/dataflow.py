@@ -313,7 +313,8 @@ class FileAnalysis:
     def run(self) -> None:
         """Interpret the module's body, then every function and method with what it is known to receive."""
         top = Flow(self, self.source, self.source.tree, {})
-        top.run(self.source.tree.body)
+        if self.worth_reading(self.source, self.source.tree):  # a script's top level
+            top.run(self.source.tree.body)
         globals_ = {k: v for k, v in top.env.items() if "." not in k}
         self.known_globals = {k for k, v in globals_.items() if v.place.kind != UNKNOWN or v.kind == "module"}
         for node in self.source.tree.body:
@@ -330,7 +331,7 @@ class FileAnalysis:
                 ]
                 module = self.project.is_module_class(self.source, node)
                 init = _method(node, "__init__")
-                if module and init is not None and self.worth_reading(self.source, init):
+                if module and init is not None and self._may_leave_a_cpu_tensor(node):
                     self.attributes(self.source, node, module)  # DK004 on what __init__ leaves on the CPU
                 if not methods:
                     continue
@@ -488,6 +489,21 @@ class FileAnalysis:
                 )
         self.class_attrs[key] = attrs
         return attrs
+
+    def _may_leave_a_cpu_tensor(self, cls: ast.ClassDef) -> bool:
+        """Whether `__init__` sets a `self.x` from a call that may make a CPU tensor: a `torch` function or
+        one of the project's (a module built with `nn.*` cannot)."""
+        for node in self.ctx.class_nodes.get(cls, ()):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            if not any(isinstance(t, ast.Attribute) for t in node.targets):
+                continue
+            full = self.source.names.resolve(node.value.func) or ""
+            if full.startswith("torch.") and not full.startswith("torch.nn."):
+                return True
+            if self.project.lookup(full, self.source) is not None:
+                return True
+        return False
 
     def moves_its_tensors(self, source: SourceFile, cls: ast.ClassDef, depth: int = 0) -> bool:
         """Whether the class (or a base of it in the project) overrides `_apply`, which `Module.to` calls:

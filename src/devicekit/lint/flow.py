@@ -45,9 +45,15 @@ def check_flow(ctx: Context) -> None:
     top.run(ctx.tree.body)
     top.finish()
     known = set(top.env)
-    for function, seed in _functions(ctx.tree, ctx):
+    seeds: dict[int, dict[str, Value]] = {}
+    for function, cls in _functions(ctx.tree, ctx):
         if not _worth_reading(ctx, function, known):
             continue
+        seed: dict[str, Value] = {}
+        if cls is not None:
+            if id(cls) not in seeds:
+                seeds[id(cls)] = _seed(ctx, cls)
+            seed = seeds[id(cls)]
         env = dict(top.env)
         env.update(seed)
         for arg in function.args.posonlyargs + function.args.args + function.args.kwonlyargs:
@@ -125,29 +131,41 @@ class _FileFacts:
 
 
 def _functions(tree: ast.Module, ctx: Context):
-    """Every function of the file, with what `self.x` holds for methods of `nn.Module` subclasses."""
+    """Every function of the file, with its class (None for a plain function)."""
     methods_of_classes = {id(n) for cls in ctx.definitions if isinstance(cls, ast.ClassDef) for n in cls.body}
     for node in ctx.definitions:
         if isinstance(node, ast.ClassDef):
-            methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            seed: dict[str, Value] = {}
-            if node.name in ctx.names.module_classes:
-                seed["__module_method__"] = Value("marker")
-            init = next((m for m in methods if m.name == "__init__"), None)
-            if init is not None:
-                scope = _Scope(ctx, {}, None)
-                scope.run(init.body)
-                for key, value in scope.env.items():
-                    if key.startswith("self."):
-                        # `model.to(device)` moves submodules after __init__: only a placement made in
-                        # __init__ itself (`self.model = net.cuda()`) is known in the other methods.
-                        if value.kind == "module" and value.device == "cpu":
-                            value = Value("module", "unknown", loss=value.loss)
-                        seed[key] = value
-            for method in methods:
-                yield method, seed
+            for method in node.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield method, node
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in methods_of_classes:
-            yield node, {}
+            yield node, None
+
+
+def _seed(ctx: Context, cls: ast.ClassDef) -> dict[str, Value]:
+    """What `self.x` holds in the methods of a class (read from its `__init__`)."""
+    seed: dict[str, Value] = {}
+    if cls.name in ctx.names.module_classes:
+        seed["__module_method__"] = Value("marker")
+    init = next(
+        (
+            m
+            for m in cls.body
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__init__"
+        ),
+        None,
+    )
+    if init is not None:
+        scope = _Scope(ctx, {}, None)
+        scope.run(init.body)
+        for key, value in scope.env.items():
+            if key.startswith("self."):
+                # `model.to(device)` moves submodules after __init__: only a placement made in
+                # __init__ itself (`self.model = net.cuda()`) is known in the other methods.
+                if value.kind == "module" and value.device == "cpu":
+                    value = Value("module", "unknown", loss=value.loss)
+                seed[key] = value
+    return seed
 
 
 class _Scope:

@@ -67,7 +67,8 @@ class TreeIndex:
         calls: every call.
         owned: for each statement, the calls and operations of its own expressions (not of the
             statements nested in it), outermost first.
-        function_calls: for each function (or lambda), the calls in its body outside nested functions.
+        function_calls: for each function (or lambda), the calls in its body outside nested functions; for
+            the module itself, the calls of its top level.
         function_loops: for each function (the module itself for its top level), its `for` loops and
             comprehensions (what they iterate over tells a DataLoader batch).
         class_nodes: for each class, the calls and assignments anywhere in it.
@@ -105,8 +106,7 @@ class TreeIndex:
                     owned[owner].append(node)
                 if kind & _CALL:
                     calls.append(node)  # type: ignore[arg-type]
-                    if function is not None:
-                        function_calls[function].append(node)  # type: ignore[arg-type]
+                    function_calls[function if function is not None else tree].append(node)  # type: ignore[arg-type]
                 if kind & _LOOP:
                     function_loops[function if function is not None else tree].append(node)
                 if kind & _CLASS_NODE and cls is not None:
@@ -121,11 +121,18 @@ class TreeIndex:
                 if kind & _CONSTANT:
                     constants.append(node)  # type: ignore[arg-type]
                     continue
+            fields = child_fields.get(node_type)
+            if fields is None:
+                fields = node._fields
+            elif not fields:  # a name, an alias: no children
+                continue
             children: list[ast.AST] = []
-            for name in child_fields.get(node_type) or node._fields:
+            for name in fields:
                 value = getattr(node, name, None)
                 if isinstance(value, list):
-                    children.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
+                    children.extend(
+                        [v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES)]
+                    )
                 elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
                     children.append(value)
             for child in reversed(children):
