@@ -3,10 +3,17 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# torch range for the course environment: 2.13.0 (the CPU wheel on the course machines) satisfies it.
-# The floor is what the lessons and labs use (torch.accelerator with check_available=, 2.7); the
-# `floor` job of .github/workflows/tests.yml runs the tests on it.
-TORCH_SPEC ?= torch>=2.7,<2.14
+# The course's torch range (the one source: README, docs, the notebooks' first cell and the lab zips state it
+# from here, tests/test_torch_versions.py checks them). The floor is what the lessons and labs use
+# (torch.accelerator with check_available=, 2.7): the `floor` job of .github/workflows/tests.yml runs the
+# tests on it; the ceiling admits the newest releases (2.14, 2.15), which the `linux` and `macos` jobs get.
+TORCH_SPEC ?= torch>=2.7,<2.16
+# The release the notebooks' stored outputs come from (`make labs` ran on it; the `pinned` job runs it).
+# Where PyTorch's CPU index does not answer, a Linux machine without an NVIDIA GPU gets it from the default
+# index: on the course machines that index holds a CPU-only 2.13.0+cpu, while any range that lets pip pick
+# 2.14 there brings the CUDA build (about 5 GB of nvidia-* packages).
+TORCH_PINNED ?= 2.13
+TORCH_FALLBACK_SPEC ?= torch==$(TORCH_PINNED).*
 # Where a Linux machine without an NVIDIA GPU gets CPU-only torch. From mainland China a mirror of it can be
 # given here, e.g. TORCH_CPU_INDEX=https://mirrors.aliyun.com/pytorch-wheels/cpu (not verified from our CI).
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
@@ -27,12 +34,18 @@ $(STAMP): pyproject.toml tools/pyproject.toml package-lock.json Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	@# Linux without an NVIDIA GPU: PyTorch's CPU-only index (a few hundred MB instead of several GB of CUDA
-	@# build), falling back at once to the default index when that one does not answer.
+	@# build). pip resolves first (--dry-run --report) and only a CPU build (+cpu) is installed: pip also
+	@# reads the machine's own indexes, which may offer a newer CUDA build. Else, or when the CPU index does
+	@# not answer, the pinned release from the default index (TORCH_FALLBACK_SPEC).
 	@if $(BIN)/python -c 'import torch' 2>/dev/null; then :; \
 	elif [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null 2>&1; then \
-	  echo "no NVIDIA GPU: trying CPU-only torch from $(TORCH_CPU_INDEX)"; \
-	  $(BIN)/python -m pip install -q --timeout 10 --retries 0 --index-url "$(TORCH_CPU_INDEX)" "$(TORCH_SPEC)" \
-	  || { echo "$(TORCH_CPU_INDEX) did not answer: using the default index"; $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; }; \
+	  echo "no NVIDIA GPU: looking for CPU-only torch ($(TORCH_SPEC)) at $(TORCH_CPU_INDEX)"; \
+	  cpu=$$($(BIN)/python -m pip install -q --dry-run --ignore-installed --report - --timeout 10 --retries 0 \
+	    --index-url "$(TORCH_CPU_INDEX)" "$(TORCH_SPEC)" 2>/dev/null | $(BIN)/python tools/course_tools/torch_versions.py cpu-build); \
+	  if [ -n "$$cpu" ] && $(BIN)/python -m pip install -q --timeout 10 --retries 0 --index-url "$(TORCH_CPU_INDEX)" "torch==$$cpu"; then \
+	    echo "installed CPU-only torch $$cpu"; \
+	  else echo "no CPU-only build of $(TORCH_SPEC) from $(TORCH_CPU_INDEX): $(TORCH_FALLBACK_SPEC) from the default index"; \
+	    $(BIN)/python -m pip install -q "$(TORCH_FALLBACK_SPEC)"; fi; \
 	else $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; fi
 	$(BIN)/python -m pip install -q -e ".[docs,lab,test]" -e tools
 	@# Pyodide for the site's "paste your code" page (served from the site itself, no CDN); optional

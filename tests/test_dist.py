@@ -121,7 +121,7 @@ def test_a_students_notebook_keeps_its_text_apart_from_the_links():
     source = json.loads(original)
     assert repo not in json.dumps(plain)
     setup = "".join(plain["cells"][2]["source"])
-    assert 'INSTALL_FROM = ""' in setup and "([INSTALL_FROM] if INSTALL_FROM else [])" in setup
+    assert 'INSTALL_FROM = ""' in setup and "([[INSTALL_FROM]] if INSTALL_FROM else [])" in setup
     assert [c["cell_type"] for c in plain["cells"]] == [c["cell_type"] for c in source["cells"]]
     untouched = [i for i, c in enumerate(source["cells"]) if repo not in json.dumps(c)]
     assert untouched and all(plain["cells"][i] == source["cells"][i] for i in untouched), "only links change"

@@ -10,7 +10,6 @@ it would refuse, the run passes ``--trust-submissions`` and the tests that need 
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from grade_attacks.classroom import OUT
@@ -22,10 +21,10 @@ pytestmark = pytest.mark.integration  # the grader runs every notebook in kernel
 
 
 def _mode() -> str:
-    import nbclient
+    from devicekit_grade.run import kernel_private
 
     as_root = sandbox.running_as_root()
-    private = sandbox.usable_by_others([sys.executable, nbclient.__file__]) if as_root else ""
+    private = kernel_private() if as_root else ""
     try:
         return sandbox.choose_isolation("auto", as_root, private, sandbox.bwrap_works(), False)[0]
     except sandbox.Refused:

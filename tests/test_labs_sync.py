@@ -162,50 +162,7 @@ def test_lab_1_setup_cell_declares_the_notebook_language():
         assert nb.metadata["devicekit"]["minutes"]["cpu"] >= 20, "a newcomer needs about 25 minutes"
 
 
-def _setup_install_function(path):
-    """The install part of lab 1's setup cell, run without its magics: returns its namespace."""
-    source = nbformat.read(path, as_version=4).cells[2].source
-    code = source.split('if importlib.util.find_spec("devicekit") is None:')[0]
-    code = "\n".join(line for line in code.splitlines() if not line.startswith("%"))
-    namespace: dict = {}
-    exec(code, namespace)
-    return namespace
-
-
-def test_setup_cell_tries_the_wheel_then_the_network_then_stops_clearly(tmp_path, monkeypatch):
-    import subprocess
-
-    calls = []
-
-    def failing_run(args, **kwargs):
-        calls.append(args[-1])
-        return subprocess.CompletedProcess(args, 1)
-
-    (tmp_path / "devicekit-0.1.0-py3-none-any.whl").write_bytes(b"")
-    monkeypatch.chdir(tmp_path)
-    namespace = _setup_install_function(SOLUTIONS / "01-devices.zh.ipynb")
-    monkeypatch.setattr(namespace["subprocess"], "run", failing_run)
-    with pytest.raises(RuntimeError) as info:
-        namespace["install_devicekit"]()
-    assert calls == ["devicekit-0.1.0-py3-none-any.whl", namespace["INSTALL_FROM"]]
-    message = str(info.value)
-    assert "devicekit-*.whl" in message and "安装失败" in message and "internet" in message
-
-
-def test_setup_cell_stops_at_the_first_install_that_works(tmp_path, monkeypatch):
-    import subprocess
-
-    calls = []
-
-    def working_run(args, **kwargs):
-        calls.append(args[-1])
-        return subprocess.CompletedProcess(args, 0)
-
-    monkeypatch.chdir(tmp_path)  # no wheel here: straight to the network install
-    namespace = _setup_install_function(SOLUTIONS / "01-devices.ipynb")
-    monkeypatch.setattr(namespace["subprocess"], "run", working_run)
-    namespace["install_devicekit"]()
-    assert calls == [namespace["INSTALL_FROM"]]
+# What the setup cell's install block does when it runs: tests/test_setup_cell.py.
 
 
 def test_make_lab_passes_extra_arguments_to_jupyter():

@@ -121,7 +121,7 @@ def test_submodule_import_keeps_the_function_of_the_same_name():
 
 
 def test_all_matches_the_lazy_table():
-    assert sorted(devicekit.__all__) == sorted(devicekit._SOURCES)
+    assert sorted(devicekit.__all__) == sorted([*devicekit._SOURCES, *devicekit._SIMULATE])
     source = Path(devicekit.__file__).read_text(encoding="utf-8")
     for name, module in devicekit._SOURCES.items():
         assert hasattr(importlib.import_module(f"devicekit.{module}"), name), name

@@ -10,12 +10,11 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import json
-from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from course_tools import course
+from course_tools import course, torch_versions
 from course_tools.generate import verified
 from course_tools.paths import ROOT
 
@@ -193,13 +192,80 @@ def test_torch_release(version, release):
     assert verified.torch_release(version) == release
 
 
+def _cpu_run(root: Path, monkeypatch, torch: str, outcome: str = "passed") -> Path:
+    """Record a CPU run on ``torch`` as ``gpu-check --dry-run --results results/cpu-runs/...`` writes it."""
+    monkeypatch.setattr(gpu_check, "ROOT", root)
+    notebooks = [p.relative_to(root).as_posix() for p in verified.lab_notebooks(LAB, root)]
+    labs = {LAB: {"needs": ["cpu"], "ran": True, "reason": "", "notebooks": notebooks}}
+    report = {
+        f"{rel}::Cell {i}": {"outcome": outcome, "reason": "", "seconds": 0.1}
+        for rel in notebooks
+        for i in (0, 1)
+    }
+    gpu_check.lab_results(labs, report, "cpu")
+    data = {"schema": 1, "dry_run": True, "torch": torch, "cuda": None, "device": "cpu", "labs": labs}
+    path = root / verified.CPU_RUNS / f"torch-{verified.torch_release(torch)}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_recorded_cpu_run_on_another_release_is_named(course_root, monkeypatch):
+    _cpu_run(course_root, monkeypatch, "2.14.1+cu130")
+    assert verified.badge(LAB, "en", root=course_root) == "verified on torch 2.13, 2.14 · CPU ✓ · CUDA —"
+    assert verified.badge(LAB, "zh", root=course_root) == "已验证：torch 2.13, 2.14 · CPU ✓ · CUDA —"
+
+
+def test_every_verified_release_is_named_oldest_first(course_root, monkeypatch):
+    for torch in ("2.15.0+cpu", "2.7.1+cpu", "2.10.0+cpu"):
+        _cpu_run(course_root, monkeypatch, torch)
+    _result(course_root, monkeypatch, torch="2.11.0+cu130")
+    assert verified.badge(LAB, "en", root=course_root) == (
+        "verified on torch 2.7, 2.10, 2.13, 2.15 · CPU ✓ · CUDA ✓ (torch 2.11)"
+    )
+
+
+def test_a_gpu_release_a_cpu_run_verified_is_not_named_twice(course_root, monkeypatch):
+    _cpu_run(course_root, monkeypatch, "2.11.0+cpu")
+    _result(course_root, monkeypatch, torch="2.11.0+cu130")
+    assert verified.badge(LAB, "en", root=course_root) == "verified on torch 2.11, 2.13 · CPU ✓ · CUDA ✓"
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    ["failed", "changed", "cuda", "schema", "unreadable"],
+)
+def test_cpu_runs_that_do_not_show_the_lab_passing_name_nothing(course_root, monkeypatch, spoil):
+    path = _cpu_run(course_root, monkeypatch, "2.14.1", outcome="failed" if spoil == "failed" else "passed")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if spoil == "changed":
+        _notebook(course_root / "labs" / f"{LAB}.ipynb", ["cpu"], code="x = 3")
+    elif spoil == "cuda":
+        data["cuda"] = "13.0"
+    elif spoil == "schema":
+        data["schema"] = 2
+    if spoil == "unreadable":
+        path.write_text("{oops", encoding="utf-8")
+    else:
+        path.write_text(json.dumps(data), encoding="utf-8")
+    assert verified.badge(LAB, "en", root=course_root).startswith("verified on torch 2.13 · ")
+
+
 def test_the_real_course_badges():
-    """Every lab of this course, in both languages, with this environment's torch and no fake results."""
-    release = verified.torch_release(metadata.version("torch"))
+    """Every lab of this course, in both languages, with no fake results: the badge names the release the
+    stored outputs come from (whatever torch is installed) and every recorded CPU run the lab passed."""
+    pinned = torch_versions.pinned()
     result = verified.load_gpu_result(ROOT / verified.RESULTS)
+    runs = verified.load_cpu_runs(ROOT / verified.CPU_RUNS)
     for lab in course.labs():
         en, zh = verified.badge(lab.id, "en"), verified.badge(lab.id, "zh")
-        assert en.startswith(f"verified on torch {release} · CPU ")
-        assert zh.startswith(f"已验证：torch {release} · CPU ")
+        releases = verified.cpu_releases(lab.id)
+        assert pinned in releases, f"{lab.id}: its stored outputs come from torch {pinned}"
+        expected = {pinned} | {
+            verified.torch_release(run["torch"]) for run in runs if verified.lab_passed(lab.id, run, "cpu")
+        }
+        assert set(releases) == expected
+        assert en.startswith(f"verified on torch {', '.join(releases)} · CPU ")
+        assert zh.startswith(f"已验证：torch {', '.join(releases)} · CPU ")
         if result is None:  # no real GPU run committed: CUDA is never claimed
             assert en.endswith("CUDA —") and zh.endswith("CUDA —")

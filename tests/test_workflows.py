@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from course_tools import torch_versions
 from course_tools.paths import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -155,7 +156,7 @@ def test_permissions_are_least_privilege():
 
 def test_cpu_tests_cover_linux_and_macos_on_python_310_to_313():
     workflow = _load("tests.yml")
-    jobs = {name: job for name, job in workflow["jobs"].items() if name != "floor"}
+    jobs = {name: job for name, job in workflow["jobs"].items() if name != "versions"}
     assert {job["runs-on"] for job in jobs.values()} == {"ubuntu-latest", "macos-latest"}
     for job in jobs.values():
         assert job["strategy"]["matrix"]["python"] == ["3.10", "3.11", "3.12", "3.13"]
@@ -178,15 +179,39 @@ def test_every_ci_run_of_make_test_runs_the_chinese_notebooks_too():
     assert "export DEVICEKIT_NBVAL_ALL=1" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def test_a_job_tests_the_makefiles_torch_floor():
-    """The Makefile's TORCH_SPEC floor is what the course claims to support: CI runs the tests on it."""
-    floor = re.search(r"^TORCH_SPEC \?= torch>=(\d+\.\d+),", (ROOT / "Makefile").read_text(), re.MULTILINE)
-    assert floor, "the Makefile's TORCH_SPEC has no floor"
-    job = _load("tests.yml")["jobs"]["floor"]
-    assert job["strategy"]["matrix"]["torch"] == [f"{floor.group(1)}.*"]
-    assert 'TORCH_SPEC="torch==${{ matrix.torch }}"' in _runs({"jobs": {"floor": job}})
+def test_the_suite_runs_on_the_floor_the_pinned_release_and_the_newest_torch():
+    """The versions the Makefile names are the ones CI tests: the floor (outputs not compared), the pinned
+    release (outputs compared: they come from it), and the newest the range admits (the plain `make test` of
+    the linux and macos jobs, whose TORCH_SPEC is the Makefile's)."""
+    workflow = _load("tests.yml")
+    job = workflow["jobs"]["versions"]
+    matrix = {entry["role"]: entry for entry in job["strategy"]["matrix"]["include"]}
+    assert set(matrix) == {"floor", "pinned"}
+    assert matrix["floor"]["torch"] == f"{torch_versions.floor()}.*"
+    assert matrix["floor"]["pytest-args"] == "--nbval-lax"
+    assert matrix["pinned"]["torch"] == f"{torch_versions.pinned()}.*"
+    assert matrix["pinned"]["pytest-args"] == "", "the stored outputs come from the pinned release"
+    assert job["env"]["TORCH_VERSION"] == "${{ matrix.torch }}"
+    assert 'make test TORCH_SPEC="torch==$TORCH_VERSION" PYTEST_ARGS="$NBVAL_ARGS"' in _runs(
+        {"jobs": {"v": job}}
+    )
+    newest = [j for name, j in workflow["jobs"].items() if name != "versions"]
+    for other in newest:
+        assert "TORCH_SPEC" not in _runs({"jobs": {"j": other}}) + str(other.get("env", {})), (
+            "newest: the range"
+        )
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert f'dependencies = ["torch>={floor.group(1)}"]' in pyproject, "pyproject and Makefile disagree"
+    assert f'dependencies = ["torch>={torch_versions.floor()}", ' in pyproject, (
+        "pyproject and Makefile disagree"
+    )
+
+
+def test_every_workflow_that_installs_torch_uses_the_courses_range():
+    """A `pip install "torch..."` in a workflow installs the Makefile's range, not a copy that drifts."""
+    spec = torch_versions.course_spec()
+    for path in _files():
+        for found in re.findall(r'pip install "(torch[<>=][^"]*)"', path.read_text(encoding="utf-8")):
+            assert found == spec, f"{path.name} installs {found}, the course's range is {spec} (Makefile)"
 
 
 def test_gpu_workflow_runs_gpu_check_on_the_gpu_runner_and_keeps_the_result():

@@ -68,6 +68,7 @@ __all__ = [
     "best_device",
     "check_devices",
     "explain",
+    "is_simulated",
     "grad_scaler",
     "load_ipython_extension",
     "load_catalog",
@@ -75,6 +76,7 @@ __all__ = [
     "mismatch_device",
     "prepare",
     "resolve_device",
+    "simulate",
     "strict_devices",
     "to_device",
     "unload_ipython_extension",
@@ -102,8 +104,17 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names come
     from devicekit.transfer import to_device
 
 
+#: Imported on first use, and not kept here: the package `devicekit.simulate` is itself callable
+#: (`devicekit.simulate(gpus=2)` is `devicekit.simulate.simulate(gpus=2)`), so the name means the same
+#: thing whether or not the submodule was imported first.
+_SIMULATE = ("simulate", "is_simulated")
+
+
 def __getattr__(name: str) -> Any:
     """Import a public name from its submodule the first time it is asked for, and keep it."""
+    if name in _SIMULATE:
+        module = importlib.import_module(f"{__name__}.simulate")
+        return module if name == "simulate" else module.is_simulated
     source = _SOURCES.get(name)
     if source is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -113,7 +124,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_SOURCES))
+    return sorted(set(globals()) | set(_SOURCES) | set(_SIMULATE))
 
 
 class _Package(types.ModuleType):

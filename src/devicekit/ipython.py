@@ -9,7 +9,8 @@ only when nothing does (a plain script) are both given.  Errors that are not dev
 
 It also adds the ``%devicelint`` magic (``devicekit.lint.magic``): ``%devicelint`` lints the current cell,
 ``%%devicelint`` a cell without running it, ``%devicelint --all`` every cell run so far, and
-``%devicelint --on`` every cell before it runs.
+``%devicelint --on`` every cell before it runs; and ``%%dryrun`` (``devicekit.dryrun``), which runs a cell
+on simulated GPUs, ``%dryrun script.py`` a script.
 
 How: a ``post_run_cell`` event callback that looks at ``result.error_in_exec``.  IPython has already
 shown the traceback by then (Jupyter has already received the ``error`` output), so the explanation
@@ -112,6 +113,9 @@ def load_ipython_extension(ipython: Any) -> None:
     from devicekit.lint.magic import devicelint
 
     ipython.register_magic_function(devicelint, magic_kind="line_cell", magic_name="devicelint")
+    from devicekit.dryrun import dryrun_magic
+
+    ipython.register_magic_function(dryrun_magic, magic_kind="line_cell", magic_name="dryrun")
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -122,4 +126,5 @@ def unload_ipython_extension(ipython: Any) -> None:
 
     stop_linting_cells(ipython)
     for kind in ("line", "cell"):
-        ipython.magics_manager.magics.get(kind, {}).pop("devicelint", None)
+        for name in ("devicelint", "dryrun"):
+            ipython.magics_manager.magics.get(kind, {}).pop(name, None)

@@ -55,137 +55,31 @@ Expect a slowdown inside the block (a Python call per op): use it to debug, not 
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import os
-import re
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .device_rules import (
+    ANY_CPU_SCALARS,
+    CPU_ARGS,
+    INDEX_OPS,
+    TRANSFER_OPS,
+    allows_cpu_scalar,
+    schema_info,
+    tensor_iterator_ops,
+)
 from .errors import DeviceMismatchError
 from .messages import Message
 
-__all__ = ["StrictDevicesMode", "strict_devices"]
+__all__ = ["StrictDevicesMode", "allows_cpu_scalar", "strict_devices", "tensor_iterator_ops"]
 
-# Op packets (name without overload) whose purpose is to move or copy data across devices.
-_TRANSFER_OPS = frozenset(
-    {
-        "aten::_to_copy",
-        "aten::to",
-        "aten::copy_",
-        "aten::copy",
-        "aten::_copy_from",
-        "aten::_copy_from_and_resize",
-        "aten::lift_fresh",
-        "aten::lift_fresh_copy",
-        "aten::set_",
-        "aten::_has_compatible_shallow_copy_type",
-    }
-)
-# Indexing ops: CPU tensors in their `indices` argument are allowed on any device.
-_INDEX_OPS = frozenset(
-    {
-        "aten::index",
-        "aten::index_put",
-        "aten::index_put_",
-        "aten::_index_put_impl_",
-        "aten::_unsafe_index",
-        "aten::_unsafe_index_put",
-    }
-)
-
-# Arguments whose CPU tensors are allowed next to tensors on any device, per op packet.
-_LENGTHS = frozenset({"input_lengths", "target_lengths"})
-_CPU_ARGS: dict[str, frozenset[str]] = {
-    **dict.fromkeys(_INDEX_OPS, frozenset({"indices"})),
-    "aten::_pack_padded_sequence": frozenset({"lengths"}),
-    **dict.fromkeys(
-        (
-            "aten::_pad_packed_sequence",
-            "aten::_pack_padded_sequence_backward",
-            "aten::lstm",
-            "aten::gru",
-            "aten::rnn_tanh",
-            "aten::rnn_relu",
-        ),
-        frozenset({"batch_sizes"}),
-    ),
-    **dict.fromkeys(
-        ("aten::ctc_loss", "aten::_ctc_loss", "aten::_cudnn_ctc_loss", "aten::_use_cudnn_ctc_loss"), _LENGTHS
-    ),
-}
-
-# Per-op cache: (skip the op?, positional argument names, names whose CPU tensors are allowed)
-_SchemaInfo = tuple[bool, tuple[str, ...], frozenset[str]]
-_schema_cache: dict[Any, _SchemaInfo] = {}
-
-
-def _schema_info(func: Any) -> _SchemaInfo:
-    info = _schema_cache.get(func)
-    if info is None:
-        schema = func._schema
-        name = schema.name
-        names = tuple(a.name for a in schema.arguments)
-        info = (name in _TRANSFER_OPS, names, _CPU_ARGS.get(name, frozenset()))
-        _schema_cache[func] = info
-    return info
-
-
-_YAML_ENTRY = re.compile(r"^- func: ([\w.]+)\(")
-_TENSOR_ITERATOR_CHECK = re.compile(r"^\s+device_check: NoCheck\s+#.*TensorIterator")
-
-
-@functools.lru_cache(maxsize=1)
-def tensor_iterator_ops() -> frozenset[str] | None:
-    """``name.overload`` of every op whose device check is TensorIterator's, from the installed torch.
-
-    Read from ``torchgen/packaged/ATen/native/native_functions.yaml`` (shipped with torch, the same file
-    the op registrations are generated from): the entries marked ``device_check: NoCheck`` with a comment
-    naming TensorIterator.  `None` when that file is not installed.
-    """
-    spec = importlib.util.find_spec("torchgen")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for root in spec.submodule_search_locations:
-        path = os.path.join(root, "packaged", "ATen", "native", "native_functions.yaml")
-        if os.path.exists(path):
-            break
-    else:
-        return None
-    found: set[str] = set()
-    current: str | None = None
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            entry = _YAML_ENTRY.match(line)
-            if entry:
-                current = entry.group(1)
-            elif current is not None and _TENSOR_ITERATOR_CHECK.match(line):
-                found.add(current)
-    return frozenset(found)
-
-
-_scalar_cache: dict[Any, bool] = {}
-# Ops that move every 0-dim CPU operand to the result's device themselves before TensorIterator sees it
-# (aten/src/ATen/native/TensorCompare.cpp, where_self_out: "allow CPU scalars on non-cpu device").
-_ANY_CPU_SCALARS = frozenset({"aten::where"})
-
-
-def allows_cpu_scalar(func: Any) -> bool:
-    """Whether ``func`` (an ATen op overload) lets a 0-dim CPU tensor combine with another device."""
-    known = _scalar_cache.get(func)
-    if known is None:
-        schema = func._schema
-        short = schema.name.split("::", 1)[-1]
-        key = f"{short}.{schema.overload_name}" if schema.overload_name else short
-        ops = tensor_iterator_ops()
-        if ops is not None:
-            known = key in ops
-        else:
-            known = torch.Tag.pointwise in getattr(func, "tags", ())
-        _scalar_cache[func] = known
-    return known
+# The device model strict mode shares with devicekit.simulate (src/devicekit/device_rules.py).
+_TRANSFER_OPS = TRANSFER_OPS
+_INDEX_OPS = INDEX_OPS
+_CPU_ARGS = CPU_ARGS
+_ANY_CPU_SCALARS = ANY_CPU_SCALARS
+_schema_info = schema_info
 
 
 def _describe(arg_index: int | None, name: str, item: int | None) -> Message:

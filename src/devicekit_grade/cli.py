@@ -2,10 +2,12 @@
 
 ``devicekit-grade --out DIR [--roster CSV] [options] NOTEBOOK_OR_FOLDER...``
 
-Exit status: 0 when every file got a row (whatever its status or score), 2 when the grader could not run
-as asked (no submissions, a missing input, ``--out`` not writable or holding something it cannot merge
-into, a bad roster), 3 when the grading environment was modified during the run (the rows after that
-are not graded), 130 when interrupted (the rows finished so far are written).
+Exit status (`EXIT_STATUS`, also in ``--help``): 0 when every file got a row (whatever its status or score),
+2 when the grader could not run as asked (no submissions, a missing input, ``--out`` not writable or holding
+something it cannot merge into, a bad roster), 3 when the grading environment was modified during the run
+(the rows after that are not graded), 4 when the grader itself failed (`devicekit_grade.failures`: it
+could not run notebooks at all and graded nothing, or some rows say ``grader-error``), 130 when interrupted
+(the rows finished so far are written).
 
 Started as a command, the grader first re-executes itself with its arguments passed through a pipe and
 its working directory set to ``/``: from then on neither its command line nor its working directory or
@@ -20,19 +22,33 @@ import os
 import signal
 import sys
 import tempfile
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from devicekit_grade import integrity, lms, sandbox
+from devicekit_grade import failures, integrity, lms, sandbox
 from devicekit_grade.discover import UsageError, find
+from devicekit_grade.failures import GraderFailure
 from devicekit_grade.released import Released, default_folders
 from devicekit_grade.report import MergeError, load, write_all
 from devicekit_grade.run import Context, Grade, Options, default_hidden, grade_submission, kill_all
 from devicekit_grade.zh import lab_titles
 
-USAGE_ERROR, TAMPERED = 2, 3
+USAGE_ERROR, TAMPERED, GRADER_ERROR = 2, 3, failures.GRADER_ERROR
+#: The exit statuses, for ``--help`` (en, zh).
+EXIT_STATUS = (
+    "exit status: 0 every file got a row, whatever its status or score; 2 the grader could not run as "
+    "asked (no submissions, a missing input, --out not writable, a bad roster); 3 the grading environment "
+    "was modified during the run; 4 the grader itself failed: it could not run notebooks here and graded "
+    "nothing (the message says why), or rows say grader-error (their reason says why, in both languages; "
+    "they are graded again on the next run into the same --out); 130 interrupted.",
+    "退出状态：0 每个文件都有一行结果（无论状态和得分如何）；2 评分器无法按要求运行（没有提交、输入不存在、"
+    "--out 不可写、名单有误）；3 运行期间评分环境被改动；4 评分器自身出错：无法在这里运行 notebook，"
+    "没有评分任何作业（提示信息会说明原因），或者有的行状态为 grader-error（原因以中英文写在该行；"
+    "下次用同一个 --out 运行时会重新评分）；130 被中断。",
+)
 _ARGS_FD = "--args-fd"
 
 
@@ -67,9 +83,17 @@ def _parser() -> argparse.ArgumentParser:
     limits = sandbox.Limits()
     parser = argparse.ArgumentParser(
         prog="devicekit-grade",
-        description="Grade devicekit lab notebooks: each runs sealed off to compute its answers, and the "
-        "grader's own copy of the released checks scores them. Writes DIR/grades.csv, grades.json, "
-        "report.html, canvas.csv, moodle.csv and feedback/.",
+        description=textwrap.fill(
+            "Grade devicekit lab notebooks: each runs sealed off to compute its answers, and the grader's "
+            "own copy of the released checks scores them. Writes DIR/grades.csv, grades.json, report.html, "
+            "canvas.csv, moodle.csv and feedback/.",
+            100,
+        ),
+        # English, then Chinese (wrapped at its few spaces only: a CJK character is two columns wide)
+        epilog="\n".join(
+            [textwrap.fill(EXIT_STATUS[0], 100), textwrap.fill(EXIT_STATUS[1], 50, break_long_words=False)]
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
     add("inputs", nargs="+", metavar="NOTEBOOK_OR_FOLDER", help="submissions, or folders of them")
@@ -217,6 +241,10 @@ def _shard(text: str | None) -> tuple[int, int] | None:
 CLASS_FLAGS = ("identical-file", "identical-code", "near-identical-code", "late", "not-in-roster")
 
 
+#: Rows graded again even when the same bytes were graded by the same grader (what went wrong may be fixed).
+NOT_CACHED = ("error", "superseded", failures.STATUS)
+
+
 def _from_cache(sub, earlier: list[Grade], digest: str) -> Grade | None:
     """An earlier row of the same bytes graded by the same grader, checks and limits, for ``sub``."""
     import hashlib
@@ -225,7 +253,7 @@ def _from_cache(sub, earlier: list[Grade], digest: str) -> Grade | None:
         return None
     sha = hashlib.sha256(sub.data).hexdigest()
     for old in earlier:
-        if old.sha256 == sha and old.graded_with == digest and old.status not in ("error", "superseded"):
+        if old.sha256 == sha and old.graded_with == digest and old.status not in NOT_CACHED:
             again = Grade.from_dict(old.to_dict())
             again.file, again.submitted = sub.shown, sub.mtime
             again.folder = sub.folder.name if sub.folder else ""
@@ -402,6 +430,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sandbox.Refused as refused:
         print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
         return USAGE_ERROR
+    except GraderFailure as failed:  # the grader cannot run notebooks here: nothing is graded
+        print(f"devicekit-grade: {failed.en}\n\ndevicekit-grade：{failed.zh}", file=sys.stderr)
+        return GRADER_ERROR
     except Exception as exc:
         print(f"devicekit-grade: cannot start: {exc}", file=sys.stderr)
         return USAGE_ERROR
@@ -494,6 +525,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return TAMPERED
+    failed = [g for g in fresh if g is not None and g.status == failures.STATUS]
+    if failed:
+        shown = ", ".join(g.file for g in failed[:5]) + (", …" if len(failed) > 5 else "")
+        print(
+            f"devicekit-grade: the grader itself failed on {len(failed)} file(s) ({shown}): their rows say "
+            f"{failures.STATUS} and why; fix the cause and run again with the same --out (only those are "
+            f"graded again) · devicekit-grade：评分器自身在 {len(failed)} 个文件上出错（{shown}）："
+            f"这些行的状态是 {failures.STATUS}，并写明了原因；排除原因后用同一个 --out 再运行一次"
+            "（只会重新评分这些文件）",
+            file=sys.stderr,
+        )
+        return GRADER_ERROR
     return 0
 
 

@@ -74,6 +74,12 @@ STATUS_HELP = {
         "The grader could not handle this file; the reason says why.",
         "评分器无法处理这个文件；原因见说明。",
     ),
+    "grader-error": (
+        "The grader itself failed before the notebook ran, or could not collect its answers: no score, "
+        "the reason says why; the next run into the same folder grades it again. Exit status 4.",
+        "评分器自身出错：notebook 还没运行就失败了，或者收集不到它的答案；不给分，原因见说明；"
+        "下次输出到同一文件夹时会重新评分。退出状态为 4。",
+    ),
 }
 
 

@@ -46,12 +46,13 @@ from typing import Any
 
 import nbformat
 
-from devicekit_grade import sandbox, warm_kernels
+from devicekit_grade import failures, sandbox, warm_kernels
 from devicekit_grade._evaluator import FD_PLACEHOLDER
 from devicekit_grade._kernel import INJECTED
 from devicekit_grade.discover import Submission
+from devicekit_grade.failures import GraderError, GraderFailure
 from devicekit_grade.identify import BadSubmission, identify, loads
-from devicekit_grade.installed import package_folder
+from devicekit_grade.installed import Needs, kernel_needs, package_folder
 from devicekit_grade.released import Released, code_fingerprint, expected_error_cells, integrity
 
 #: Every status a row can have. ``graded`` rows have a score; the others say why not (or not fully).
@@ -67,6 +68,7 @@ STATUSES = (
     "superseded",
     "missing",
     "error",
+    failures.STATUS,  # "grader-error": the grader failed, not the notebook (`devicekit_grade.failures`)
 )
 MAX_FOLDER_BYTES = 50 * 1024 * 1024
 #: A cell that only calls self-checks, ``check("01-devices", "move-batch", move_batch)`` (one per line).
@@ -184,13 +186,9 @@ class Context:
         self.options = options
         self.warnings: list[str] = []
         as_root = sandbox.running_as_root() and not options.same_user
-        private = ""
-        if as_root:
-            import nbclient
-
-            private = sandbox.usable_by_others(
-                [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER)]
-            )
+        #: what a submission's kernel loads from: all that a sandbox shows of the instructor's files
+        self.needs = kernel_needs()
+        private = kernel_private(self.needs) if as_root else ""
         bwrap_ok = options.isolation in ("auto", "bwrap") and sandbox.bwrap_works()
         self.mode, self.as_root = sandbox.choose_isolation(
             options.isolation, as_root, private, bwrap_ok, options.trust
@@ -210,7 +208,9 @@ class Context:
         self.uids = sandbox.UidPool(options.uid_base)
         self.snapshot = snapshot_sources(options.checks)
         self.hidden = _read_hidden(options.hidden)
-        self.site = [p for p in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))]
+        # the site folders and the folders of distributions their .pth files add (a virtual environment that
+        # reuses another one's packages): what the evaluator, without `site`, puts on its path
+        self.site = list(self.needs.libraries)
         self.tampered: str = ""
         self.lock = threading.Lock()
         self.namespaces = self.mode in ("user", "none") and sandbox.namespaces_work()
@@ -227,6 +227,11 @@ class Context:
         self._zygote_lock = threading.Lock()
         self._zygote_hidden: list[str] = []
         self.kernels: warm_kernels.KernelZygote | None = None
+        try:
+            preflight(self)
+        except BaseException:
+            self.close()
+            raise
         # bubblewrap as root only: under --isolation user, forked kernels passed the class tests on an idle
         # and on a busy machine, but in one rehearsal of CI (two whole suites at once) a correct notebook's
         # answer cell failed unexplained (an error the grader then dropped; it is now reported in the row)
@@ -239,7 +244,11 @@ class Context:
             probe = self.evaluate(["--probe"], timeout=600)
         if "labs" not in probe:
             self.close()
-            raise RuntimeError(f"the grader's evaluator does not start: {probe.get('error', probe)}")
+            detail = str(probe.get("error", probe))[-1500:]
+            raise GraderFailure(
+                f"the grader's evaluator does not start: {detail}",
+                f"评分器的评判进程无法启动：{detail}",
+            )
         self.labs: dict[str, list[dict[str, Any]]] = probe["labs"]
         self.versions: dict[str, str] = probe["versions"]
         if self.kernels is not None and not self.kernels.wait_ready():
@@ -459,20 +468,23 @@ def _run_digest(snapshot: dict[str, bytes], hidden: dict[str, bytes], options: O
 
 
 def _hidden_paths(options: Options) -> list[str]:
-    """Folders a sandboxed submission must not see: solutions, hidden judges, submissions, the output;
-    never one that holds the Python installation or the packages the kernel imports."""
-    labs = package_folder("devicekit_labs")
-    needed = [sys.prefix, sys.base_prefix, *([str(labs.resolve())] if labs is not None else [])]
+    """Folders a sandboxed submission must not see: solutions, hidden judges, submissions, the output. All of
+    them, even one that holds the Python installation or a package the kernel imports: the sandbox shows
+    those again, and only those (`sandbox.bwrap_prefix`)."""
     folders = [options.released.solutions, options.hidden, *options.hide]
-    out = []
-    for folder in folders:
-        if folder is None:
-            continue
-        path = os.path.realpath(folder)
-        if any(n == path or n.startswith(path.rstrip("/") + "/") for n in map(os.path.realpath, needed)):
-            continue
-        out.append(path)
-    return out
+    return list(dict.fromkeys(os.path.realpath(f) for f in folders if f is not None))
+
+
+def kernel_private(needs: Needs | None = None) -> str:
+    """ "" when another user can run the kernels of this grader as they are installed (its Python, the
+    worker, and every package folder of `Needs` readable), else the first path that stops it: a Python
+    under ``/root``, or a course checkout in a private home folder. Decides whether ``--isolation user``
+    can work here (`sandbox.choose_isolation`)."""
+    import nbclient
+
+    needs = kernel_needs() if needs is None else needs
+    paths = [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(_WORKER), *needs.trees]
+    return sandbox.usable_by_others(paths, needs.packages)
 
 
 def _read_hidden(folder: Path | None) -> dict[str, bytes]:
@@ -669,8 +681,7 @@ def _isolated(ctx: Context, box: sandbox.Box, cmd: list[str]) -> tuple[list[str]
     """The command wrapped for the chosen isolation, and the user to switch to before exec (None: the
     wrapper switches, or the grader's own user)."""
     if ctx.mode == "bwrap":
-        keep = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), *ctx.site]
-        prefix = sandbox.bwrap_prefix(box, keep, ctx.hide)
+        prefix = sandbox.bwrap_prefix(box, ctx.needs.paths, ctx.hide)
         if not prefix:
             raise RuntimeError("bubblewrap (or setpriv) disappeared during the run")
         # as root, setpriv switches to the box's user inside; otherwise bwrap runs as the grader's user
@@ -678,6 +689,79 @@ def _isolated(ctx: Context, box: sandbox.Box, cmd: list[str]) -> tuple[list[str]
     if ctx.namespaces:
         return [*sandbox.namespace_prefix(box.uid), *cmd], None
     return cmd, box.uid
+
+
+#: Run once per grading run inside a sandbox like a submission's, as its user: which of the files and
+#: modules the worker and the kernel need it cannot read or find (printed as a JSON list). ``find_spec``
+#: imports nothing (torch's import alone takes seconds).
+_PREFLIGHT = """
+import importlib.util, json, os, sys
+missing = [path for path in sys.argv[1:] if not os.access(path, os.R_OK)]
+for name in ("nbclient", "ipykernel_launcher", "torch", "devicekit", "devicekit_labs", "devicekit_grade"):
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        spec = None
+    origin = getattr(spec, "origin", None)  # None: only an empty folder of that name (a namespace)
+    if not origin or (os.path.isabs(origin) and not os.access(origin, os.R_OK)):
+        missing.append(name)
+print(json.dumps(missing))
+"""
+
+
+def preflight(ctx: Context) -> None:
+    """Check once, before any submission runs, that a sandbox of this run lets the worker and the kernel
+    start: the worker's script and the kernel's packages are there and readable for the submission's user.
+    Raises `GraderFailure` (the run stops, nothing is graded) when not; a fraction of a second."""
+    uid = ctx.uids.take() if ctx.as_root else None
+    box = sandbox.make_box(ctx.root, uid)
+    try:
+        files = [str(_WORKER), str(warm_kernels._SCRIPT)]
+        cmd, drop = _isolated(ctx, box, [sys.executable, "-c", _PREFLIGHT, *files])
+        try:
+            done = subprocess.run(
+                cmd, capture_output=True, env=box.env({}), cwd=box.run, stdin=subprocess.DEVNULL, timeout=300,
+                preexec_fn=sandbox.preexec(ctx.options.limits, drop, box.uid) if os.name == "posix" else None,
+            )  # fmt: skip
+            out, err = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+        except (OSError, subprocess.SubprocessError) as exc:
+            out, err = "", f"{type(exc).__name__}: {exc}"
+    finally:
+        sandbox.remove_box(box)
+        if uid is not None:
+            ctx.uids.release(uid)
+    try:
+        missing = json.loads(out.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        detail = " ".join(err.split())[-600:] or "no output"
+        raise GraderFailure(
+            f"the grader cannot start a notebook's worker in its sandbox ({ctx.mode}): {detail}",
+            f"评分器无法在沙箱（{ctx.mode}）中启动运行 notebook 的进程：{detail}",
+        ) from None
+    if missing:
+        names = ", ".join(map(str, missing))
+        en = (
+            f"the grader cannot run notebooks here: inside its sandbox ({ctx.mode}), as the submissions' "
+            f"user, a kernel cannot find or read {names}. Nothing was graded."
+        )
+        zh = (
+            f"评分器无法在这里运行 notebook：在沙箱（{ctx.mode}）中以提交作业所用的用户运行时，"
+            f"内核找不到或读不到 {'、'.join(map(str, missing))}。没有评分任何作业。"
+        )
+        if ctx.mode == "bwrap":
+            where, where_zh = "; ".join(ctx.needs.paths), "；".join(ctx.needs.paths)
+            en += (
+                f" The sandbox shows the kernel where this Python loads from: {where}. Install what is "
+                "missing there, or make it readable for other users."
+            )
+            zh += (
+                f"沙箱给内核看的，是这个 Python 加载代码的位置：{where_zh}。"
+                "请把缺少的部分安装到这些位置，或让其他用户可以读取。"
+            )
+        else:
+            en += " Make what is missing readable for other users, or grade with --isolation bwrap."
+            zh += "请让其他用户可以读取缺少的部分，或者用 --isolation bwrap 评分。"
+        raise GraderFailure(en, zh)
 
 
 def _kernel_socket(ctx: Context, box: sandbox.Box, gate: Path) -> socket.socket | None:
@@ -818,11 +902,47 @@ def grade_submission(sub: Submission, ctx: Context) -> Grade:
     except RecursionError:
         grade.status = "not-a-notebook"
         grade.reason = "a notebook nested too deeply to handle (cells or outputs inside each other)"
+    except GraderError as failed:
+        _grader_error(grade, failed)
     except Exception as exc:  # the grader's own failure for this one file: a row, and on to the next
-        grade.status = "error"
-        grade.reason = f"the grader failed on this file: {type(exc).__name__}: {exc}"[:500]
+        _grader_error(grade, GraderError("crashed", f"{type(exc).__name__}: {exc}"))
     grade.duration_s = round(time.monotonic() - started, 2)
     return grade
+
+
+def _grader_error(grade: Grade, failed: GraderError) -> None:
+    """Make ``grade`` the row of a submission the grader failed on: no score, the cause in both languages."""
+    grade.status, grade.reason = failures.STATUS, failed.reason()
+    grade.score, grade.exercises, grade.flags = None, [], []
+    grade.notes = [failed.note()]
+
+
+def grader_failure(execution: Execution) -> GraderError | None:
+    """Why a run failed before the notebook's first cell (index 1 of the prepared copy), or None when a cell
+    of the notebook (or the grader's answer cell after them) started. Nothing of the learner's had run yet,
+    so whatever stopped it is the grader's failure, never the learner's score."""
+    events = execution.events
+    started = [e.get("index") for e in events if e.get("event") == "cell"]
+    if any(isinstance(i, int) and i >= 1 for i in started):
+        return None
+    setup_error = next((e for e in events if e.get("event") == "error" and e.get("index") == 0), None)
+    if setup_error is not None:
+        what = f"{str(setup_error.get('ename'))[:100]}: {str(setup_error.get('evalue'))[:300]}".rstrip(": ")
+        return GraderError("setup-failed", what)
+    if any(e.get("event") == "dead" for e in events):
+        return GraderError("kernel-died-early", _log_line(execution.log))
+    fatal = next((e for e in events if e.get("event") == "fatal"), None)
+    if fatal is not None:
+        return GraderError("kernel-did-not-start", str(fatal.get("message", "")))
+    if execution.stopped:
+        return GraderError("stopped-early", _log_line(execution.log))
+    return GraderError("worker-ended", _log_line(execution.log) or "no output")
+
+
+def _log_line(log: str) -> str:
+    """The last line of a worker's log that says something (an exception's last line, as a rule)."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
@@ -846,11 +966,17 @@ def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
     grade.code_hash, grade.code_sig = code_fingerprint(nb, lab, ctx.options.released)
     expected = expected_error_cells(nb, lab, ctx.options.released)
     first = _run_once(ctx, sub, nb, lab, identity.lang, expected, None)
+    failed = grader_failure(first)
+    if failed is not None:
+        raise failed
     fatal = fatal_cell(first)
-    fatal = fatal if fatal is not None and fatal <= len(nb.cells) else None
+    fatal = fatal if fatal is not None and 0 < fatal <= len(nb.cells) else None
     second = None
-    if fatal is not None and fatal <= len(nb.cells):
+    if fatal is not None:
         second = _run_once(ctx, sub, nb, lab, identity.lang, expected, fatal - 1)
+        failed = grader_failure(second)  # (its answer cell, at least, is after the setup cell)
+        if failed is not None:
+            raise failed
     _score(grade, nb, ctx, first, second, fatal)
     grade.flags = flags + [f for f in grade.flags if f not in flags]
     if published:
@@ -977,8 +1103,8 @@ def _score(
         if kind == "error" and not event.get("expected"):
             en, zh = where(nb, index)
             what = f"{str(event.get('ename'))[:100]}: {str(event.get('evalue'))[:500]}".rstrip(": ")
-            if index == 0:
-                raise BadSubmission("error", f"the grader's setup cell failed in the kernel: {what}")
+            if index == 0:  # (a run whose setup cell failed went no further: `grader_failure`)
+                raise GraderError("setup-failed", what)
             if index > len(nb.cells):  # the answer cell: its exercises are not checked, and this says why
                 grade.notes.append(
                     (
@@ -1076,8 +1202,8 @@ def _score(
     answers = (second or first).answers
     if answers.get("tampered"):
         raise BadSubmission("error", f"not graded: {answers['error']}")
-    if "results" not in answers:
-        raise BadSubmission("error", f"could not check the answers: {answers.get('error', 'no reply')}")
+    if "results" not in answers:  # the evaluator failed: the answers are data, whatever the notebook did
+        raise GraderError("answers", str(answers.get("error", "no reply from the evaluator")))
     if answers.get("copy_note"):
         reasons.append(str(answers["copy_note"]))
     if first.answers.get("processes") or answers.get("processes"):

@@ -94,21 +94,42 @@ def running_as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def usable_by_others(paths: list[str]) -> str:
-    """ "" when another user can run this Python (every folder on the way searchable, files readable),
-    else the first path that stops it (e.g. an interpreter installed under ``/root``)."""
+def usable_by_others(paths: list[str], folders: list[str] | tuple[str, ...] = ()) -> str:
+    """ "" when another user can run this Python (every folder on the way searchable, files readable)
+    and import from ``folders`` (each one, every folder below it listable and every file in it readable),
+    else the first path that stops it (e.g. an interpreter installed under ``/root``, or a course checkout
+    in a private home folder)."""
     import stat as st
 
-    for given in paths:
+    def private(path: str, mode: int) -> bool:
+        need = (st.S_IXOTH | st.S_IROTH) if st.S_ISDIR(mode) else st.S_IROTH
+        return mode & need != need
+
+    for given in [*paths, *folders]:
         path = Path(os.path.realpath(given))
-        for part in [*reversed(path.parents), path]:
+        for part in reversed(path.parents):
             try:
-                mode = os.stat(part).st_mode
+                if not os.stat(part).st_mode & st.S_IXOTH:
+                    return str(part)
             except OSError:
                 continue
-            need = st.S_IXOTH if st.S_ISDIR(mode) else st.S_IROTH
-            if not mode & need:
-                return str(part)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        searchable_only = st.S_ISDIR(mode) and given not in folders
+        if (not mode & st.S_IXOTH) if searchable_only else private(str(path), mode):
+            return str(path)
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            for name in [*dirnames, *filenames]:
+                path = os.path.join(dirpath, name)
+                try:
+                    mode = os.stat(path).st_mode
+                except OSError:
+                    continue
+                if private(path, mode):
+                    return path
     return ""
 
 
@@ -328,23 +349,40 @@ def namespace_prefix(uid: int | None) -> list[str]:
     return base
 
 
+#: What bubblewrap empties in every sandbox (a fresh tmpfs each): users' files, temporary files, sockets.
+EMPTIED = ("/tmp", "/home", "/root", "/run")
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    """Whether ``path`` is one of ``folders`` or inside one."""
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
 def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     """The command that runs a submission under bubblewrap, or [] when it is not installed.
 
-    The whole file system is read-only, ``/tmp``, ``/home``, ``/root`` and ``/run`` are empty, and so is
-    every folder in ``hide`` (the solutions, the hidden judges, the submissions, the output folder); only
-    the submission's own folder is writable, and the submission has its own PID, IPC and UTS namespaces.
-    ``keep``: folders under the empty ones that must stay visible (the Python installation). As root,
-    ``setpriv`` then switches to the box's user inside the sandbox.
+    The whole file system is read-only; `EMPTIED` (``/tmp``, ``/home``, ``/root``, ``/run``) are empty, and
+    so is every folder in ``hide`` (the solutions, the hidden judges, the submissions, the output folder);
+    only the submission's own folder is writable, and the submission has its own PID, IPC and UTS
+    namespaces. ``keep``: what the kernel must see (`devicekit_grade.installed.Needs`: the Python
+    installation, site-packages, package folders), shown read-only where an emptied or hidden folder
+    covers it, and only itself: keeping ``/home/me/course/src/devicekit`` shows neither ``src``'s other
+    entries nor ``/home/me/course/solutions``. A hidden folder inside a kept one is emptied again after it.
+    As root, ``setpriv`` then switches to the box's user inside the sandbox.
     """
     bwrap = shutil.which("bwrap")
     if not bwrap:
         return []
     cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     cmd += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
-    emptied = ["/tmp", "/home", "/root", "/run"]
-    for hidden in emptied:
-        cmd += ["--tmpfs", hidden]
+    emptied = list(EMPTIED)
+    for folder in emptied:
+        cmd += ["--tmpfs", folder]
+    hidden = [h for h in dict.fromkeys(os.path.realpath(h) for h in hide) if os.path.isdir(h)]
+    for path in hidden:  # what the read-only root would show
+        if not _under(path, emptied):
+            cmd += ["--tmpfs", path]
+            emptied.append(path)
 
     def parents(target: str) -> list[str]:  # folders bwrap would otherwise create unreadable (0700)
         out = []
@@ -354,13 +392,14 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
                 out += ["--dir", text]
         return out
 
+    shown = []
     for path in dict.fromkeys(keep):
-        if os.path.exists(path):
+        if os.path.exists(path) and _under(path, emptied) and not _under(path, shown):
             cmd += [*parents(path), "--ro-bind", path, path]
-    for path in dict.fromkeys(os.path.realpath(h) for h in hide):
-        if os.path.isdir(path) and not any(path == k or path.startswith(k.rstrip("/") + "/") for k in keep):
+            shown.append(path)
+    for path in hidden:  # a hidden folder that a kept one shows again
+        if _under(path, shown):
             cmd += ["--tmpfs", path]
-            emptied.append(path)
     cmd += parents(str(box.root))
     cmd += ["--bind", str(box.root), str(box.root)]
     if box.uid is not None and running_as_root():
@@ -474,8 +513,9 @@ def choose_isolation(
     if not as_root:
         why = ("the grader is not root", "评分器不是以 root 运行的")
     elif python_private:
-        why = (f"{python_private} is private: other users cannot run this Python",
-               f"{python_private} 是私有的：其他用户无法运行这个 Python")  # fmt: skip
+        why = (f"{python_private} is private: other users cannot run this Python or read the packages "
+               "its kernels import",
+               f"{python_private} 是私有的：其他用户无法运行这个 Python，或读不到内核要导入的包")  # fmt: skip
     else:
         why = ("--isolation user needs root", "--isolation user 需要 root")
     raise Refused(*why)

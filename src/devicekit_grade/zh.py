@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+from devicekit_grade.failures import CAUSES, PREFIX
 from devicekit_grade.installed import labs_manifest
 
 _CELL = r"cell (\d+) \((.*?)\)"
@@ -131,6 +132,14 @@ TEMPLATES: list[tuple[str, object]] = [
     (r"^(.*) is a symbolic link: not copied$", "{1} 是符号链接：没有复制"),
     (r"^(.*) not copied: over the (\d+) MB limit$", "{1} 没有复制：超过 {2} MB 的上限"),
 ]
+# the grader's own failures (`devicekit_grade.failures`): "grader error: <cause>[: <what it saw>]"
+for _en, _zh in CAUSES.values():
+    TEMPLATES.append(
+        (
+            rf"^{PREFIX[0]}: {re.escape(_en)}(?:: (.*))?$",
+            lambda m, zh=_zh: f"{PREFIX[1]}：{zh}" + (f"：{m.group(1)}" if m.group(1) else ""),
+        )
+    )
 _COMPILED = [(re.compile(p, re.DOTALL), t) for p, t in TEMPLATES]
 
 

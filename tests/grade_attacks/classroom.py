@@ -262,10 +262,10 @@ def sha256(folder: Path) -> dict[str, str]:
 
 def needs_trust() -> list[str]:
     """``--trust-submissions`` where this machine offers neither a user per notebook nor bubblewrap."""
-    import nbclient
+    from devicekit_grade.run import kernel_private
 
     as_root = sandbox.running_as_root()
-    private = sandbox.usable_by_others([sys.executable, nbclient.__file__]) if as_root else ""
+    private = kernel_private() if as_root else ""
     try:
         sandbox.choose_isolation("auto", as_root, private, sandbox.bwrap_works(), False)
     except sandbox.Refused:

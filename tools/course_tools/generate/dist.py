@@ -8,8 +8,10 @@ Each ``dist/NN-slug.zip`` holds, in a folder ``NN-slug/``:
   (which holds the solutions) go to ``COURSE_STUDENTS_REPO_URL`` or nowhere (see ``students.py``);
 * ``devicekit-X.Y.Z-py3-none-any.whl``, devicekit built from this checkout: the lab's setup cell installs
   it from the wheel beside the notebook, so the lab works where PyPI and GitHub cannot be reached;
-* ``README.txt``: how to run the lab and how to hand it in (file name, *Restart & Run All*), in English
-  and Chinese, with the devicekit version the lab was written for.
+* ``README.txt``: how to run the lab (the commands that install what it needs: the course's torch range
+  and devicekit's other requirements, as the first cell checks them, from ``setup_cell.requirements``)
+  and how to hand it in (file name, *Restart & Run All*), in English and Chinese, with the devicekit
+  version the lab was written for.
 
 Zips are reproducible: fixed timestamps and order, and the wheel is built with ``SOURCE_DATE_EPOCH``.
 """
@@ -27,6 +29,7 @@ import zipfile
 from pathlib import Path
 
 from course_tools import course
+from course_tools.generate import setup_cell
 from course_tools.generate.students import for_students, students_repo
 from course_tools.paths import ROOT
 
@@ -37,10 +40,18 @@ README = """{title_en}
 {title_zh}
 
 == Run the lab ==
-Open {lab}.ipynb (English) or {lab}.zh.ipynb (Chinese) in Jupyter, or upload it to Google Colab or your
-notebook platform, and run the cells from the top. The first cell installs devicekit {version}, the
-course's helper library, from {wheel} in this folder when it is missing (no internet needed if the
-wheel is next to the notebook; otherwise: pip install {wheel}).
+You need Python 3.10 or newer with PyTorch, NumPy and Jupyter. In a fresh environment (a venv):
+
+    python -m pip install "{torch}"
+    python -m pip install {others} jupyterlab
+
+On Linux without an NVIDIA GPU add --index-url https://download.pytorch.org/whl/cpu to the first
+command: CPU-only torch, a few hundred MB instead of several GB. Colab and most notebook platforms
+have torch and NumPy already.
+Then open {lab}.ipynb (English) or {lab}.zh.ipynb (Chinese) in Jupyter (jupyter lab), or upload it
+together with {wheel} to Colab or your notebook platform, and run the cells from the top. The first
+cell installs devicekit {version}, the course's helper library, from {wheel} in this folder, with no
+internet needed; it stops and says so when torch or the wheel is missing.
 Needs: {needs_en}.
 
 == Hand it in ==
@@ -52,9 +63,18 @@ Needs: {needs_en}.
    Do not edit the check cells: the grader uses its own copy of the checks.
 
 == 运行实验 ==
-用 Jupyter 打开 {lab}.zh.ipynb（中文）或 {lab}.ipynb（英文），也可以上传到 Google Colab 或你使用的
-notebook 平台，从第一个单元格开始依次运行。第一个单元格会在缺少 devicekit {version}（课程配套的工具库）时，
-从本文件夹中的 {wheel} 安装（wheel 与 notebook 放在一起时无需联网；也可以手动运行 pip install {wheel}）。
+需要 Python 3.10 或更高版本，并装好 PyTorch、NumPy 和 Jupyter。在一个新的环境（venv）里运行：
+
+    python -m pip install "{torch}"
+    python -m pip install {others} jupyterlab
+
+没有 NVIDIA GPU 的 Linux 电脑请在第一条命令后加上 --index-url https://download.pytorch.org/whl/cpu：
+这样装的是 CPU 版 torch，只有几百 MB，而不是好几 GB。
+Colab 和大多数 notebook 平台已经装好了 torch 和 NumPy。
+然后用 Jupyter（jupyter lab）打开 {lab}.zh.ipynb（中文）或 {lab}.ipynb（英文），
+也可以把它和 {wheel} 一起上传到 Google Colab 或你使用的 notebook 平台，
+从第一个单元格开始依次运行。第一个单元格会从本文件夹中的 {wheel} 安装 devicekit {version}
+（课程配套的工具库），无需联网；缺少 torch 或这个 wheel 时，它会停下来说明缺了什么。
 需要：{needs_zh}。
 
 == 提交作业 ==
@@ -132,6 +152,7 @@ def build(out: Path, root: Path = ROOT, students: str | None = None) -> list[Pat
     students = students if students is not None else students_repo()
     repo = repo_url(root)
     pinned = version(root)
+    needs = setup_cell.requirements(root)
     with tempfile.TemporaryDirectory() as tmp:
         wheel = build_wheel(root, Path(tmp))
         wheel_bytes = _normalised_wheel(wheel)
@@ -145,6 +166,8 @@ def build(out: Path, root: Path = ROOT, students: str | None = None) -> list[Pat
         if missing:
             raise FileNotFoundError(f"{', '.join(missing)} missing: run `make labs` first")
         readme = README.format(
+            torch=needs["torch"],
+            others=" ".join(f'"{spec}"' for name, spec in needs.items() if name != "torch"),
             lab=lab.id,
             version=pinned,
             wheel=wheel_name,

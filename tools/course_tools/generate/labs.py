@@ -3,7 +3,8 @@
 The notebooks in ``solutions/`` are the source. Code between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION`` (nbgrader's convention) is the answer; in ``labs/`` it becomes a TODO stub that raises
 ``NotImplementedError`` with a hint in the notebook's language: the region's ``### HINT: ...`` line if it
-has one, else a general one. Everything else is copied unchanged.
+has one, else a general one. Everything else is copied unchanged. The install part of every solution's
+first code cell (everything before ``import torch``) is written by ``setup_cell.py``, its one source.
 
     python -m course_tools.generate.labs sync     # regenerate labs/, execute labs/ and solutions/
     python -m course_tools.generate.labs sync --only 02   # the same for one lab (both languages)
@@ -25,12 +26,12 @@ from pathlib import Path
 
 import nbformat
 
+from course_tools.generate import setup_cell
 from course_tools.paths import LABS, ROOT, SOLUTIONS
 from devicekit.lang import language_of_path
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HINT = "### HINT:"
-INSTALL_LINE = re.compile(r'("devicekit @ git\+)[^"]*(")')
 #: The file ipykernel writes a cell to (``/tmp/ipykernel_14294/2542620439.py``), as tracebacks and Dynamo's
 #: "from user code" name it: a process id and a hash of this machine's run, not worth storing.
 CELL_FILE = re.compile(r"ipykernel_\d+([/\\])\d+\.py")
@@ -93,10 +94,19 @@ def strip_solution(source: str, lang: str, where: str) -> tuple[str, bool]:
     return "\n".join(out), had_region
 
 
-def set_install_url(nb: nbformat.NotebookNode, url: str) -> None:
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.source = INSTALL_LINE.sub(lambda m: f"{m.group(1)}{url}{m.group(2)}", cell.source)
+def set_setup_cell(nb: nbformat.NotebookNode, lang: str, url: str, where: str = "notebook") -> None:
+    """Put the one install block (``setup_cell.install_block``) at the top of the first code cell.
+
+    Everything from that cell's ``import torch`` on is the lab's own and stays as written.
+    """
+    setup = next((cell for cell in nb.cells if cell.cell_type == "code"), None)
+    if setup is None:
+        raise LabSourceError(f"{where}: no code cell, so no setup cell")
+    try:
+        _, rest = setup_cell.split(setup.source)
+    except ValueError as exc:
+        raise LabSourceError(f"{where}: {exc}") from None
+    setup.source = setup_cell.install_block(lang, url) + "\n\n" + rest
 
 
 def student_version(solution: nbformat.NotebookNode, lang: str, name: str) -> nbformat.NotebookNode:
@@ -178,7 +188,7 @@ def sync(execute_notebooks: bool = True, only: str | None = None) -> list[Path]:
     for solution_path in chosen:
         lang = language_of(solution_path)
         solution = nbformat.read(solution_path, as_version=4)
-        set_install_url(solution, url)
+        set_setup_cell(solution, lang, url, solution_path.name)
         lab_path = LABS / solution_path.name
         lab = student_version(solution, lang, solution_path.name)
         for nb, path in ((solution, solution_path), (lab, lab_path)):
@@ -202,9 +212,12 @@ def out_of_date() -> list[str]:
     for name in sorted(solutions):
         solution = nbformat.read(SOLUTIONS / name, as_version=4)
         expected_solution = copy.deepcopy(solution)
-        set_install_url(expected_solution, url)
+        set_setup_cell(expected_solution, language_of(SOLUTIONS / name), url, name)
         if _sources(expected_solution) != _sources(solution):
-            problems.append(f"solutions/{name}: its install command does not use repo_url {url}")
+            problems.append(
+                f"solutions/{name}: its setup cell does not install devicekit as setup_cell.py says "
+                f"(course repository {url})"
+            )
         lab_path = LABS / name
         if not lab_path.exists():
             problems.append(f"labs/{name} is missing")

@@ -1,0 +1,40 @@
+"""Fixed twin of bug.py (https://github.com/Saoge123/PocketFlow/issues/3): the script is pointed at the GPU
+that exists, as in the report's working run with -d cuda:0.
+"""
+
+import argparse
+import os
+import tempfile
+
+import torch
+import torch.nn as nn
+
+
+class PocketFlow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.encoder(x)))
+
+
+def save_pretrained(path):
+    # stands for the downloaded checkpoint ckpt/ZINC-pretrained-255000.pt
+    torch.save({"config": {"hidden": 16}, "model": PocketFlow().state_dict()}, path)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ckpt", default=os.path.join(tempfile.mkdtemp(), "ZINC-pretrained-255000.pt"))
+    parser.add_argument("-d", "--device", default="cuda:0")
+    args = parser.parse_args()
+    save_pretrained(args.ckpt)
+
+    device = args.device if torch.cuda.is_available() else "cpu"
+    print("Loading model ...")
+    ckpt = torch.load(args.ckpt, map_location=device)
+    model = PocketFlow().to(device)
+    model.load_state_dict(ckpt["model"])
+    print(model(torch.randn(2, 16, device=device)).shape)

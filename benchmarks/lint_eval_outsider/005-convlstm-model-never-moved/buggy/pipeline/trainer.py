@@ -1,0 +1,42 @@
+from typing import Callable, Dict
+
+from torch import nn
+from torch.nn.modules.loss import _Loss
+from torch.optim import Optimizer
+from torch.utils.data import DataLoader
+
+from core.constants import DEVICE
+
+
+class Trainer:
+    def __init__(
+        self,
+        model: nn.Module,
+        train_epochs: int,
+        train_dataloader: DataLoader,
+        valid_dataloader: DataLoader,
+        loss_criterion: _Loss,
+        accuracy_criterion: Callable,
+        optimizer: Optimizer,
+    ) -> None:
+        self.model = model
+        self.train_epochs = train_epochs
+        self.train_dataloader = train_dataloader
+        self.valid_dataloader = valid_dataloader
+        self.loss_criterion = loss_criterion
+        self.accuracy_criterion = accuracy_criterion
+        self.optimizer = optimizer
+
+    def run(self) -> Dict:
+        results = {"train_loss": []}
+        for epoch in range(1, self.train_epochs + 1):
+            self.model.train()
+            for _, (input, target) in enumerate(self.train_dataloader, start=1):
+                input, target = input.to(DEVICE), target.to(DEVICE)
+                output = self.model(input)
+                loss = self.loss_criterion(output.flatten(), target.flatten())
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                results["train_loss"].append(loss.item())
+        return results
