@@ -147,3 +147,24 @@ def test_dk003_meeting_operations_raise_on_cuda_in_the_stand_in_table():
         assert code in raising, code
     works = {op.code for op in OPS if op.cuda == "works"}
     assert {"acc(5)[torch.tensor([0, 1])]", "acc(3)[cpu(3) > 0]", "torch.tensor(2.0) + acc(3)"} <= works
+
+
+def test_the_page_quotes_a_real_finding():
+    """The example finding on the page (both languages) is what the linter says about this code."""
+    source = (
+        "\n"
+        "def score(boxes1, boxes2):\n"
+        "    c2 = torch.zeros(boxes1.shape[0])\n"
+        "    return boxes1 + c2\n"
+        "\n"
+        "def main(loader, device):\n"
+        "    for boxes, other in loader:\n"
+        "        boxes = boxes.to(device)\n"
+        "        score(boxes, other)\n"
+    )
+    [finding] = lint_source(source, path="train.py")
+    assert (finding.line, finding.col, finding.code) == (3, 10, "DK003")
+    for lang, page in PAGES.items():  # compared without whitespace: the page breaks the long line
+        text = "".join(page.read_text(encoding="utf-8").split())
+        detail = finding.detail.zh if lang == "zh" else finding.detail.en
+        assert "".join(f"train.py:3:10: DK003 ... {detail}".split()) in text, lang

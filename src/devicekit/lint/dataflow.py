@@ -420,7 +420,7 @@ class FileAnalysis:
             if module and _RUNTIME_METHOD.match(function.name):
                 for name in tensor_params(function):
                     env[name] = Val("tensor", Place(INPUT, why=why.module_input(function.name)), label=name)
-        for name, value in _device_params(function).items():
+        for name, value in self.device_params(function).items():
             env.setdefault(name, value)
         flow = Flow(self, self.source, function, env, self_name=self_name)
         flow.run(function.body)
@@ -448,8 +448,8 @@ class FileAnalysis:
         self_name = _params(init)[0].arg
         env: dict[str, Val] = {}
         for arg in _params(init)[1:]:
-            if arg.arg in _device_params(init):
-                env[arg.arg] = _device_params(init)[arg.arg]
+            if arg.arg in self.device_params(init):
+                env[arg.arg] = self.device_params(init)[arg.arg]
         flow = Flow(self, source, init, env, self_name=self_name, quiet=True)
         flow.run(init.body)
         registered = _registered(self.ctx.class_nodes.get(cls) if source is self.source else None, cls)
@@ -504,6 +504,13 @@ class FileAnalysis:
             if self.project.lookup(full, self.source) is not None:
                 return True
         return False
+
+    def device_params(self, function: ast.AST) -> dict[str, Val]:
+        """`_device_params` of a function, kept for the project (the same function is asked often)."""
+        cache = self.project.cache.setdefault("device-params", {})
+        if id(function) not in cache:
+            cache[id(function)] = _device_params(function)
+        return cache[id(function)]
 
     def moves_its_tensors(self, source: SourceFile, cls: ast.ClassDef, depth: int = 0) -> bool:
         """Whether the class (or a base of it in the project) overrides `_apply`, which `Module.to` calls:
@@ -594,7 +601,7 @@ class FileAnalysis:
             if key in names and value is not None:
                 env[key] = _as_param(value, key, line)
         passed = {names[i + offset] for i in range(len(args)) if i + offset < len(names)} | set(kwargs)
-        defaults = _device_params(function)
+        defaults = self.device_params(function)
         for name in names[offset:]:
             if name not in passed and name in defaults:  # not given: its default decides
                 env[name] = defaults[name]
@@ -972,7 +979,7 @@ class Flow:
         if expr is None:
             return None
         if isinstance(expr, (ast.Name, ast.Attribute)):
-            key = dotted(expr)
+            key = expr.id if type(expr) is ast.Name else dotted(expr)
             if key is not None and key in self.env:
                 value = self.env[key]
                 return replace(value, node=expr) if value.batch else value
