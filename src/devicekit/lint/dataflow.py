@@ -423,6 +423,8 @@ class FileAnalysis:
         for name, value in self.device_params(function).items():
             env.setdefault(name, value)
         flow = Flow(self, self.source, function, env, self_name=self_name)
+        if owner is not None and owner[1]:
+            flow.module_place = Place(INPUT, why=why.module_device())
         flow.run(function.body)
         return flow
 
@@ -562,6 +564,9 @@ class FileAnalysis:
             cache[signature] = self._analyse(flow, node, source, function, args, kwargs, self_val, foreign)
         result, moves, events = cache[signature]
         for code, detail in events:
+            if source is not self.source and flow.events is None:  # say which file it happened in
+                name = source.path.replace("\\", "/").rsplit("/", 1)[-1]
+                detail = Message_(f"in `{name}`: {detail.en}", f"在 `{name}` 里：{detail.zh}")
             flow.report(node, code, detail)
         for index, value in moves.items():  # a module moved in place in the callee is moved for the caller
             if index < len(node.args):
@@ -614,6 +619,8 @@ class FileAnalysis:
             inner = Flow(
                 self, source, function, env, events=events, self_name=self_name, depth=flow.depth + 1
             )
+            if self_val is not None and self_val.kind == "module":
+                inner.module_place = self_val.place
             inner.run(function.body)
         finally:
             self.active.discard(id(function))
@@ -741,6 +748,8 @@ class Flow:
         self.depth = depth
         self.returns: list[Val | None] = []
         self.device_blocks: list[Place] = []
+        self.bound: set[str] = set()  # the names this function has assigned so far
+        self.module_place: Place | None = None  # in a module's method: where the module is
         self.name = getattr(function, "name", None)
 
     # --- reports ------------------------------------------------------------------------------------
@@ -907,6 +916,7 @@ class Flow:
             if isinstance(target, ast.Subscript):
                 self.store_item(target, value)
             return
+        self.bound.add(key)
         if value is None:
             self.env.pop(key, None)
             for name in [k for k in self.env if k.startswith(key + ".")]:
@@ -1159,6 +1169,10 @@ class Flow:
             return None
         full = self.names.resolve(expr) or ""
         if full.startswith("torch.") and full[6:] in DTYPES:
+            return None
+        if self.module_place is not None and key == f"{self.self_name}.device":  # Lightning's, and others'
+            return self.module_place
+        if key in self.bound:  # a name the function set, whose value the analysis lost: no guess by its name
             return None
         if looks_like_device_name(key):
             return Place(DEVICE, device=key)
@@ -1565,7 +1579,8 @@ class Flow:
                 if forward is not None:
                     result = self.analysis.call(self, call, (found[0], forward), args, kwargs, module)
         if module.place.kind == INPUT:
-            return Val("tensor", module.place, label=_label(call))
+            reason = why.submodule_output(module.label) if module.label else module.place.why
+            return Val("tensor", replace(module.place, why=reason), label=_label(call))
         if module.place.kind in (HOST, DEVICE):
             reason = why.output_of(module.label or "the model", module.place.why)
             return Val("tensor", replace(module.place, why=reason), label=_label(call))
@@ -1657,8 +1672,12 @@ class Flow:
                 events=self.events,
                 self_name=params[0].arg if params else None,
                 depth=self.depth + 1,
-                quiet=self.quiet,
+                # a module's method that is not run on its data (`sequence_length()` called in
+                # `__init__`) calls its `forward` while the module may still be on the CPU: no report
+                quiet=self.quiet
+                or (self.module_place is not None and not _RUNTIME_METHOD.match(self.name or "")),
             )
+            inner.module_place = self.module_place
             inner.run(node.body)
         finally:
             self.analysis.active.discard(id(node))

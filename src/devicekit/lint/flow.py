@@ -253,7 +253,9 @@ class _Scope:
             else:
                 value = infer(value_expr, self.env, self.names)
                 self.forget(target)
-                if value is not None and value.kind == "tensor":  # `_, predicted = torch.max(out, 1)`
+                # `_, predicted = torch.max(out, 1)`, `values, idx = out.topk(5)`: a torch function or a
+                # tensor's method gives tensors; another function's tuple (`vae, history = fit(vae)`) may not
+                if value is not None and value.kind == "tensor" and self._gives_tensors(value_expr):
                     for element in target.elts:
                         if isinstance(element, ast.Name):
                             self.env[element.id] = Value("tensor", value.device)
@@ -305,6 +307,16 @@ class _Scope:
             weight_value = infer(weight, self.env, self.names)
             if weight_value is not None and weight_value.kind == "tensor" and weight_value.device == "cpu":
                 self.losses[key] = value_expr
+
+    def _gives_tensors(self, expr: ast.AST) -> bool:
+        if not isinstance(expr, ast.Call):
+            return False
+        if (self.names.resolve(expr.func) or "").startswith("torch."):
+            return True
+        if isinstance(expr.func, ast.Attribute):
+            receiver = infer(expr.func.value, self.env, self.names)
+            return receiver is not None and receiver.kind == "tensor"
+        return False
 
     def bind_loop(self, target: ast.AST, iterable: ast.AST) -> None:
         source = iterable
@@ -583,6 +595,8 @@ def _batch_item(expr: ast.AST) -> bool:
 def _probably_module(value: Value | None, expr: ast.AST) -> Value | None:
     """`model = Net().to(device)` with `Net` defined elsewhere: a module, judging by both names."""
     if value is not None and value.kind == "moved":
+        if value.device == "cpu":  # `model = model.to("cpu")`: moved, not built here (DK201 is about those)
+            return Value("module", "unknown")
         return Value("module", value.device, value.index, value.indexless)
     if value is None:
         call = expr

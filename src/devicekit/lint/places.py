@@ -258,3 +258,14 @@ def buffer_of(name: str) -> Message:
         f"`{name}` is a buffer or a parameter of the module: it moves with it",
         f"`{name}` 是模块的缓冲区或参数：它随模块一起移动",
     )
+
+
+def module_device() -> Message:
+    return Message("is the module's own device", "是模块自己所在的设备")
+
+
+def submodule_output(name: str) -> Message:
+    return Message(
+        f"is the output of `{name}`, a submodule on the module's device",
+        f"是子模块 `{name}` 的输出，在模块所在的设备上",
+    )

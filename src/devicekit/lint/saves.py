@@ -24,8 +24,9 @@ from devicekit.lint.names import Names, dotted
 _ACCELERATOR = re.compile(r"(?<![a-z])(cuda|mps|xpu|npu|hpu|accelerator|gpus?|device_map)(?![a-z])", re.I)
 _TEST_FILE = re.compile(r"(^test_.*|.*_test|^conftest)\.py$")
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
-#: Calls that write files: `torch.save`, `fabric.save`, `save_checkpoint`, `convert_lit_checkpoint`, ...
-_WRITER = re.compile(r"save|dump|write|export|convert", re.I)
+#: Calls that write files: `torch.save`, `fabric.save`, `save_checkpoint`, `convert_lit_checkpoint`,
+#: `create_random_text_data(path)` ...
+_WRITER = re.compile(r"save|dump|write|export|convert|create|generate", re.I)
 _FILE_NAME = re.compile(r"[\w.-]+\.\w+$")
 _PATH_WRAPPERS = frozenset(
     {"str", "os.fspath", "pathlib.Path", "Path", "os.path.abspath", "os.path.expanduser"}
