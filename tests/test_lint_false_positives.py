@@ -318,3 +318,140 @@ def test_held_out_true_findings_still_reported():
                 return self.data[idx]
     """
     assert "DK011" in [code for _, code in found(table_on_cpu)]
+
+
+# --- false positives of a second held-out run (accelerate, deep-text-recognition, YOLOv3, ...) -----
+
+HELD_OUT_2 = {
+    "a whole batch moved in place (a tokenizer's BatchEncoding)": """
+        model = Net().to(device)
+        for step, batch in enumerate(train_dataloader):
+            batch.to(accelerator.device)
+            outputs = model(**batch)
+    """,
+    "DDP given device_ids scatters its inputs": """
+        class Net(nn.Module):
+            pass
+        def train(rank, device):
+            model = DDP(Net().to(device), device_ids=[rank])
+            for batch in DataLoader(ds):
+                outputs = model(batch)
+    """,
+    "a DataLoader set up by code not read (accelerator.prepare)": """
+        def train(model, device):
+            model.to(device)
+            model_, optimizer, train_dataloader = get_training_utilities("bert")
+            for batch in train_dataloader:
+                outputs = model(**batch)
+    """,
+    "a model placed as it is built (device_map)": """
+        def main(state, batches):
+            model = VitsModel.from_pretrained("facebook/mms-tts", device_map=state.device)
+            for batch in batches:
+                model(input_ids=batch["input_ids"].to(state.device))
+    """,
+    "a part of a model given to code that may move it (a hook)": """
+        class ModelForTest(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear1 = nn.Linear(3, 4)
+
+        def test_hooks(device):
+            model = ModelForTest()
+            add_hook_to_module(model.linear1, AlignDevicesHook(execution_device=0))
+            x = torch.randn(2, 3).to(device)
+            output = model(x)
+    """,
+    "a project function that sets a hook on the model": """
+        class ModelForTest(nn.Module):
+            pass
+
+        def add_hook(module, hook):
+            module._hf_hook = hook
+
+        def check(device):
+            model = ModelForTest()
+            add_hook(model, CpuOffload(execution_device=device))
+            output = model(torch.randn(2, 3).to(device))
+    """,
+    "an error raised on purpose": """
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 4)
+
+        def test_mismatch(device):
+            model = Net().to(device)
+            with pytest.raises(RuntimeError):
+                model(torch.randn(2, 3))
+    """,
+    "CTC lengths stay on the CPU": """
+        def step(model, image, text, length, device):
+            criterion = torch.nn.CTCLoss(zero_infinity=True).to(device)
+            preds = model.to(device)(image.to(device))
+            preds_size = torch.IntTensor([preds.size(1)] * image.size(0))
+            return criterion(preds, text, preds_size, length)
+    """,
+    "one of two losses, CTC or not": """
+        def step(model, opt, image, text, length, device):
+            if "CTC" in opt:
+                criterion = torch.nn.CTCLoss().to(device)
+            else:
+                criterion = torch.nn.CrossEntropyLoss().to(device)
+            preds = model.to(device)(image.to(device))
+            preds_size = torch.IntTensor([preds.size(1)] * image.size(0))
+            return criterion(preds, text, preds_size, length)
+    """,
+    "lengths for pack_padded_sequence made on the CPU": """
+        class RNN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.LSTM(4, 4)
+
+            def forward(self, ids, length):
+                return self.rnn(nn.utils.rnn.pack_padded_sequence(ids, length))
+
+        model = RNN().to("cuda")
+        ids = torch.zeros(3, 1, 4, device="cuda")
+        length_tensor = torch.LongTensor([3])
+        out = model(ids, length_tensor)
+    """,
+    "a list wrapped in nn.Sequential right after (DK005)": """
+        class GRCL(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.GRCL = [nn.Conv2d(8, 8, 3) for _ in range(n)]
+                self.GRCL = nn.Sequential(*self.GRCL)
+    """,
+    "a helper that moves detections back to the CPU (YOLOv3)": """
+        def detect_image(model, image):
+            input_img = transforms.Compose([DEFAULT_TRANSFORMS])((image, np.zeros((1, 5))))[0].unsqueeze(0)
+            if torch.cuda.is_available():
+                input_img = input_img.to("cuda")
+            detections = model(input_img)
+            detections = non_max_suppression(detections, 0.5, 0.5)
+            return detections.numpy()
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(HELD_OUT_2))
+def test_second_held_out_false_positives_stay_silent(name):
+    assert found(HELD_OUT_2[name]) == []
+
+
+def test_second_held_out_bugs_still_reported():
+    """The same shapes with the bug: a tensor of the batch, not the batch; a loss that is not CTC; a model
+    that nothing moves."""
+    assert [c for _, c in found("for x, y in loader:\n    x.to(device)\n")] == ["DK002"]
+    not_ctc = HELD_OUT_2["CTC lengths stay on the CPU"].replace("CTCLoss(zero_infinity=True)", "MSELoss()")
+    assert [c for _, c in found(not_ctc)] == ["DK003"]
+    never_moved = """
+        class ModelForTest(nn.Module):
+            pass
+
+        def check(device):
+            model = ModelForTest()
+            output = model(torch.randn(2, 3).to(device))
+    """
+    assert [c for _, c in found(never_moved)] == ["DK201"]

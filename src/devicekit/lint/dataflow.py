@@ -54,6 +54,10 @@ _TENSORS = ("tensor", "batch")
 _WRAPPERS = frozenset(
     {"DataParallel", "DistributedDataParallel", "FullyShardedDataParallel", "compile", "script", "trace"}
 )
+#: Calls that surely do not move a module handed to them.
+_HARMLESS = frozenset(
+    {"print", "len", "isinstance", "repr", "str", "type", "id", "hasattr", "getattr", "next", "iter"}
+)
 #: Methods that change a container in place.
 _MUTATORS = frozenset(
     {"update", "append", "extend", "insert", "setdefault", "clear", "pop", "popitem", "remove"}
@@ -189,6 +193,8 @@ class Questions:
         """A module called with tensors on another device than its weights (a loss without weights: its
         arguments against each other)."""
         if module.loss:
+            if (module.cls or "").endswith("CTCLoss"):
+                return  # its lengths (and targets) may stay on the CPU, as cuDNN's CTC wants them
             self.meet(flow, node, args, zero_dim_ok=False)
             return
         tensors = [a for a in args if a is not None and a.kind in _TENSORS and a.place.kind != UNKNOWN]
@@ -239,6 +245,8 @@ class Questions:
                 return  # sequence lengths belong on the CPU (`pack_padded_sequence`)
             flow.report(host.node or node, "DK001", _pair(host.label, host.place.why, other))
         elif host.made:
+            if host.label and looks_like_lengths(host.label):
+                return  # lengths for `pack_padded_sequence` or CTC belong on the CPU
             target = flow.creation_node(host) or node
             # an RNN's initial state made outside the module that runs it: DK006's bug, said as such
             code = (
@@ -506,6 +514,14 @@ class FileAnalysis:
             if self.project.lookup(full, self.source) is not None:
                 return True
         return False
+
+    def changed_params(self, function: ast.AST) -> set[str]:
+        """`_changed_params` of a function, kept for the project: the parameters it sets attributes on (a
+        hook, a wrapped forward: what that does later, the analysis cannot see)."""
+        cache = self.project.cache.setdefault("changed-params", {})
+        if id(function) not in cache:
+            cache[id(function)] = _changed_params(function)
+        return cache[id(function)]
 
     def device_params(self, function: ast.AST) -> dict[str, Val]:
         """`_device_params` of a function, kept for the project (the same function is asked often)."""
@@ -830,29 +846,28 @@ class Flow:
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             pushed = 0
+            expects_an_error = False
             for item in stmt.items:
                 place = self.device_block(item.context_expr)
                 if place is not None:
                     self.device_blocks.append(place)
                     pushed += 1
                 else:
+                    expects_an_error = expects_an_error or _expects_an_error(item.context_expr)
                     self.ev(item.context_expr)
                 if item.optional_vars is not None:
                     self.forget(item.optional_vars)
-            self.run(stmt.body)
+            quiet, self.quiet = self.quiet, self.quiet or expects_an_error  # `pytest.raises`: on purpose
+            try:
+                self.run(stmt.body)
+            finally:
+                self.quiet = quiet
             for _ in range(pushed):
                 self.device_blocks.pop()
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            before = dict(self.env)
-            self.run(stmt.body)  # type: ignore[attr-defined]
-            paths = [self.env]
-            for handler in stmt.handlers:  # type: ignore[attr-defined]
-                self.env = dict(before)
-                self.run(handler.body)
-                paths.append(self.env)
-            self.env = paths[0]
-            for other in paths[1:]:
-                self.env = join_envs(self.env, other, before)
+            # the body, or a handler after it failed somewhere: the paths joined (a handler that raises
+            # again does not reach the join)
+            self.branches([stmt.body, *(handler.body for handler in stmt.handlers)])  # type: ignore[attr-defined]
             self.run(stmt.orelse)  # type: ignore[attr-defined]
             self.run(stmt.finalbody)  # type: ignore[attr-defined]
         elif isinstance(stmt, ast.Delete):
@@ -866,19 +881,23 @@ class Flow:
                     self.ev(child)
 
     def branches(self, bodies: list[list[ast.stmt]]) -> None:
-        before = self.env
-        results = []
+        before, bound = self.env, self.bound
+        results: list[tuple[dict[str, Val], set[str]]] = []
+        assigned: set[str] = set()
         for body in bodies:
-            self.env = dict(before)
+            self.env, self.bound = dict(before), set(bound)
             self.run(body)
+            assigned |= self.bound
             if not _leaves(body):
-                results.append(self.env)
+                results.append((self.env, self.bound - bound))
+        self.bound = bound | assigned
         if not results:
             self.env = dict(before)
             return
-        self.env = results[0]
-        for other in results[1:]:
-            self.env = join_envs(self.env, other, before)
+        self.env, names = results[0]
+        for other, other_names in results[1:]:
+            self.env = join_envs(self.env, other, before, names, other_names)
+            names = names | other_names
 
     def expression_statement(self, expr: ast.AST) -> None:
         """`model.to(device)` moves a module in place; `x.to(device)` alone moves nothing (DK002 says so)."""
@@ -896,7 +915,10 @@ class Flow:
                 elif not self.dtype_only(expr):
                     self.env[key] = receiver.at(UNKNOWN_PLACE, moved=True)
             elif receiver is not None and receiver.kind in _TENSORS and place is not None:
-                if key is None or self.env.get(key) is not receiver or receiver.label is not None:
+                if receiver.whole:  # a whole batch may move in place (a tokenizer's `BatchEncoding`)
+                    if key is not None:
+                        self.env[key] = receiver.at(UNKNOWN_PLACE, moved=True)
+                else:
                     self.report(expr, "DK002", _dropped(receiver, expr))
             self.args(expr)
             return
@@ -963,7 +985,8 @@ class Flow:
         value = self.ev(source)
         if value is None and not self.names.imports_torch_geometric:
             key = dotted(source)
-            if key is not None and looks_like_loader_name(key):
+            # a name set here from code the analysis cannot read (`accelerator.prepare(...)`) is no guess
+            if key is not None and key not in self.bound and looks_like_loader_name(key):
                 value = Val("loader", Place(HOST), label=key)
         if enumerated and isinstance(target, ast.Tuple) and len(target.elts) == 2:
             self.forget(target.elts[0])
@@ -974,6 +997,7 @@ class Flow:
                 "batch",
                 Place(HOST, why=why.batch_from(value.label or "the DataLoader", line)),
                 batch=True,
+                whole=isinstance(target, ast.Name),
             )
             self.bind(target, batch, None)
             return
@@ -1073,7 +1097,7 @@ class Flow:
             )
             return replace(base, label=_label(expr), zero_dim=base.zero_dim if slices else None, node=expr)
         if base.kind == "batch":
-            return replace(base, kind="tensor", label=_label(expr), node=expr)
+            return replace(base, kind="tensor", label=_label(expr), node=expr, whole=False)
         if base.kind in ("seq", "dict"):
             if isinstance(expr.slice, ast.Constant):
                 for key, item in base.items or ():
@@ -1277,7 +1301,8 @@ class Flow:
         if full.startswith("torch.nn.functional."):
             args, kwargs = self.args(call)
             values = [*args, *kwargs.values()]
-            self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
+            if not full.endswith("ctc_loss"):  # CTC's lengths and targets may stay on the CPU
+                self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
             return _result(values, call)
         if (full in ("torch.utils.data.DataLoader", "DataLoader") or full.endswith(".DataLoader")) and not (
             self.names.imports_torch_geometric  # PyG's batches move in place: `data.to(device)` is right
@@ -1320,7 +1345,13 @@ class Flow:
             if inner is None or inner.kind not in ("module", "moved"):
                 return None
             # DataParallel on a CPU module is DK013's (its own rule and message), not a model never moved
-            return replace(inner, created=None) if full.endswith("DataParallel") else inner
+            if full.endswith("DataParallel") and (
+                "Distributed" not in full or keyword(call, "device_ids") is not None or len(call.args) > 1
+            ):
+                # it scatters its inputs to its device: what it is called with is not its concern (and a
+                # DataParallel around a CPU module is DK013's)
+                return replace(inner, place=UNKNOWN_PLACE, created=None)
+            return inner
         if self.names.is_loss_constructor(call) or self.names.is_module_constructor(call):
             self.args(call)
             return self._built(call, full)
@@ -1448,6 +1479,7 @@ class Flow:
             target = self._project_target(call)
             if target is not None:
                 return self._call_project(call, target, args, kwargs)
+            self.hand_over(call)
             return None
         if receiver.kind == "tensor":
             if attr in NOT_TENSOR or attr in ("tolist", "item", "__len__"):
@@ -1520,10 +1552,23 @@ class Flow:
         target = self._project_target(call)
         if target is not None:
             return self._call_project(call, target, args, kwargs)
-        if full.endswith("DataParallel") and args:
-            inner = args[0]
-            return inner if inner is not None and inner.kind == "module" else None
+        if full not in _HARMLESS:
+            self.hand_over(call)
         return None
+
+    def hand_over(self, call: ast.Call, parts_only: bool = False) -> None:
+        """A module (or a part of one: `model.linear1`) given to code the analysis cannot read may be moved
+        there (`add_hook_to_module(model.linear1, AlignDevicesHook(0))`): where it is becomes unknown.
+        With `parts_only`, only for parts: where a whole module goes in a function the analysis read is
+        known."""
+        for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+            key = dotted(arg)
+            if key is None or (parts_only and "." not in key):
+                continue
+            for name in (key, key.split(".", 1)[0]):
+                value = self.env.get(name)
+                if value is not None and value.kind == "module" and value.place.kind == HOST:
+                    self.env[name] = value.at(UNKNOWN_PLACE, moved=True)
 
     def _built(self, call: ast.Call, full: str) -> Val:
         cls = None
@@ -1533,9 +1578,14 @@ class Flow:
         label = _label(call.func)
         if self.device_blocks:  # built under `with torch.device(...)`: its weights are there
             return Val("module", self.device_blocks[-1], label=label, moved=True, cls=cls)
+        placed = keyword(call, "device_map") or keyword(call, "device")
+        if placed is not None:  # `from_pretrained(..., device_map=...)`, `nn.Linear(2, 2, device=...)`
+            place = self.place_of(placed, call.lineno) if keyword(call, "device") is not None else None
+            return Val("module", place or UNKNOWN_PLACE, label=label, moved=True, cls=cls)
         if self.names.is_loss_constructor(call):
             weighted = keyword(call, "weight") is not None or keyword(call, "pos_weight") is not None
-            return Val("module", UNKNOWN_PLACE if weighted else Place(HOST), label=label, loss=not weighted)
+            place = UNKNOWN_PLACE if weighted else Place(HOST)
+            return Val("module", place, label=label, loss=not weighted, cls=full)
         return Val(
             "module",
             Place(HOST, why=why.built_here(call.lineno)),
@@ -1625,7 +1675,19 @@ class Flow:
         if isinstance(call.func, ast.Attribute) and self.self_name is not None:
             if isinstance(call.func.value, ast.Name) and call.func.value.id == self.self_name:
                 return self._self_method(call, node, args, kwargs)
-        return self.analysis.call(self, call, target, args, kwargs, None)
+        result = self.analysis.call(self, call, target, args, kwargs, None)
+        self.hand_over(call, parts_only=True)  # the analysis follows a module given whole, not a part of one
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            changed = self.analysis.changed_params(node)
+            if changed:  # it sets attributes on a module it is given (a hook): its place becomes unknown
+                names = [p.arg for p in _params(node)]
+                given = [*zip(names, call.args, strict=False), *((k.arg, k.value) for k in call.keywords)]
+                for name, arg in given:
+                    key = dotted(arg) if name in changed else None
+                    value = self.env.get(key) if key is not None else None
+                    if value is not None and value.kind == "module":
+                        self.env[key] = value.at(UNKNOWN_PLACE, moved=True)
+        return result
 
     def _self_method(self, call: ast.Call, node, args, kwargs) -> Val | None:
         """`self.helper(...)`: the helper runs with this method's `self.x` and the arguments' places."""
@@ -1686,6 +1748,34 @@ class Flow:
         return result
 
 
+def _changed_params(function: ast.AST) -> set[str]:
+    """Parameters the function sets attributes on (`module._hf_hook = hook`, `setattr(module, ...)`)."""
+    names = {a.arg for a in _params(function)}  # type: ignore[arg-type]
+    changed = set()
+    for node in ast.walk(function):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            targets = node.args[:1]
+        for target in targets:
+            while isinstance(target, (ast.Attribute, ast.Subscript)):
+                target = target.value
+                if isinstance(target, ast.Name) and target.id in names:
+                    changed.add(target.id)
+    return changed
+
+
+def _expects_an_error(expr: ast.AST) -> bool:
+    """`pytest.raises(...)`, `self.assertRaises(...)`: a block that fails on purpose."""
+    if not isinstance(expr, ast.Call):
+        return False
+    name = (dotted(expr.func) or "").rsplit(".", 1)[-1]
+    return name in ("raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp")
+
+
 def _calls_and_loops(function: ast.AST) -> tuple[list[ast.Call], list[ast.AST]]:
     calls, loops = [], []
     for node in ast.walk(function):
@@ -1725,7 +1815,7 @@ def _elements(value: Val | None, count: int) -> list[Val | None]:
     if value.kind == "seq":
         return [value.item] * count
     if value.kind == "batch":  # each part of a batch: a tensor, or a dict or list of them
-        return [replace(value, label=None)] * count
+        return [replace(value, label=None, whole=False)] * count
     if value.kind == "tensor":
         return [replace(value, label=None)] * count  # `_, predicted = torch.max(out, 1)`
     return [None] * count

@@ -184,6 +184,7 @@ class _Scope:
         self.called: list[tuple[int, str]] = []  # (line, name) of every `name(...)` call
         self.has_batch = any(v.batch for v in env.values())
         self.device_blocks = 0
+        self.assigned: set[str] = set()  # names this scope assigned (not from a loop over a loader)
 
     # --- statements -----------------------------------------------------------------------------
 
@@ -217,6 +218,8 @@ class _Scope:
             self.run(stmt.body)
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.While, ast.If)):
+            # in statement order: `if torch.cuda.is_available(): x = x.cuda()` leaves `x` on the GPU, the
+            # path where `.numpy()` after it fails (the device-flow analysis joins the paths instead)
             self.run(stmt.body)
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -245,6 +248,10 @@ class _Scope:
                 self.env.pop(key, None)
 
     def bind(self, target: ast.AST, value_expr: ast.AST) -> None:
+        for node in ast.walk(target):
+            name = dotted(node)
+            if name is not None:
+                self.assigned.add(name)
         if isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value_expr, (ast.Tuple, ast.List)) and len(value_expr.elts) == len(target.elts):
                 values = [infer(v, self.env, self.names) for v in value_expr.elts]
@@ -297,8 +304,10 @@ class _Scope:
         else:
             self.env[key] = value
             self.has_batch = self.has_batch or value.batch
+            wrapped = _is_data_parallel(full)  # a wrapper is not a move of the module it wraps
             if value.kind == "module" and value.device != "cpu" and old is not None and old.kind == "module":
-                self.module_moves.append((target.lineno, key))
+                if not wrapped:
+                    self.module_moves.append((target.lineno, key))
             elif value.kind == "module" and value.device != "cpu" and _is_move_chain(value_expr):
                 self.module_moves.append((target.lineno, key))
         self.losses.pop(key, None)
@@ -335,9 +344,10 @@ class _Scope:
         if enumerated and isinstance(target, ast.Tuple) and len(target.elts) == 2:
             self.forget(target.elts[0])
             target = target.elts[1]
+        whole = isinstance(target, ast.Name)
         for node in ast.walk(target):
             if isinstance(node, ast.Name):
-                self.env[node.id] = Value("tensor", "cpu", batch=True)
+                self.env[node.id] = Value("tensor", "cpu", batch=True, whole=whole)
                 self.has_batch = True
 
     def _is_loader(self, source: ast.AST) -> bool:
@@ -345,7 +355,9 @@ class _Scope:
         if value is not None:
             return value.kind == "loader"
         key = dotted(source)
-        return key is not None and looks_like_loader_name(key) and not self.names.imports_torch_geometric
+        if key is None or key in self.assigned:  # set here from code not read (`accelerator.prepare(...)`)
+            return False
+        return looks_like_loader_name(key) and not self.names.imports_torch_geometric
 
     # --- expressions ----------------------------------------------------------------------------
 
@@ -362,8 +374,9 @@ class _Scope:
             self.module_moves.append((call.lineno, f"[{item}]"))  # `state["model"].to(device)`
             return
         if receiver is not None and receiver.kind == "tensor":
-            self.ctx.report(call, "DK002")
-            if key is not None:
+            if not receiver.whole:
+                self.ctx.report(call, "DK002")
+            if key is not None:  # (a whole batch may have moved in place: a tokenizer's BatchEncoding)
                 self.env[key] = Value("tensor", "unknown")
             return
         if receiver is None and key is not None and placement is not None:
@@ -490,10 +503,11 @@ class _Scope:
         full_name = self.names.resolve(call.func) or ""
         if not (full_name.endswith("DataParallel") or full_name in _HARMLESS_CALLS):
             for key in keys:
-                value = env.get(key) if key is not None else None
-                if value is not None and value.kind == "module" and value.device == "cpu":
-                    # handed to code we cannot see, which may move it
-                    env[key] = Value("module", "unknown", loss=value.loss)  # type: ignore[index]
+                # handed to code we cannot see, which may move it (a part of it too: `model.linear1`)
+                for name in (key, key.split(".", 1)[0]) if key is not None else ():
+                    value = env.get(name)
+                    if value is not None and value.kind == "module" and value.device == "cpu":
+                        env[name] = Value("module", "unknown", loss=value.loss)
         callee = infer(call.func, env, self.names)
         cpu_model = (
             callee is not None and callee.kind == "module" and callee.device == "cpu" and not callee.loss

@@ -171,6 +171,7 @@ class _ModuleClass:
         empty: set[str] = set()
         reported: set[str] = set()
         for method in self.methods.values():
+            reported |= self._wrapped_later(method)  # `self.blocks = nn.Sequential(*self.blocks)`
             local: set[str] = set()
             for stmt in _statements(method.body):
                 if isinstance(stmt, ast.Assign):
@@ -188,8 +189,9 @@ class _ModuleClass:
                                         self.ctx.report(stmt, "DK005")
                             continue
                         if self._holds_modules(stmt.value, local):
+                            if attr not in reported:
+                                self.ctx.report(target, "DK005")
                             reported.add(attr)
-                            self.ctx.report(target, "DK005")
                         elif isinstance(stmt.value, (ast.List, ast.Dict)) and not (
                             getattr(stmt.value, "elts", None) or getattr(stmt.value, "keys", None)
                         ):
@@ -207,6 +209,18 @@ class _ModuleClass:
                             if self._is_module_expr(arg, local) or self._holds_modules(arg, local):
                                 reported.add(owner)
                                 self.ctx.report(stmt, "DK005")
+
+    def _wrapped_later(self, method: ast.AST) -> set[str]:
+        """Attributes the method puts in a module container from themselves: `self.x = nn.Sequential(*self.x)`
+        makes the plain list of a line above a proper submodule."""
+        wrapped = set()
+        for stmt in _statements(method.body):  # type: ignore[attr-defined]
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                if not self.ctx.names.is_module_constructor(stmt.value):
+                    continue
+                used = {_self_attr(n) for n in ast.walk(stmt.value)}
+                wrapped |= {a for a in map(_self_attr, stmt.targets) if a and a in used}
+        return wrapped
 
     # --- DK003 / DK006 --------------------------------------------------------------------------
 

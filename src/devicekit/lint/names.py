@@ -47,7 +47,7 @@ RNN_CLASSES = frozenset({"RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"}
 _MODULE_BASE = re.compile(r"(^|\.)(Module|LightningModule|Sequential|ModuleList|ModuleDict)$")
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda|rank|local_rank|gpu_id|device_id)s?$", re.I)
 _LOADER_NAME = re.compile(r"loader$", re.I)
-_LENGTHS_NAME = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)$", re.I)
+_LENGTHS_NAME = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)(_tensor)?$", re.I)
 
 
 def dotted(node: ast.AST) -> str | None:

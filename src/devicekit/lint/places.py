@@ -72,6 +72,8 @@ class Val:
         cls: the project class a module was built from (its qualified name).
         loss: a loss module (`nn.CrossEntropyLoss()`): no weights of its own unless given some.
         to_tensor: a transform pipeline that makes tensors (`ToTensor`), on the CPU.
+        whole: a DataLoader's whole batch (`for batch in loader`), which may be a dict-like object whose
+            `.to()` moves in place (a tokenizer's `BatchEncoding`): DK002 leaves it alone.
         node: for a batch, the expression it was last read from (DK001 is reported there).
     """
 
@@ -89,6 +91,7 @@ class Val:
     cls: str | None = None
     to_tensor: bool = False
     loss: bool = False
+    whole: bool = False
     node: object = field(default=None, compare=False, repr=False)
 
     def at(self, place: Place, **changes: object) -> Val:
@@ -109,6 +112,8 @@ def join(a: Val | None, b: Val | None) -> Val | None:
     if a.kind != b.kind:
         return None
     place = a.place if a.place.same(b.place) else UNKNOWN_PLACE
+    if a.kind == "module" and a.cls != b.cls:  # one of two modules (a CTC or a cross-entropy loss): unknown
+        place = UNKNOWN_PLACE
     return Val(
         a.kind,
         place,
@@ -123,19 +128,27 @@ def join(a: Val | None, b: Val | None) -> Val | None:
         a.item if a.item == b.item else None,
         a.cls if a.cls == b.cls else None,
         a.to_tensor and b.to_tensor,
-        a.loss and b.loss,
+        a.loss and b.loss and a.cls == b.cls,  # one of two losses: which arguments it compares is unknown
+        a.whole and b.whole,
     )
 
 
-def join_envs(a: dict[str, Val], b: dict[str, Val], before: dict[str, Val] | None = None) -> dict[str, Val]:
-    """Two environments joined name by name. A name that both paths know is joined; a name that only one
-    path binds, and that was not bound `before` the paths split, keeps that path's value (on the other
-    path it does not exist, and using it would fail anyway); a name one path lost is dropped."""
+def join_envs(
+    a: dict[str, Val],
+    b: dict[str, Val],
+    before: dict[str, Val] | None = None,
+    a_set: set[str] | frozenset[str] = frozenset(),
+    b_set: set[str] | frozenset[str] = frozenset(),
+) -> dict[str, Val]:
+    """Two environments joined name by name. A name that both paths know is joined. A name that only one
+    path knows, that was not bound `before` the paths split and that the other path did not set at all
+    (`a_set`, `b_set`: the names each path assigned), keeps that path's value: on the other path it does
+    not exist, and using it there would fail anyway. Otherwise it is dropped (unknown)."""
     out = {}
     for key, value in a.items():
         other = b.get(key)
         if other is None:
-            if before is not None and key not in before:
+            if before is not None and key not in before and key not in b_set:
                 out[key] = value
             continue
         joined = join(value, other)
@@ -143,7 +156,7 @@ def join_envs(a: dict[str, Val], b: dict[str, Val], before: dict[str, Val] | Non
             out[key] = joined
     if before is not None:
         for key, value in b.items():
-            if key not in a and key not in before:
+            if key not in a and key not in before and key not in a_set:
                 out[key] = value
     return out
 
