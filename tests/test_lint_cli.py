@@ -365,3 +365,24 @@ def test_pre_commit_hook_definition():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["scripts"]["devicekit-lint"] == "devicekit.lint.cli:console"
     assert project["entry-points"]["flake8.extension"]["DK"].startswith("devicekit.lint.flake8_plugin:")
+
+
+def test_code_that_recurses_deeply_is_reported_not_a_crash(tmp_path, capsys):
+    """A path named after itself (found on microsoft/LoRA: a crash) and expressions nested beyond what
+    Python's parser or the checks recurse into: a finding or an E999, never a traceback."""
+    loops = tmp_path / "loops.py"
+    loops.write_text(
+        "def f(path):\n    path = os.path.join(path, 'x')\n    path = os.path.join(path, 'y')\n"
+        "    return torch.load(path)\n",
+        encoding="utf-8",
+    )
+    deep = tmp_path / "deep.py"
+    deep.write_text("x = 1\ny = " + " + ".join(["x"] * 5000) + "\n", encoding="utf-8")
+    nested = tmp_path / "nested.py"
+    nested.write_text(
+        "x = torch.zeros(3)\ny = " + " + ".join(["x"] * 600) + "\nx.to(device)\n", encoding="utf-8"
+    )
+    code, out, _ = run(capsys, "--lang", "en", str(tmp_path))
+    assert code == 2
+    assert f"{deep}:0:0: E999 nested too deeply for Python's parser" in out
+    assert f"{loops}:4:12: DK008" in out and f"{nested}:3:1: DK002" in out

@@ -13,6 +13,8 @@ from devicekit.lint.saves import (
     SavedHere,
     file_names,
     is_test_file,
+    loads_a_schedule,
+    loads_data,
     mentions_accelerator,
     saved_on_cpu,
     scope_of,
@@ -161,6 +163,8 @@ def _loads_without_map_location(ctx: Context, loads: list[ast.Call]) -> None:
     for load in loads:
         if from_cpu and load.args and file_names(load.args[0]) & from_cpu:
             continue
+        if load.args and (loads_data(load.args[0]) or loads_a_schedule(load, ctx.parents)):
+            continue  # data a preparation script saved (on the CPU), a scheduler's numbers
         scope = scope_of(load, ctx.parents)
         if test_function(scope):  # a test loads what it or its fixtures saved, on the machine it runs on
             continue

@@ -41,6 +41,7 @@ from devicekit.lint.names import (
     looks_like_lengths,
     looks_like_loader_name,
 )
+from devicekit.lint.params import tensor_params
 from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
 from devicekit.lint.project import Project, SourceFile
 
@@ -74,41 +75,6 @@ _ACCEL_STRING = re.compile(r"^(cuda|mps|xpu|npu|hpu|mtia)(:(\d+))?$")
 _LIKE = re.compile(r"^(zeros|ones|empty|full|rand|randn|randint)_like$")
 _NEW = re.compile(r"^new_(zeros|ones|empty|full|tensor)$")
 _SAME_PLACE_ATTRS = frozenset({"data", "T", "mT", "H", "real", "imag", "grad"})
-_TENSOR_PARAM = re.compile(
-    r"^(x|xs|inputs?|input_ids|hidden(_states?)?|h|feats?|features?|emb\w*|logits|q|k|v|query|key|value|"
-    r"src|tgt|img|imgs|images?|audio|tokens|seq|sequence|z|latents?|preds?|targets?|labels?)$",
-    re.I,
-)
-_TENSOR_USE = frozenset(
-    {
-        "shape",
-        "size",
-        "dim",
-        "ndim",
-        "device",
-        "dtype",
-        "view",
-        "reshape",
-        "permute",
-        "transpose",
-        "unsqueeze",
-        "squeeze",
-        "flatten",
-        "contiguous",
-        "expand",
-        "float",
-        "half",
-        "matmul",
-        "softmax",
-        "masked_fill",
-        "new_zeros",
-        "new_ones",
-        "new_empty",
-        "new_full",
-        "chunk",
-        "split",
-    }
-)
 _RUNTIME_METHOD = re.compile(
     r"^(forward|_forward\w*|forward_\w+|(training|validation|test|predict|shared)_step)$"
 )
@@ -135,37 +101,6 @@ def _params(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> li
     return [*args.posonlyargs, *args.args, *args.kwonlyargs]
 
 
-def tensor_params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The parameters of a method that surely take tensors: annotated `Tensor`, named like data (`x`,
-    `input_ids`), or used as a tensor in the body (`p.shape`, `p.view(...)`); not those with a number,
-    string or boolean default or annotation."""
-    params = _params(function)
-    defaults: dict[str, ast.AST] = {}
-    positional = [*function.args.posonlyargs, *function.args.args]
-    for arg, default in zip(
-        positional[len(positional) - len(function.args.defaults) :], function.args.defaults, strict=True
-    ):
-        defaults[arg.arg] = default
-    for arg, default in zip(function.args.kwonlyargs, function.args.kw_defaults, strict=True):
-        if default is not None:
-            defaults[arg.arg] = default
-    used = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr in _TENSOR_USE:
-            used.add(node.value.id)
-    found = set()
-    for arg in params[1:]:
-        default = defaults.get(arg.arg)
-        if isinstance(default, ast.Constant) and default.value is not None:
-            continue
-        note = ast.unparse(arg.annotation) if arg.annotation is not None else ""
-        if note and not re.search(r"Tensor", note):
-            continue
-        if "Tensor" in note or arg.arg in used or _TENSOR_PARAM.match(arg.arg):
-            found.add(arg.arg)
-    return found
-
-
 class Questions:
     """The rules, asked of the analysis: each method gets what met and decides what to report.
 
@@ -178,7 +113,8 @@ class Questions:
 
     def meet(self, flow: Flow, node: ast.AST, values: list[Val], zero_dim_ok: bool) -> None:
         """Tensors of surely different places in one operation (`x + noise`, `torch.cat([a, b])`)."""
-        tensors = [v for v in values if v is not None and v.kind in _TENSORS and v.place.kind != UNKNOWN]
+        kinds = (*_TENSORS, "moved")  # (a value moved whose kind is unknown, met in an operation, is data)
+        tensors = [v for v in values if v is not None and v.kind in kinds and v.place.kind != UNKNOWN]
         hosts = [v for v in tensors if v.place.kind == HOST and not (zero_dim_ok and v.zero_dim)]
         others = [v for v in tensors if v.place.kind in (DEVICE, INPUT)]
         if not hosts or not others:
@@ -233,7 +169,7 @@ class Questions:
             return
         for idx in _tensors(index):
             if idx.place.kind == DEVICE:
-                detail = _pair(table.label or "the table", table.place.why, idx)
+                detail = _pair(table.label or _label(node.value) or "the table", table.place.why, idx)
                 flow.report(node, "DK011", detail)
                 return
 
@@ -260,7 +196,7 @@ class Questions:
 def _tensors(value: Val | None) -> Iterable[Val]:
     if value is None:
         return
-    if value.kind in _TENSORS:
+    if value.kind in (*_TENSORS, "moved"):
         yield value
     elif value.kind in ("seq", "dict"):
         for _, item in value.items or ():
@@ -514,6 +450,25 @@ class FileAnalysis:
             if self.project.lookup(full, self.source) is not None:
                 return True
         return False
+
+    def places_itself(self, source: SourceFile, cls: ast.ClassDef) -> bool:
+        """Whether a project class puts itself on a device as it is built: its `__init__` takes a device
+        (`device`, `use_gpu`, `gpu_ids`) or moves something (`.to(...)`, `.cuda()`)."""
+        cache = self.project.cache.setdefault("places-itself", {})
+        if id(cls) not in cache:
+            init = _method(cls, "__init__")
+            answer = False
+            if init is not None:
+                names = [a.arg for a in _params(init)]  # type: ignore[arg-type]
+                answer = any(
+                    looks_like_device_name(n) or n in ("use_gpu", "use_cuda", "gpu_ids") for n in names
+                )
+                answer = answer or any(
+                    isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda")
+                    for c in _calls_and_loops(init)[0]
+                )
+            cache[id(cls)] = answer
+        return cache[id(cls)]
 
     def changed_params(self, function: ast.AST) -> set[str]:
         """`_changed_params` of a function, kept for the project: the parameters it sets attributes on (a
@@ -1135,18 +1090,22 @@ class Flow:
             self.env = saved
 
     def device_block(self, expr: ast.AST) -> Place | None:
-        """`with torch.device("cuda"):` makes factories without `device=` land there."""
-        if (
-            isinstance(expr, ast.Call)
-            and (self.names.resolve(expr.func) or "") == "torch.device"
-            and expr.args
-        ):
-            line = getattr(expr, "lineno", 0)
-            place = self.place_of(expr.args[0], line) or UNKNOWN_PLACE
-            if place.kind == DEVICE:
-                place = replace(place, why=why.made_under(_label(expr.args[0]) or "device", line))
-            return place
-        return None
+        """`with torch.device("cuda"):` makes factories without `device=` land there, and so does a
+        context that is given a device (`with EmptyInitOnDevice(device="cuda"):`, lit-llama's)."""
+        if not isinstance(expr, ast.Call):
+            return None
+        target = None
+        if (self.names.resolve(expr.func) or "") == "torch.device" and expr.args:
+            target = expr.args[0]
+        elif keyword(expr, "device") is not None:
+            target = keyword(expr, "device")
+        if target is None:
+            return None
+        line = getattr(expr, "lineno", 0)
+        place = self.place_of(target, line) or UNKNOWN_PLACE
+        if place.kind == DEVICE:
+            place = replace(place, why=why.made_under(_label(target) or "device", line))
+        return place
 
     def place_of(self, expr: ast.AST | None, line: int) -> Place | None:
         """The place a device expression denotes (`"cuda:1"`, `device`, `x.device`, `torch.device(...)`)."""
@@ -1198,6 +1157,9 @@ class Flow:
             return self.module_place
         if key in self.bound:  # a name the function set, whose value the analysis lost: no guess by its name
             return None
+        root = key.split(".", 1)[0]
+        if key.endswith(".device") and root in self.bound and root not in self.env:
+            return None  # `hessian.device` of a local the analysis lost: where `hessian` is, not a guess
         if looks_like_device_name(key):
             return Place(DEVICE, device=key)
         return None
@@ -1586,6 +1548,13 @@ class Flow:
             weighted = keyword(call, "weight") is not None or keyword(call, "pos_weight") is not None
             place = UNKNOWN_PLACE if weighted else Place(HOST)
             return Val("module", place, label=label, loss=not weighted, cls=full)
+        if (
+            target is not None
+            and isinstance(target[1], ast.ClassDef)
+            and self.analysis.places_itself(*target)
+        ):
+            # a class of the project that picks its own device (`PerceptualLoss(use_gpu=True)`)
+            return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=cls)
         return Val(
             "module",
             Place(HOST, why=why.built_here(call.lineno)),
@@ -1844,7 +1813,8 @@ def _common(items: list[Val | None]) -> Val | None:
 
 def _result(values: list[Val | None], expr: ast.AST) -> Val | None:
     """The tensor an operation gives: where its tensor operands are when they agree, else unknown."""
-    tensors = [v for v in _flatten(values) if v is not None and v.kind == "tensor"]
+    # (a value moved whose kind is unknown, in arithmetic or a comparison, is a tensor)
+    tensors = [v for v in _flatten(values) if v is not None and v.kind in ("tensor", "moved")]
     if not tensors:
         return None
     place = tensors[0].place

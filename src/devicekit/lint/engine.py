@@ -95,7 +95,10 @@ def lint_tree(
         tree=tree, lines=lines, codes=chosen, notebook=notebook, path=path, project=project, source=source
     )
     for check in _CHECKS:
-        check(ctx)
+        try:
+            check(ctx)
+        except RecursionError:  # code nested deeper than the checks recurse (generated code): that check
+            continue  # says nothing about this file; the others still run
     return sorted(
         Finding(path, None, line, col, code, detail) for (line, col, code), detail in ctx.found.items()
     )
@@ -194,6 +197,9 @@ def lint_file(path: str, codes: Iterable[str] | None = None) -> tuple[list[Findi
         return lint_source(source, path, codes), []
     except SyntaxError as exc:
         return [], [LintError(path, exc.lineno or 0, exc.offset or 0, _syntax(exc))]
+    except RecursionError:  # Python's own parser gives up on expressions nested thousands deep
+        why = Message("nested too deeply for Python's parser", "嵌套太深，Python 的解析器无法解析")
+        return [], [LintError(path, 0, 0, why)]
 
 
 def _syntax(exc: SyntaxError) -> Message:
@@ -251,7 +257,7 @@ def _lint_paths(
                 with open(path, encoding="utf-8") as handle:
                     text = handle.read()
                 parsed[path] = (ast.parse(text, filename=path), text)
-            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
                 pass  # lint_file reports it
     project = Project([SourceFile(p, tree, module_names(p)[0]) for p, (tree, _) in parsed.items()])
     for path in order:

@@ -9,7 +9,13 @@ import ast
 import re
 
 from devicekit.lint.core import Context
-from devicekit.lint.names import dotted, keyword, looks_like_lengths, looks_like_loader_name
+from devicekit.lint.names import (
+    dotted,
+    keyword,
+    looks_like_device_name,
+    looks_like_lengths,
+    looks_like_loader_name,
+)
 from devicekit.lint.values import Value, infer, move_of, placement_of
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
@@ -223,9 +229,12 @@ class _Scope:
             self.run(stmt.body)
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            block = any(
+            block = any(  # `with torch.device("cuda"):`, `with EmptyInitOnDevice(device="cuda"):`
                 isinstance(item.context_expr, ast.Call)
-                and (self.names.resolve(item.context_expr.func) or "") == "torch.device"
+                and (
+                    (self.names.resolve(item.context_expr.func) or "") == "torch.device"
+                    or keyword(item.context_expr, "device") is not None
+                )
                 for item in stmt.items
             )
             for item in stmt.items:
@@ -297,14 +306,16 @@ class _Scope:
             value = _probably_module(value, value_expr)
         elif value is None and _batch_item(value_expr):
             value = Value("tensor", "unknown")
-        if value is not None and self.device_blocks and value.kind == "module" and value.device == "cpu":
-            value = Value("module", "unknown", loss=value.loss)  # built under `with torch.device(...)`
+        if value is not None and value.kind == "module" and value.device == "cpu":
+            if self.device_blocks or _places_itself(self.ctx, value_expr):
+                # built under `with torch.device(...)`, or by a class that picks its own device
+                value = Value("module", "unknown", loss=value.loss)
         if value is None:
             self.env.pop(key, None)
         else:
             self.env[key] = value
             self.has_batch = self.has_batch or value.batch
-            wrapped = _is_data_parallel(full)  # a wrapper is not a move of the module it wraps
+            wrapped = bool(full) and full.endswith("DataParallel")  # (DDP too) a wrapper is no move
             if value.kind == "module" and value.device != "cpu" and old is not None and old.kind == "module":
                 if not wrapped:
                     self.module_moves.append((target.lineno, key))
@@ -570,6 +581,35 @@ class _Scope:
             used = any(key == result and line > call.lineno for line, key in self.called)
             if used and arg not in later and result not in later:  # run on a CPU module: the error
                 self.ctx.report(call, "DK013")
+
+
+def _places_itself(ctx: Context, expr: ast.AST) -> bool:
+    """`PerceptualLoss(use_gpu=True)`: a class of this file whose `__init__` takes a device (`device`,
+    `use_gpu`, `gpu_ids`) or moves something, so it is not on the CPU for sure once built."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
+        return False
+    cls = ctx.names.classes.get(expr.func.id)
+    init = (
+        next(
+            (
+                n
+                for n in cls.body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"
+            ),
+            None,
+        )
+        if cls is not None
+        else None
+    )
+    if init is None:
+        return False
+    names = [a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs]
+    if any(looks_like_device_name(n) or n in ("use_gpu", "use_cuda", "gpu_ids") for n in names):
+        return True
+    return any(
+        isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda")
+        for c in ctx.function_calls.get(init, ())
+    )
 
 
 def _first_device_id(call: ast.Call, env: dict[str, Value], names) -> int | None:

@@ -21,6 +21,7 @@ import ast
 from collections.abc import Iterator
 
 from devicekit.lint.names import Names
+from devicekit.lint.params import tensor_params
 
 #: Methods that place a new tensor (`torch.arange(n).to(x.device)`): the result is not on the CPU.
 PLACING = frozenset({"to", "cuda", "type_as", "to_device", "xpu", "mps"})
@@ -135,7 +136,8 @@ class MeetScan:
         params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
         if args.vararg:
             params.append(args.vararg.arg)
-        self.inputs: set[str] = set(params[1:])  # `self` is the module itself, not its data
+        # the parameters that take the module's data (`self` is the module itself; an int is no data)
+        self.inputs: set[str] = tensor_params(function) | ({args.vararg.arg} if args.vararg else set())
         self.self_name = params[0] if params else "self"
         self.hosts: dict[str, frozenset[int]] = {}
         self.helper_hosts: dict[int, list[ast.Call]] = {}

@@ -172,6 +172,7 @@ class _ModuleClass:
         reported: set[str] = set()
         for method in self.methods.values():
             reported |= self._wrapped_later(method)  # `self.blocks = nn.Sequential(*self.blocks)`
+            added = _added_modules(method)
             local: set[str] = set()
             for stmt in _statements(method.body):
                 if isinstance(stmt, ast.Assign):
@@ -206,6 +207,8 @@ class _ModuleClass:
                         owner = _self_attr(call.func.value)
                         if owner in empty and owner not in reported and call.args:
                             arg = call.args[-1]
+                            if any(isinstance(n, ast.Name) and n.id in added for n in ast.walk(arg)):
+                                continue  # registered as well (`self.add_module(name, stage)`): a view
                             if self._is_module_expr(arg, local) or self._holds_modules(arg, local):
                                 reported.add(owner)
                                 self.ctx.report(stmt, "DK005")
@@ -313,6 +316,16 @@ class _ModuleClass:
             if isinstance(node, ast.stmt):
                 return False
         return False
+
+
+def _added_modules(method: ast.AST) -> set[str]:
+    """Local names the method registers as submodules (`self.add_module(name, stage)`)."""
+    added = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) >= 2:
+            if node.func.attr in ("add_module", "register_module") and isinstance(node.args[1], ast.Name):
+                added.add(node.args[1].id)
+    return added
 
 
 def _overrides_apply(ctx: Context, cls: ast.ClassDef, depth: int = 0) -> bool:

@@ -10,7 +10,10 @@ Two kinds of load in real code cannot meet that case:
   runs on (a test that needs a GPU runs where there is one); and in a test file that never names an
   accelerator, what anything loads was saved on the CPU;
 - a file the same source file saves from the CPU (`torch.save(features.cpu(), ".../trainfeat.pth")`) and
-  loads elsewhere by the same file name.
+  loads elsewhere by the same file name;
+- data, not a model: a file the path names as a cache, features, a dataset, a vocabulary or a split
+  (`cached_features_file`, `data_dir / "train.pt"`), which preparation scripts write from CPU tensors;
+  and a scheduler's state (`scheduler.load_state_dict(torch.load(...))`), which holds numbers only.
 """
 
 from __future__ import annotations
@@ -102,23 +105,25 @@ class SavedHere:
                 forms.add(ast.dump(self._unwrap(value)))
         return forms
 
-    def _prefixes(self, expr: ast.AST) -> set[str]:
+    def _prefixes(self, expr: ast.AST, depth: int = 0) -> set[str]:
         """The forms of the path and of the folders it is built from (`out / "x.pt"`,
-        `os.path.join(out, ...)`)."""
+        `os.path.join(out, ...)`), a few steps deep (`path = os.path.join(path, "x")` names itself)."""
         expr = self._unwrap(expr)
         forms = self._exact(expr)
+        if depth > 6:
+            return forms
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
-            forms |= self._prefixes(expr.left)
+            forms |= self._prefixes(expr.left, depth + 1)
         elif isinstance(expr, ast.Call) and expr.args:
             if (self.names.resolve(expr.func) or "") in {"os.path.join", "pathlib.Path.joinpath"}:
-                forms |= self._prefixes(expr.args[0])
+                forms |= self._prefixes(expr.args[0], depth + 1)
             elif isinstance(expr.func, ast.Attribute) and expr.func.attr == "joinpath":
-                forms |= self._prefixes(expr.func.value)
+                forms |= self._prefixes(expr.func.value, depth + 1)
         elif isinstance(expr, ast.Name):
             for value in self.assigned.get(expr.id, [])[:4]:
                 unwrapped = self._unwrap(value)
                 if not isinstance(unwrapped, ast.Name):
-                    forms |= self._prefixes(unwrapped)
+                    forms |= self._prefixes(unwrapped, depth + 1)
         return forms
 
 
@@ -182,3 +187,36 @@ def saved_on_cpu(names: Names, calls: list[ast.Call]) -> set[str]:
         if obj is not None and path is not None and _on_cpu(obj):
             found |= file_names(path)
     return found
+
+
+#: Words that name data rather than a model's or an optimizer's state, in a path's names and strings.
+_DATA = re.compile(
+    r"(^|[_\W])(cache|cached|features?|feats?|dataset|datasets|data|vocab|vocabulary|corpus|tokeni[sz]ed|"
+    r"train|test|val|valid|validation|dev|split|samples?|examples?)([_\W.]|$)",
+    re.I,
+)
+
+
+def loads_data(path: ast.AST) -> bool:
+    """Whether a path names data (`cached_features_file`, `os.path.join(data_dir, "train.pt")`)."""
+    for node in ast.walk(path):
+        text = None
+        if isinstance(node, ast.Name):
+            text = node.id
+        elif isinstance(node, ast.Attribute):
+            text = node.attr
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.rsplit("/", 1)[-1]
+        if text and _DATA.search(text):
+            return True
+    return False
+
+
+def loads_a_schedule(load: ast.Call, parents: dict[ast.AST, ast.AST]) -> bool:
+    """`scheduler.load_state_dict(torch.load(...))`: a learning-rate schedule's state, numbers only."""
+    parent = parents.get(load)
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute):
+        if parent.func.attr == "load_state_dict":
+            owner = (dotted(parent.func.value) or "").rsplit(".", 1)[-1].lower()
+            return "sched" in owner
+    return False
