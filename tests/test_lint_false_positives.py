@@ -552,3 +552,44 @@ def test_third_held_out_bugs_still_reported():
         "if True:\n                model",
     )
     assert [c for _, c in found(plain)] == ["DK201"]
+
+
+# --- false positives of a fourth held-out run (dinov2, BLIP, taming-transformers, ImageBind, ...) ---
+
+HELD_OUT_4 = {
+    "numpy() only on the CPU path (DK010)": """
+        class LogRegModule(nn.Module):
+            def fit(self, train_features):
+                train_features = train_features.to(dtype=self.dtype, device=self.device)
+                if self.device == _CPU_DEVICE:
+                    train_features = train_features.numpy()
+                if self.device == "cpu":
+                    arr = train_features.numpy()
+    """,
+    "a wrapper built around a model that is already placed (DK201)": """
+        def run(model, train_dataset):
+            feature_model = ModelWithIntermediateLayers(model, 4)
+            sample_output = feature_model(train_dataset[0][0].unsqueeze(0).cuda())
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(HELD_OUT_4))
+def test_fourth_held_out_false_positives_stay_silent(name):
+    assert found(HELD_OUT_4[name]) == []
+
+
+def test_fourth_held_out_bugs_still_reported():
+    """numpy() outside the CPU test, and a model built from a size, not from a module, stay reported."""
+    outside = (
+        HELD_OUT_4["numpy() only on the CPU path (DK010)"]
+        .replace('if self.device == "cpu":\n                arr', "if True:\n                arr")
+        .replace("device=self.device", 'device="cuda"')
+    )
+    assert "DK010" in [c for _, c in found(outside)]
+    from_a_size = """
+        def run(dim, train_dataset):
+            feature_model = ModelWithIntermediateLayers(dim, 4)
+            sample_output = feature_model(train_dataset[0][0].unsqueeze(0).cuda())
+    """
+    assert [c for _, c in found(from_a_size)] == ["DK201"]

@@ -1315,8 +1315,8 @@ class Flow:
                 return replace(inner, place=UNKNOWN_PLACE, created=None)
             return inner
         if self.names.is_loss_constructor(call) or self.names.is_module_constructor(call):
-            self.args(call)
-            return self._built(call, full)
+            args, kwargs = self.args(call)
+            return self._built(call, full, [*args, *kwargs.values()])
         if isinstance(func, ast.Attribute):
             key = dotted(func)
             if key is not None and key in self.env:  # `self.encoder(x)`: an attribute that holds a module
@@ -1532,7 +1532,7 @@ class Flow:
                 if value is not None and value.kind == "module" and value.place.kind == HOST:
                     self.env[name] = value.at(UNKNOWN_PLACE, moved=True)
 
-    def _built(self, call: ast.Call, full: str) -> Val:
+    def _built(self, call: ast.Call, full: str, args: list[Val | None] = ()) -> Val:  # type: ignore[assignment]
         cls = None
         target = self._project_target(call)
         if target is not None and isinstance(target[1], ast.ClassDef):
@@ -1548,12 +1548,14 @@ class Flow:
             weighted = keyword(call, "weight") is not None or keyword(call, "pos_weight") is not None
             place = UNKNOWN_PLACE if weighted else Place(HOST)
             return Val("module", place, label=label, loss=not weighted, cls=full)
-        if (
+        wraps = any(v is not None and v.kind == "module" for v in args)  # `Wrapper(model, ...)`
+        if wraps or (
             target is not None
             and isinstance(target[1], ast.ClassDef)
             and self.analysis.places_itself(*target)
         ):
-            # a class of the project that picks its own device (`PerceptualLoss(use_gpu=True)`)
+            # around a module that is already somewhere, or a class of the project that picks its own
+            # device (`PerceptualLoss(use_gpu=True)`)
             return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=cls)
         return Val(
             "module",
@@ -1639,7 +1641,7 @@ class Flow:
         source, node = target
         if isinstance(node, ast.ClassDef):
             if self.analysis.project.is_module_class(source, node):
-                return self._built(call, self.names.resolve(call.func) or "")
+                return self._built(call, self.names.resolve(call.func) or "", [*args, *kwargs.values()])
             return None
         if isinstance(call.func, ast.Attribute) and self.self_name is not None:
             if isinstance(call.func.value, ast.Name) and call.func.value.id == self.self_name:

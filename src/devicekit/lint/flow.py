@@ -76,6 +76,8 @@ def check_flow(ctx: Context) -> None:
                 ctx.report(call, "DK014")
 
 
+#: Names of a module handed to a wrapper's constructor.
+_WRAPPED = frozenset({"model", "module", "net", "network", "backbone", "encoder", "decoder", "base_model"})
 _RELEVANT_ATTRS = frozenset({"to", "cuda", "cpu", "numpy", "load_state_dict"})
 _RELEVANT_ENDINGS = ("DataParallel", "Loss", "Adagrad", "DataLoader")
 
@@ -307,8 +309,9 @@ class _Scope:
         elif value is None and _batch_item(value_expr):
             value = Value("tensor", "unknown")
         if value is not None and value.kind == "module" and value.device == "cpu":
-            if self.device_blocks or _places_itself(self.ctx, value_expr):
-                # built under `with torch.device(...)`, or by a class that picks its own device
+            if self.device_blocks or _places_itself(self.ctx, value_expr) or self._wraps(value_expr):
+                # built under `with torch.device(...)`, by a class that picks its own device, or around
+                # a module that is already somewhere (`ModelWithIntermediateLayers(model, ...)`)
                 value = Value("module", "unknown", loss=value.loss)
         if value is None:
             self.env.pop(key, None)
@@ -327,6 +330,22 @@ class _Scope:
             weight_value = infer(weight, self.env, self.names)
             if weight_value is not None and weight_value.kind == "tensor" and weight_value.device == "cpu":
                 self.losses[key] = value_expr
+
+    def _wraps(self, expr: ast.AST) -> bool:
+        """A module built around a module it is given (`Wrapper(model)`): it is where that module is."""
+        if not isinstance(expr, ast.Call):
+            return False
+        for arg in [*expr.args, *(kw.value for kw in expr.keywords)]:
+            key = dotted(arg)
+            value = self.env.get(key) if key is not None else None
+            last = (key or "").rsplit(".", 1)[-1].lower()
+            if (
+                (value is not None and value.kind == "module")
+                or last in _WRAPPED
+                or last.endswith(("_model", "_net"))
+            ):
+                return True
+        return False
 
     def _gives_tensors(self, expr: ast.AST) -> bool:
         if not isinstance(expr, ast.Call):
@@ -470,6 +489,8 @@ class _Scope:
 
     def _numpy(self, call: ast.Call) -> None:
         assert isinstance(call.func, ast.Attribute)
+        if _under_a_cpu_test(call, self.ctx.parents):
+            return  # `if device == "cpu": x = x.numpy()`: only run on the CPU
         node: ast.AST = call.func.value
         while True:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -581,6 +602,23 @@ class _Scope:
             used = any(key == result and line > call.lineno for line, key in self.called)
             if used and arg not in later and result not in later:  # run on a CPU module: the error
                 self.ctx.report(call, "DK013")
+
+
+def _under_a_cpu_test(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Inside `if ... == "cpu":` (or a test naming a CPU constant): a branch that runs on the CPU only."""
+    child = node
+    while child in parents:
+        parent = parents[child]
+        if isinstance(parent, ast.If) and child is not parent.test and child in parent.body:
+            for part in ast.walk(parent.test):
+                if isinstance(part, ast.Constant) and part.value == "cpu":
+                    return True
+                if isinstance(part, (ast.Name, ast.Attribute)) and "CPU" in (dotted(part) or ""):
+                    return True
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        child = parent
+    return False
 
 
 def _places_itself(ctx: Context, expr: ast.AST) -> bool:
