@@ -67,6 +67,9 @@ def check_flow(ctx: Context) -> None:
             if function.name == "forward" and arg.arg != "self" and seed.get("__module_method__"):
                 env[arg.arg] = Value("tensor", "unknown")
         scope = _Scope(ctx, env, file_facts)
+        scope.params = {
+            a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs
+        }
         scope.run(function.body)
         scope.finish()
     if file_facts.sets_up_process_group and not file_facts.set_device:
@@ -193,6 +196,7 @@ class _Scope:
         self.has_batch = any(v.batch for v in env.values())
         self.device_blocks = 0
         self.assigned: set[str] = set()  # names this scope assigned (not from a loop over a loader)
+        self.params: set[str] = set()  # the function's parameters (what the caller gives)
 
     # --- statements -----------------------------------------------------------------------------
 
@@ -338,12 +342,12 @@ class _Scope:
         for arg in [*expr.args, *(kw.value for kw in expr.keywords)]:
             key = dotted(arg)
             value = self.env.get(key) if key is not None else None
+            if value is not None and value.kind == "module":
+                return True
+            # a model the caller gives is already somewhere (a name no one sets is not known to be one)
             last = (key or "").rsplit(".", 1)[-1].lower()
-            if (
-                (value is not None and value.kind == "module")
-                or last in _WRAPPED
-                or last.endswith(("_model", "_net"))
-            ):
+            given = (key or "").split(".", 1)[0] in self.params
+            if given and (last in _WRAPPED or last.endswith(("_model", "_net"))):
                 return True
         return False
 
