@@ -593,3 +593,17 @@ def test_fourth_held_out_bugs_still_reported():
             sample_output = feature_model(train_dataset[0][0].unsqueeze(0).cuda())
     """
     assert [c for _, c in found(from_a_size)] == ["DK201"]
+
+
+def test_a_model_built_with_a_device_argument_is_not_never_moved():
+    """yolov5's classify/val.py (found on the code bases of issue 43): `DetectMultiBackend(weights,
+    device=device)` places itself."""
+    source = """
+        def run(weights, device, dataloader):
+            model = DetectMultiBackend(weights, device=device)
+            for images, labels in dataloader:
+                images = images.to(device)
+                y = model(images)
+    """
+    assert found(source) == []
+    assert [c for _, c in found(source.replace("weights, device=device", "weights"))] == ["DK201"]

@@ -703,6 +703,8 @@ def _probably_module(value: Value | None, expr: ast.AST) -> Value | None:
         if isinstance(call, ast.Call) and call is expr:
             last = (dotted(call.func) or "").rsplit(".", 1)[-1]
             if last[:1].isupper() and last[1:2].islower():
+                if keyword(call, "device") is not None or keyword(call, "device_map") is not None:
+                    return Value("module", "unknown")  # `DetectMultiBackend(weights, device=device)`
                 return Value("module", "cpu")
     return value
 
