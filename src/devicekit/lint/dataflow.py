@@ -965,26 +965,32 @@ class Flow:
 
     def ev(self, expr: ast.AST | None) -> Val | None:
         """What `expr` holds (None when unknown), asking the questions of the operations in it."""
+        kind = type(expr)
+        if kind is ast.Name:  # the most common expression: a plain lookup
+            value = self.env.get(expr.id)  # type: ignore[union-attr]
+            if value is not None and value.batch:
+                return replace(value, node=expr)
+            return value
         if expr is None:
             return None
-        if isinstance(expr, (ast.Name, ast.Attribute)):
-            key = expr.id if type(expr) is ast.Name else dotted(expr)
+        if kind is ast.Attribute:
+            key = dotted(expr)
             if key is not None and key in self.env:
                 value = self.env[key]
                 return replace(value, node=expr) if value.batch else value
-            if isinstance(expr, ast.Attribute):
-                inner = self.ev(expr.value)
-                if inner is None:
-                    return None
-                if expr.attr in _SAME_PLACE_ATTRS and inner.kind == "tensor":
-                    return inner
-                if expr.attr == "device" and inner.kind in ("tensor", "module"):
-                    return Val("device", inner.place)
-                if inner.kind == "batch" and expr.attr not in NOT_TENSOR_ATTRS:
-                    return replace(inner, kind="tensor", label=_label(expr))
+            inner = self.ev(expr.value)  # type: ignore[union-attr]
+            if inner is None:
+                return None
+            if expr.attr in _SAME_PLACE_ATTRS and inner.kind == "tensor":  # type: ignore[union-attr]
+                return inner
+            if expr.attr == "device" and inner.kind in ("tensor", "module"):  # type: ignore[union-attr]
+                return Val("device", inner.place)
+            if inner.kind == "batch" and expr.attr not in NOT_TENSOR_ATTRS:  # type: ignore[union-attr]
+                return replace(inner, kind="tensor", label=_label(expr))
             return None
-        if isinstance(expr, ast.Constant):
-            if isinstance(expr.value, str) and (expr.value == "cpu" or _ACCEL_STRING.match(expr.value)):
+        if kind is ast.Constant:
+            value = expr.value  # type: ignore[union-attr]
+            if isinstance(value, str) and (value == "cpu" or _ACCEL_STRING.match(value)):
                 return Val("device", self.place_of(expr, getattr(expr, "lineno", 0)) or UNKNOWN_PLACE)
             return None
         if isinstance(expr, ast.BinOp):

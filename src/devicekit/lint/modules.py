@@ -172,7 +172,7 @@ class _ModuleClass:
         reported: set[str] = set()
         for method in self.methods.values():
             reported |= self._wrapped_later(method)  # `self.blocks = nn.Sequential(*self.blocks)`
-            added = _added_modules(method)
+            added = _added_modules(self.ctx.function_calls.get(method, ()))
             local: set[str] = set()
             for stmt in _statements(method.body):
                 if isinstance(stmt, ast.Assign):
@@ -318,11 +318,11 @@ class _ModuleClass:
         return False
 
 
-def _added_modules(method: ast.AST) -> set[str]:
-    """Local names the method registers as submodules (`self.add_module(name, stage)`)."""
+def _added_modules(calls) -> set[str]:
+    """Local names a method registers as submodules (`self.add_module(name, stage)`), from its calls."""
     added = set()
-    for node in ast.walk(method):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) >= 2:
+    for node in calls:
+        if isinstance(node.func, ast.Attribute) and len(node.args) >= 2:
             if node.func.attr in ("add_module", "register_module") and isinstance(node.args[1], ast.Name):
                 added.add(node.args[1].id)
     return added
