@@ -7,7 +7,9 @@ Prints, per rule and per scenario:
 - findings per 1,000 lines on clean code (folders given with `--clean`, e.g. checkouts of nanoGPT,
   pytorch/examples and pytorch-image-models; see `benchmarks/lint_eval/README.md`);
 - the CPU time devicekit-lint and pyflakes take on the same files, in the same run (best of `--repeat`,
-  alternating), both including the parse.
+  alternating), both including the parse;
+- the wall time of `python -m devicekit.lint` and `python -m pyflakes` as fresh processes, start-up
+  included, on one small file and on all the files.
 
 Files whose name ends in `_nb.py` are linted as notebook code (rule DK214 needs that).
 
@@ -137,6 +139,40 @@ def time_against_pyflakes(sources: list[tuple[str, str]], repeat: int) -> tuple[
     return min(lint_times), (min(flake_times) if flake_times else None)
 
 
+def time_end_to_end(paths: list[str], repeat: int) -> tuple[float, float | None]:
+    """Best wall time of `python -m devicekit.lint PATHS` and of `python -m pyflakes PATHS`, each a fresh
+    process (interpreter start and imports included), the two alternating, after a first run of each that
+    writes the bytecode of their modules (as an install does; `PYTHONDONTWRITEBYTECODE` is not passed on)."""
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1] / "src"), env.get("PYTHONPATH", "")])
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def timed(module: str) -> float:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", module, *paths],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        return time.perf_counter() - start
+
+    try:
+        import pyflakes  # noqa: F401
+    except ImportError:
+        return min(timed("devicekit.lint") for _ in range(repeat)), None
+    timed("devicekit.lint"), timed("pyflakes")  # warm: bytecode written, files in the page cache
+    lint_times, flake_times = [], []
+    for _ in range(repeat):
+        lint_times.append(timed("devicekit.lint"))
+        flake_times.append(timed("pyflakes"))
+    return min(lint_times), min(flake_times)
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:5.1f} %" if whole else "    -  "
 
@@ -198,6 +234,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ratio = lint_time / flakes_time
         print(f", pyflakes {flakes_time * 1000:.1f} ms, ratio {ratio:.2f}x")
+
+    small = sorted(EVAL.glob("fixed/*.py"))[0]
+    for label, paths in (("one small file", [str(small)]), ("every file", [p for p, _ in sources])):
+        lint_wall, flakes_wall = time_end_to_end(paths, args.repeat)
+        print(
+            f"End to end ({label}), best wall time of {args.repeat}: devicekit-lint {lint_wall:.2f} s", end=""
+        )
+        if flakes_wall is None:
+            print(", pyflakes not installed")
+        else:
+            print(f", pyflakes {flakes_wall:.2f} s, ratio {lint_wall / flakes_wall:.2f}x")
 
     recall = total["found"] / total["pairs"]
     silent = total["silent"] / total["pairs"]

@@ -24,6 +24,7 @@ _SPEC = importlib.util.spec_from_file_location(
 MUTATIONS = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(MUTATIONS)
 
+
 def _run(key, answer):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # meta load_state_dict warns that copying into meta is a no-op

@@ -4,6 +4,7 @@ the flake8 plugin and the pre-commit hook's definition."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 from course_tools.paths import ROOT
 from devicekit.lint import RULES
-from devicekit.lint.cli import main
+from devicekit.lint.cli import main, parser
 
 BUGGY = "import torch\nx = torch.ones(3)\nx.to(device)\nstate = torch.load(path)\n"
 CLEAN = "import torch\nx = torch.ones(3).to(device)\n"
@@ -104,7 +105,13 @@ def test_select_ignore_and_usage_errors(files, capsys):
     assert exc.value.code == 2
 
 
-def test_notebook_location(tmp_path, capsys):
+# `file:line:col: ` as flake8, editors' problem matchers and CI annotations read it.
+FILE_LINE_COL = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) (?P<message>.+)$")
+
+
+def _lab(tmp_path: Path, indent: int | None = 1) -> Path:
+    """A notebook whose cells hold their source as a list of lines, as one string, and a cell that does
+    not parse; written with or without indentation."""
     nb = {
         "cells": [
             {"cell_type": "markdown", "metadata": {}, "source": "# lab"},
@@ -113,7 +120,21 @@ def test_notebook_location(tmp_path, capsys):
                 "metadata": {},
                 "outputs": [],
                 "execution_count": None,
-                "source": "import torch\nx = torch.ones(2)\nx.cuda()\n",
+                "source": ["import torch\n", "x = torch.ones(2)  # 张量\n", 's = "\\t"; x.cuda()\n'],
+            },
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+                "source": "def f(:\n",
+            },
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+                "source": "y = torch.ones(1)\nstate = torch.load(p)\n",
             },
         ],
         "metadata": {},
@@ -121,9 +142,132 @@ def test_notebook_location(tmp_path, capsys):
         "nbformat_minor": 5,
     }
     path = tmp_path / "lab.ipynb"
-    path.write_text(json.dumps(nb), encoding="utf-8")
+    path.write_text(json.dumps(nb, indent=indent, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def _spot(path: Path, needle: str) -> tuple[int, int]:
+    """The 1-based line and column of `needle` in the file, found by reading the file."""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if needle in line:
+            return number, line.index(needle) + 1
+    raise AssertionError(needle)
+
+
+@pytest.mark.parametrize("indent", [1, None])
+def test_notebook_text_lines_parse_as_file_line_col(tmp_path, capsys, indent):
+    path = _lab(tmp_path, indent)
     code, out, _ = run(capsys, "--lang", "en", str(path))
-    assert code == 1 and out.startswith(f"{path}:cell 2:3:1: DK002 ")
+    assert code == 2  # a cell does not parse
+    lines = out.strip().splitlines()
+    matches = [FILE_LINE_COL.match(line) for line in lines]
+    assert all(matches), lines
+    found = {m["code"]: m for m in matches if m}
+    assert (int(found["DK002"]["line"]), int(found["DK002"]["col"])) == _spot(path, "x.cuda()")
+    assert found["DK002"]["message"].startswith("(cell 2, line 3) the result of")
+    assert (int(found["DK008"]["line"]), int(found["DK008"]["col"])) == _spot(path, "torch.load(p)")
+    assert found["DK008"]["message"].startswith("(cell 4, line 2) ")
+    assert found["E999"]["file"] == str(path) and found["E999"]["message"].startswith("(cell 3, line 1) ")
+    assert int(found["E999"]["line"]) == _spot(path, "def f(:")[0]
+    _, out, _ = run(capsys, "--lang", "zh", str(path))
+    assert "（单元格 2，第 3 行）" in out and "(cell" not in out
+
+
+def test_notebook_sarif_points_into_the_notebook_file(tmp_path, capsys):
+    path = _lab(tmp_path)
+    _, out, _ = run(capsys, "--format", "sarif", "--lang", "en", str(path))
+    [sarif_run] = json.loads(out)["runs"]
+    by_rule = {r["ruleId"]: r for r in sarif_run["results"]}
+    location = by_rule["DK002"]["locations"][0]
+    region = location["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == _spot(path, "x.cuda()")
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == str(path)
+    assert location["message"]["text"] == "cell 2, line 3, column 11"
+    assert by_rule["DK002"]["properties"] == {"cell": 2, "lineInCell": 3, "columnInCell": 11}
+    region = by_rule["DK008"]["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == _spot(path, "torch.load(p)")
+    [notification] = sarif_run["invocations"][0]["toolExecutionNotifications"]
+    region = notification["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == _spot(path, "def f(:")[0] and notification["properties"]["cell"] == 3
+
+
+def test_sarif_version_and_rule_help_links(files, capsys):
+    import devicekit
+    from devicekit.lint.sarif import INFO_URI, SITE_URL
+
+    for lang, folder in (("en", ""), ("zh", "zh/")):
+        _, out, _ = run(capsys, "--format", "sarif", "--lang", lang, str(files / "pkg" / "buggy.py"))
+        driver = json.loads(out)["runs"][0]["tool"]["driver"]
+        assert driver["version"] == devicekit.__version__
+        for rule in driver["rules"]:
+            assert rule["helpUri"] == f"{SITE_URL}{folder}lint/#{rule['id'].lower()}"
+    # the anchors exist on both pages, and the site is GitHub Pages of the repository mkdocs.yml names
+    for page in ("lint.md", "lint.zh.md"):
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        for code in RULES:
+            assert f"{{ #{code.lower()} }}" in text, (page, code)
+    repo_url = re.search(r"^repo_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)[1]
+    assert repo_url.rstrip("/") == INFO_URI
+    owner, name = INFO_URI.rstrip("/").split("/")[-2:]
+    assert SITE_URL == f"https://{owner}.github.io/{name}/"
+
+
+def _has_chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+USAGE_ERRORS = [
+    ["--format", "xml", "x.py"],
+    ["--bogus", "x.py"],
+    ["--select", "DK777", "x.py"],
+    ["--format"],
+    [],
+]
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS, ids=lambda a: " ".join(a) or "no-paths")
+def test_usage_errors_speak_one_language(capsys, monkeypatch, args):
+    monkeypatch.delenv("DEVICEKIT_LANG", raising=False)
+    for lang in ("en", "zh"):
+        try:
+            status = main(["--lang", lang, *args])
+        except SystemExit as exc:
+            status = exc.code
+        out, err = capsys.readouterr()
+        assert status == 2 and out == ""
+        if lang == "zh":
+            assert err.splitlines()[-1].startswith("devicekit-lint：错误：")
+            assert "error" not in err and "usage" not in err and "invalid" not in err and "matches" not in err
+        else:
+            assert err.splitlines()[-1].startswith("devicekit-lint: error: ") and not _has_chinese(err)
+
+
+def test_usage_error_language_from_the_environment(capsys, monkeypatch):
+    monkeypatch.setenv("DEVICEKIT_LANG", "zh")
+    with pytest.raises(SystemExit):
+        main(["--format", "xml", "x.py"])
+    err = capsys.readouterr().err
+    assert err.startswith("用法：") and "错误" in err and "error" not in err
+
+
+def test_help_in_the_chosen_language(capsys, monkeypatch):
+    monkeypatch.delenv("DEVICEKIT_LANG", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")  # one line per option: each help text whole
+    with pytest.raises(SystemExit):
+        main(["--lang", "zh", "--help"])
+    zh = capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    en = capsys.readouterr().out
+    assert zh.startswith("用法：devicekit-lint") and "位置参数：" in zh and "选项：" in zh
+    assert en.startswith("usage: devicekit-lint") and not _has_chinese(en)
+    # no English sentence of the help is left in the Chinese one
+    english = parser("en")
+    sentences = [english.description, "positional arguments", "options"]
+    sentences += [action.help for action in english._actions if action.help]
+    assert len(sentences) == 11
+    for sentence in sentences:
+        assert sentence in en and sentence not in zh, sentence
 
 
 def test_list_rules(capsys):
@@ -221,3 +365,24 @@ def test_pre_commit_hook_definition():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["scripts"]["devicekit-lint"] == "devicekit.lint.cli:console"
     assert project["entry-points"]["flake8.extension"]["DK"].startswith("devicekit.lint.flake8_plugin:")
+
+
+def test_code_that_recurses_deeply_is_reported_not_a_crash(tmp_path, capsys):
+    """A path named after itself (found on microsoft/LoRA: a crash) and expressions nested beyond what
+    Python's parser or the checks recurse into: a finding or an E999, never a traceback."""
+    loops = tmp_path / "loops.py"
+    loops.write_text(
+        "def f(path):\n    path = os.path.join(path, 'x')\n    path = os.path.join(path, 'y')\n"
+        "    return torch.load(path)\n",
+        encoding="utf-8",
+    )
+    deep = tmp_path / "deep.py"
+    deep.write_text("x = 1\ny = " + " + ".join(["x"] * 5000) + "\n", encoding="utf-8")
+    nested = tmp_path / "nested.py"
+    nested.write_text(
+        "x = torch.zeros(3)\ny = " + " + ".join(["x"] * 600) + "\nx.to(device)\n", encoding="utf-8"
+    )
+    code, out, _ = run(capsys, "--lang", "en", str(tmp_path))
+    assert code == 2
+    assert f"{deep}:0:0: E999 nested too deeply for Python's parser" in out
+    assert f"{loops}:4:12: DK008" in out and f"{nested}:3:1: DK002" in out

@@ -105,3 +105,66 @@ def test_the_capstone_page_says_what_the_linter_finds_in_its_script():
     assert lint_source(fixed.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", "")) == []
     page = (ROOT / "docs" / "lessons" / "09-capstone.md").read_text(encoding="utf-8")
     assert "8 of the script's 11 planted bugs" in page and all(code in page for code in found)
+
+
+def test_pack_padded_sequence_wants_its_lengths_on_the_cpu():
+    """DK001 leaves `lengths` unmoved: PyTorch wants them on the CPU (the page quotes the CUDA error)."""
+    torch = pytest.importorskip("torch")
+    import inspect
+
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    assert "must be on the CPU if provided as a tensor" in inspect.getsource(pack_padded_sequence)
+    packed = pack_padded_sequence(torch.zeros(2, 3, 4, device="meta"), torch.tensor([3, 2]), batch_first=True)
+    assert packed.data.device.type == "meta"  # CPU lengths, data on the other device: fine
+    with pytest.raises(RuntimeError, match="'lengths' argument should be a 1D CPU int64 tensor"):
+        pack_padded_sequence(torch.zeros(2, 3, 4), torch.tensor([3, 2], device="meta"), batch_first=True)
+    recorded = json.loads((ROOT / "results" / "cuda-messages.json").read_text(encoding="utf-8"))
+    quoted = recorded["cases"]["pack-padded-cuda-lengths"]["message"]
+    assert quoted == "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor"
+    for page in PAGES.values():
+        assert quoted in page.read_text(encoding="utf-8")
+
+
+def test_dk003_meeting_operations_raise_on_cuda_in_the_stand_in_table():
+    """Every operation DK003 treats as a meeting is a row of the stand-in table whose CUDA column raises,
+    and the mixes it lets pass (a CPU index, a CPU mask, a 0-dim CPU tensor) are rows that work."""
+    from course_tools.generate.standin import OPS
+    from devicekit.lint.meets import MEETING_METHODS
+
+    raising = " ".join(op.code for op in OPS if op.cuda == "raises")
+    elementwise = {"add", "sub", "mul", "div", "minimum"}  # rows 1-7: element-wise operations
+    for method in {m.rstrip("_") for m in MEETING_METHODS} - elementwise:
+        assert re.search(rf"\b{method}\(", raising) or (method == "matmul" and " @ " in raising), method
+    for code in (
+        "acc(3) + cpu(3)",
+        "cpu(3).add_(",
+        "acc(3).mul_(",
+        "torch.cat(",
+        "torch.stack(",
+        "nn.Linear",
+    ):
+        assert code in raising, code
+    works = {op.code for op in OPS if op.cuda == "works"}
+    assert {"acc(5)[torch.tensor([0, 1])]", "acc(3)[cpu(3) > 0]", "torch.tensor(2.0) + acc(3)"} <= works
+
+
+def test_the_page_quotes_a_real_finding():
+    """The example finding on the page (both languages) is what the linter says about this code."""
+    source = (
+        "\n"
+        "def score(boxes1, boxes2):\n"
+        "    c2 = torch.zeros(boxes1.shape[0])\n"
+        "    return boxes1 + c2\n"
+        "\n"
+        "def main(loader, device):\n"
+        "    for boxes, other in loader:\n"
+        "        boxes = boxes.to(device)\n"
+        "        score(boxes, other)\n"
+    )
+    [finding] = lint_source(source, path="train.py")
+    assert (finding.line, finding.col, finding.code) == (3, 10, "DK003")
+    for lang, page in PAGES.items():  # compared without whitespace: the page breaks the long line
+        text = "".join(page.read_text(encoding="utf-8").split())
+        detail = finding.detail.zh if lang == "zh" else finding.detail.en
+        assert "".join(f"train.py:3:10: DK003 ... {detail}".split()) in text, lang

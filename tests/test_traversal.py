@@ -186,8 +186,11 @@ def test_deep_cycle_gives_the_cycle_message():
     for _ in range(5_000):
         root = [root]
     inner.append(root)
-    with using_language("en"), pytest.raises(
-        ValueError, match="reference cycle in the batch: batch(\\[0\\]){5000}\\[1\\] is the same object"
+    with (
+        using_language("en"),
+        pytest.raises(
+            ValueError, match="reference cycle in the batch: batch(\\[0\\]){5000}\\[1\\] is the same object"
+        ),
     ):
         to_device(root, "meta")
 

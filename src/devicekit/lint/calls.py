@@ -9,6 +9,18 @@ import re
 
 from devicekit.lint.core import Context
 from devicekit.lint.names import has_star_kwargs, keyword
+from devicekit.lint.saves import (
+    SavedHere,
+    file_names,
+    is_test_file,
+    loads_a_schedule,
+    loads_data,
+    mentions_accelerator,
+    saved_on_cpu,
+    scope_of,
+    test_function,
+)
+from devicekit.messages import Message
 
 _CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
 _SPAWNERS = {
@@ -25,6 +37,7 @@ def check_calls(ctx: Context) -> None:
     names = ctx.names
     default_device_calls: list[tuple[ast.Call, bool]] = []  # (call, sets an accelerator as the default)
     shuffling_loaders: list[ast.Call] = []
+    loads: list[ast.Call] = []  # torch.load without map_location
     if ctx.wants("DK901"):
         for node in ctx.constants:
             if isinstance(node.value, str) and _CUDA_STRING.match(node.value):
@@ -36,7 +49,7 @@ def check_calls(ctx: Context) -> None:
             ctx.report(node.func, "DK902")
         if full == "torch.load":
             if len(node.args) < 2 and keyword(node, "map_location") is None and not has_star_kwargs(node):
-                ctx.report(node, "DK008")
+                loads.append(node)
         elif full == "torch.set_default_device" and node.args:
             arg = node.args[0]
             reset = isinstance(arg, ast.Constant) and (arg.value is None or str(arg.value).startswith("cpu"))
@@ -59,6 +72,8 @@ def check_calls(ctx: Context) -> None:
             target = node.args[0] if node.args and not full.endswith("Process") else keyword(node, "target")
             if isinstance(target, ast.Name) and target.id in names.functions:
                 ctx.report(node, "DK214")
+    if loads and ctx.wants("DK008"):
+        _loads_without_map_location(ctx, loads)
     # In source order: a loader made while an accelerator is the default (set, and not reset since).
     if any(on for _, on in default_device_calls):
         events = sorted(
@@ -72,7 +87,90 @@ def check_calls(ctx: Context) -> None:
                 active = what
             elif active:
                 ctx.report(what, "DK012")
+    elif shuffling_loaders and not default_device_calls and ctx.project is not None:
+        elsewhere = imported_default_device(ctx.project, ctx.source)
+        if elsewhere is not None:
+            path, line = elsewhere
+            detail = Message(
+                f"`{path}`, which this file imports, makes an accelerator the default device at line {line}",
+                f"本文件导入的 `{path}` 在第 {line} 行把加速器设成了默认设备",
+            )
+            for loader in shuffling_loaders:
+                ctx.report(loader, "DK012", detail)
+
+
+def _sets_accelerator_default(names, call: ast.Call) -> bool:
+    """`torch.set_default_device("cuda")`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`."""
+    full = names.resolve(call.func) or ""
+    if not call.args or full not in ("torch.set_default_device", "torch.set_default_tensor_type"):
+        return False
+    arg = call.args[0]
+    text = arg.value if isinstance(arg, ast.Constant) else names.resolve(arg)
+    if full == "torch.set_default_device":
+        return not (isinstance(arg, ast.Constant) and (arg.value is None or str(arg.value).startswith("cpu")))
+    return isinstance(text, str) and "cuda" in text
+
+
+def imported_default_device(project, source, depth: int = 3) -> tuple[str, int] | None:
+    """A file of the project that this one imports (directly or through up to `depth` imports) and that
+    makes an accelerator the default device at its top level, when the module is imported: its path and
+    the line. The default is global, so a shuffling DataLoader here runs under it (DK012)."""
+    if source is None:
+        return None
+    setters = project.cache.setdefault("default-device", {})
+    seen = {source.path}
+    frontier = [source]
+    for _ in range(depth):
+        following = []
+        for current in frontier:
+            for full in set(current.names.aliases.values()):
+                parts = full.split(".")
+                for cut in (len(parts), len(parts) - 1):
+                    target = project.module(".".join(parts[:cut]), current) if cut > 0 else None
+                    if target is not None and target.path not in seen:
+                        seen.add(target.path)
+                        following.append(target)
+                        if target.path not in setters:
+                            setters[target.path] = next(
+                                (
+                                    node.value.lineno
+                                    for node in target.tree.body
+                                    if isinstance(node, ast.Expr)
+                                    and isinstance(node.value, ast.Call)
+                                    and _sets_accelerator_default(target.names, node.value)
+                                ),
+                                None,
+                            )
+                        if setters[target.path] is not None:
+                            return target.path, setters[target.path]
+                        break
+        frontier = following
+    return None
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def _loads_without_map_location(ctx: Context, loads: list[ast.Call]) -> None:
+    """DK008, except for a file the same function saved above the load, in test functions, and anywhere
+    in a test file that never names an accelerator (see `devicekit.lint.saves`)."""
+    text = "\n".join(ctx.lines)
+    if is_test_file(ctx.path) and not mentions_accelerator(text):
+        return
+    scans: dict[int, SavedHere] = {}
+    from_cpu = saved_on_cpu(ctx.names, ctx.calls)
+    for load in loads:
+        if from_cpu and load.args and file_names(load.args[0]) & from_cpu:
+            continue
+        if load.args and (loads_data(load.args[0]) or loads_a_schedule(load, ctx.parents)):
+            continue  # data a preparation script saved (on the CPU), a scheduler's numbers
+        scope = scope_of(load, ctx.parents)
+        if test_function(scope):  # a test loads what it or its fixtures saved, on the machine it runs on
+            continue
+        key = id(scope)
+        if key not in scans:
+            calls = ctx.function_calls.get(scope if scope is not None else ctx.tree, [])
+            scans[key] = SavedHere(ctx.names, scope if scope is not None else ctx.tree, calls)
+        if not scans[key].covers(load):
+            ctx.report(load, "DK008")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from devicekit.lint.index import TreeIndex
 from devicekit.lint.names import Names
 from devicekit.lint.rules import RULES
+from devicekit.messages import Message
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 
@@ -23,6 +24,11 @@ class Finding:
         col: 1-based column.
         code: the rule's code, `DKnnn`.
         cell: 1-based index of the notebook cell (among all cells), None for a `.py` file.
+        detail: what the analysis knows about this finding (the value, where its device came from), in
+            both languages; None when the rule's title says it all.
+        file_line: in a notebook, the line of the `.ipynb` file this place is on (None when unknown, and
+            for a `.py` file, where it is `line`).
+        file_col: in a notebook, the column in the `.ipynb` file.
     """
 
     path: str
@@ -30,6 +36,9 @@ class Finding:
     line: int
     col: int
     code: str
+    detail: Message | None = field(default=None, compare=False)
+    file_line: int | None = field(default=None, compare=False)
+    file_col: int | None = field(default=None, compare=False)
 
     @property
     def scenario(self) -> int:
@@ -37,11 +46,14 @@ class Finding:
         return RULES[self.code].scenario
 
     def message(self, lang: str = "en") -> str:
-        """The rule's title in `lang` (`en` or `zh`), followed by its fix."""
+        """The rule's title in `lang` (`en` or `zh`), what the analysis found (when it says more), and the
+        fix."""
         rule = RULES[self.code]
         if lang == "zh":
-            return f"{rule.title_zh}。修复：{rule.fix_zh}"
-        return f"{rule.title_en}. Fix: {rule.fix_en}"
+            detail = f"：{self.detail.zh}" if self.detail is not None else ""
+            return f"{rule.title_zh}{detail}。修复：{rule.fix_zh}"
+        detail = f": {self.detail.en}" if self.detail is not None else ""
+        return f"{rule.title_en}{detail}. Fix: {rule.fix_en}"
 
 
 @dataclass
@@ -52,8 +64,11 @@ class Context:
     lines: list[str]
     codes: frozenset[str]
     notebook: bool = False
+    path: str = "<string>"
+    project: object = None  # devicekit.lint.project.Project: the code base linted with this file
+    source: object = None  # its devicekit.lint.project.SourceFile for this file
     names: Names = field(init=False)
-    found: dict[tuple[int, int, str], None] = field(default_factory=dict)
+    found: dict[tuple[int, int, str], Message | None] = field(default_factory=dict)
     index: TreeIndex = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,21 +80,30 @@ class Context:
         self.class_nodes = self.index.class_nodes
         self.constants = self.index.constants
         self.definitions = self.index.definitions
-        self.names = Names(self.tree, [*self.index.imports, *self.index.definitions])
+        package = getattr(self.source, "package", None)
+        if package is None:
+            from devicekit.lint.project import module_names
+
+            package = module_names(self.path)[0] if self.path and not self.path.startswith("<") else None
+        self.names = Names(self.tree, [*self.index.imports, *self.index.definitions], package=package)
 
     def wants(self, *codes: str) -> bool:
         """Whether any of these rules is selected (a check skips its work otherwise)."""
         return any(code in self.codes for code in codes)
 
-    def report(self, node: ast.AST, code: str) -> None:
-        """Record a finding of `code` at `node`, unless the rule is off or the line says `# noqa`."""
+    def report(self, node: ast.AST, code: str, detail: Message | None = None) -> None:
+        """Record a finding of `code` at `node` (with what the analysis knows about it, `detail`), unless
+        the rule is off or the line says `# noqa`. A second report of the same place keeps the first
+        detail it was given."""
         if code not in self.codes:
             return
         line = getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0) + 1
         if self._noqa(line, code):
             return
-        self.found[(line, col, code)] = None
+        key = (line, col, code)
+        if self.found.get(key) is None:
+            self.found[key] = detail
 
     def _noqa(self, line: int, code: str) -> bool:
         if not 0 < line <= len(self.lines):

@@ -9,7 +9,13 @@ import ast
 import re
 
 from devicekit.lint.core import Context
-from devicekit.lint.names import dotted, keyword, looks_like_loader_name
+from devicekit.lint.names import (
+    dotted,
+    keyword,
+    looks_like_device_name,
+    looks_like_lengths,
+    looks_like_loader_name,
+)
 from devicekit.lint.values import Value, infer, move_of, placement_of
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
@@ -21,6 +27,7 @@ _TENSOR_KEY = re.compile(
     re.I,
 )
 _LOSS_NAME = re.compile(r"(loss|criterion)", re.I)
+
 _OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim\w*|optimizer\w*)$", re.I)
 _SET_DEVICE = {
     "torch.cuda.set_device",
@@ -43,7 +50,16 @@ def check_flow(ctx: Context) -> None:
     top = _Scope(ctx, {}, file_facts)
     top.run(ctx.tree.body)
     top.finish()
-    for function, seed in _functions(ctx.tree, ctx):
+    known = set(top.env)
+    seeds: dict[int, dict[str, Value]] = {}
+    for function, cls in _functions(ctx.tree, ctx):
+        if not _worth_reading(ctx, function, known):
+            continue
+        seed: dict[str, Value] = {}
+        if cls is not None:
+            if id(cls) not in seeds:
+                seeds[id(cls)] = _seed(ctx, cls)
+            seed = seeds[id(cls)]
         env = dict(top.env)
         env.update(seed)
         for arg in function.args.posonlyargs + function.args.args + function.args.kwonlyargs:
@@ -51,6 +67,9 @@ def check_flow(ctx: Context) -> None:
             if function.name == "forward" and arg.arg != "self" and seed.get("__module_method__"):
                 env[arg.arg] = Value("tensor", "unknown")
         scope = _Scope(ctx, env, file_facts)
+        scope.params = {
+            a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs
+        }
         scope.run(function.body)
         scope.finish()
     if file_facts.sets_up_process_group and not file_facts.set_device:
@@ -58,6 +77,32 @@ def check_flow(ctx: Context) -> None:
             on_gpus = keyword(call, "device_ids") is not None or len(call.args) > 1
             if on_gpus or file_facts.indexless:
                 ctx.report(call, "DK014")
+
+
+#: Names of a module handed to a wrapper's constructor.
+_WRAPPED = frozenset({"model", "module", "net", "network", "backbone", "encoder", "decoder", "base_model"})
+_RELEVANT_ATTRS = frozenset({"to", "cuda", "cpu", "numpy", "load_state_dict"})
+_RELEVANT_ENDINGS = ("DataParallel", "Loss", "Adagrad", "DataLoader")
+
+
+def _worth_reading(ctx: Context, function: ast.AST, known: set[str]) -> bool:
+    """Whether a function has anything these rules look at: a move, `.numpy()`, an optimizer's state, a
+    loss, DataParallel, a DataLoader or a loop over one, `next(...)`, or a name the module's top level
+    bound. One without any of these cannot fire a rule, and is not read."""
+    names = ctx.names
+    for call in ctx.function_calls.get(function, ()):
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _RELEVANT_ATTRS:
+            return True
+        if isinstance(func, ast.Name) and (func.id in known or func.id == "next"):
+            return True
+        if (names.resolve(func) or "").endswith(_RELEVANT_ENDINGS):
+            return True
+    for loop in ctx.index.function_loops.get(function, ()):
+        key = dotted(loop.iter) if not isinstance(loop.iter, ast.Call) else None  # type: ignore[attr-defined]
+        if key is None or looks_like_loader_name(key) or key in known:
+            return True
+    return False
 
 
 class _FileFacts:
@@ -97,29 +142,41 @@ class _FileFacts:
 
 
 def _functions(tree: ast.Module, ctx: Context):
-    """Every function of the file, with what `self.x` holds for methods of `nn.Module` subclasses."""
+    """Every function of the file, with its class (None for a plain function)."""
     methods_of_classes = {id(n) for cls in ctx.definitions if isinstance(cls, ast.ClassDef) for n in cls.body}
     for node in ctx.definitions:
         if isinstance(node, ast.ClassDef):
-            methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            seed: dict[str, Value] = {}
-            if node.name in ctx.names.module_classes:
-                seed["__module_method__"] = Value("marker")
-            init = next((m for m in methods if m.name == "__init__"), None)
-            if init is not None:
-                scope = _Scope(ctx, {}, None)
-                scope.run(init.body)
-                for key, value in scope.env.items():
-                    if key.startswith("self."):
-                        # `model.to(device)` moves submodules after __init__: only a placement made in
-                        # __init__ itself (`self.model = net.cuda()`) is known in the other methods.
-                        if value.kind == "module" and value.device == "cpu":
-                            value = Value("module", "unknown", loss=value.loss)
-                        seed[key] = value
-            for method in methods:
-                yield method, seed
+            for method in node.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield method, node
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in methods_of_classes:
-            yield node, {}
+            yield node, None
+
+
+def _seed(ctx: Context, cls: ast.ClassDef) -> dict[str, Value]:
+    """What `self.x` holds in the methods of a class (read from its `__init__`)."""
+    seed: dict[str, Value] = {}
+    if cls.name in ctx.names.module_classes:
+        seed["__module_method__"] = Value("marker")
+    init = next(
+        (
+            m
+            for m in cls.body
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__init__"
+        ),
+        None,
+    )
+    if init is not None:
+        scope = _Scope(ctx, {}, None)
+        scope.run(init.body)
+        for key, value in scope.env.items():
+            if key.startswith("self."):
+                # `model.to(device)` moves submodules after __init__: only a placement made in
+                # __init__ itself (`self.model = net.cuda()`) is known in the other methods.
+                if value.kind == "module" and value.device == "cpu":
+                    value = Value("module", "unknown", loss=value.loss)
+                seed[key] = value
+    return seed
 
 
 class _Scope:
@@ -137,6 +194,9 @@ class _Scope:
         self.parallel_first: dict[str, int] = {}
         self.called: list[tuple[int, str]] = []  # (line, name) of every `name(...)` call
         self.has_batch = any(v.batch for v in env.values())
+        self.device_blocks = 0
+        self.assigned: set[str] = set()  # names this scope assigned (not from a loop over a loader)
+        self.params: set[str] = set()  # the function's parameters (what the caller gives)
 
     # --- statements -----------------------------------------------------------------------------
 
@@ -170,13 +230,25 @@ class _Scope:
             self.run(stmt.body)
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.While, ast.If)):
+            # in statement order: `if torch.cuda.is_available(): x = x.cuda()` leaves `x` on the GPU, the
+            # path where `.numpy()` after it fails (the device-flow analysis joins the paths instead)
             self.run(stmt.body)
             self.run(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            block = any(  # `with torch.device("cuda"):`, `with EmptyInitOnDevice(device="cuda"):`
+                isinstance(item.context_expr, ast.Call)
+                and (
+                    (self.names.resolve(item.context_expr.func) or "") == "torch.device"
+                    or keyword(item.context_expr, "device") is not None
+                )
+                for item in stmt.items
+            )
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self.forget(item.optional_vars)
+            self.device_blocks += block  # `with torch.device("cuda"):` builds modules there
             self.run(stmt.body)
+            self.device_blocks -= block
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             self.run(stmt.body)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]
@@ -191,6 +263,10 @@ class _Scope:
                 self.env.pop(key, None)
 
     def bind(self, target: ast.AST, value_expr: ast.AST) -> None:
+        for node in ast.walk(target):
+            name = dotted(node)
+            if name is not None:
+                self.assigned.add(name)
         if isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value_expr, (ast.Tuple, ast.List)) and len(value_expr.elts) == len(target.elts):
                 values = [infer(v, self.env, self.names) for v in value_expr.elts]
@@ -199,7 +275,9 @@ class _Scope:
             else:
                 value = infer(value_expr, self.env, self.names)
                 self.forget(target)
-                if value is not None and value.kind == "tensor":  # `_, predicted = torch.max(out, 1)`
+                # `_, predicted = torch.max(out, 1)`, `values, idx = out.topk(5)`: a torch function or a
+                # tensor's method gives tensors; another function's tuple (`vae, history = fit(vae)`) may not
+                if value is not None and value.kind == "tensor" and self._gives_tensors(value_expr):
                     for element in target.elts:
                         if isinstance(element, ast.Name):
                             self.env[element.id] = Value("tensor", value.device)
@@ -234,13 +312,20 @@ class _Scope:
             value = _probably_module(value, value_expr)
         elif value is None and _batch_item(value_expr):
             value = Value("tensor", "unknown")
+        if value is not None and value.kind == "module" and value.device == "cpu":
+            if self.device_blocks or _places_itself(self.ctx, value_expr) or self._wraps(value_expr):
+                # built under `with torch.device(...)`, by a class that picks its own device, or around
+                # a module that is already somewhere (`ModelWithIntermediateLayers(model, ...)`)
+                value = Value("module", "unknown", loss=value.loss)
         if value is None:
             self.env.pop(key, None)
         else:
             self.env[key] = value
             self.has_batch = self.has_batch or value.batch
+            wrapped = bool(full) and full.endswith("DataParallel")  # (DDP too) a wrapper is no move
             if value.kind == "module" and value.device != "cpu" and old is not None and old.kind == "module":
-                self.module_moves.append((target.lineno, key))
+                if not wrapped:
+                    self.module_moves.append((target.lineno, key))
             elif value.kind == "module" and value.device != "cpu" and _is_move_chain(value_expr):
                 self.module_moves.append((target.lineno, key))
         self.losses.pop(key, None)
@@ -249,6 +334,32 @@ class _Scope:
             weight_value = infer(weight, self.env, self.names)
             if weight_value is not None and weight_value.kind == "tensor" and weight_value.device == "cpu":
                 self.losses[key] = value_expr
+
+    def _wraps(self, expr: ast.AST) -> bool:
+        """A module built around a module it is given (`Wrapper(model)`): it is where that module is."""
+        if not isinstance(expr, ast.Call):
+            return False
+        for arg in [*expr.args, *(kw.value for kw in expr.keywords)]:
+            key = dotted(arg)
+            value = self.env.get(key) if key is not None else None
+            if value is not None and value.kind == "module":
+                return True
+            # a model the caller gives is already somewhere (a name no one sets is not known to be one)
+            last = (key or "").rsplit(".", 1)[-1].lower()
+            given = (key or "").split(".", 1)[0] in self.params
+            if given and (last in _WRAPPED or last.endswith(("_model", "_net"))):
+                return True
+        return False
+
+    def _gives_tensors(self, expr: ast.AST) -> bool:
+        if not isinstance(expr, ast.Call):
+            return False
+        if (self.names.resolve(expr.func) or "").startswith("torch."):
+            return True
+        if isinstance(expr.func, ast.Attribute):
+            receiver = infer(expr.func.value, self.env, self.names)
+            return receiver is not None and receiver.kind == "tensor"
+        return False
 
     def bind_loop(self, target: ast.AST, iterable: ast.AST) -> None:
         source = iterable
@@ -267,9 +378,10 @@ class _Scope:
         if enumerated and isinstance(target, ast.Tuple) and len(target.elts) == 2:
             self.forget(target.elts[0])
             target = target.elts[1]
+        whole = isinstance(target, ast.Name)
         for node in ast.walk(target):
             if isinstance(node, ast.Name):
-                self.env[node.id] = Value("tensor", "cpu", batch=True)
+                self.env[node.id] = Value("tensor", "cpu", batch=True, whole=whole)
                 self.has_batch = True
 
     def _is_loader(self, source: ast.AST) -> bool:
@@ -277,7 +389,9 @@ class _Scope:
         if value is not None:
             return value.kind == "loader"
         key = dotted(source)
-        return key is not None and looks_like_loader_name(key) and not self.names.imports_torch_geometric
+        if key is None or key in self.assigned:  # set here from code not read (`accelerator.prepare(...)`)
+            return False
+        return looks_like_loader_name(key) and not self.names.imports_torch_geometric
 
     # --- expressions ----------------------------------------------------------------------------
 
@@ -294,8 +408,9 @@ class _Scope:
             self.module_moves.append((call.lineno, f"[{item}]"))  # `state["model"].to(device)`
             return
         if receiver is not None and receiver.kind == "tensor":
-            self.ctx.report(call, "DK002")
-            if key is not None:
+            if not receiver.whole:
+                self.ctx.report(call, "DK002")
+            if key is not None:  # (a whole batch may have moved in place: a tokenizer's BatchEncoding)
                 self.env[key] = Value("tensor", "unknown")
             return
         if receiver is None and key is not None and placement is not None:
@@ -378,6 +493,8 @@ class _Scope:
 
     def _numpy(self, call: ast.Call) -> None:
         assert isinstance(call.func, ast.Attribute)
+        if _under_a_cpu_test(call, self.ctx.parents):
+            return  # `if device == "cpu": x = x.numpy()`: only run on the CPU
         node: ast.AST = call.func.value
         while True:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -422,15 +539,18 @@ class _Scope:
         full_name = self.names.resolve(call.func) or ""
         if not (full_name.endswith("DataParallel") or full_name in _HARMLESS_CALLS):
             for key in keys:
-                value = env.get(key) if key is not None else None
-                if value is not None and value.kind == "module" and value.device == "cpu":
-                    # handed to code we cannot see, which may move it
-                    env[key] = Value("module", "unknown", loss=value.loss)  # type: ignore[index]
+                # handed to code we cannot see, which may move it (a part of it too: `model.linear1`)
+                for name in (key, key.split(".", 1)[0]) if key is not None else ():
+                    value = env.get(name)
+                    if value is not None and value.kind == "module" and value.device == "cpu":
+                        env[name] = Value("module", "unknown", loss=value.loss)
         callee = infer(call.func, env, self.names)
         cpu_model = (
             callee is not None and callee.kind == "module" and callee.device == "cpu" and not callee.loss
         )
-        unmoved = [a for a in args if self._is_unmoved_batch(a)] if self.has_batch else []
+        unmoved = (
+            [a for a in args if self._is_unmoved_batch(a) and not _cpu_lengths(a)] if self.has_batch else []
+        )
         if not (cpu_model or unmoved):
             return
         values = [infer(a, env, self.names) for a in args]
@@ -488,6 +608,52 @@ class _Scope:
                 self.ctx.report(call, "DK013")
 
 
+def _under_a_cpu_test(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Inside `if ... == "cpu":` (or a test naming a CPU constant): a branch that runs on the CPU only."""
+    child = node
+    while child in parents:
+        parent = parents[child]
+        if isinstance(parent, ast.If) and child is not parent.test and child in parent.body:
+            for part in ast.walk(parent.test):
+                if isinstance(part, ast.Constant) and part.value == "cpu":
+                    return True
+                if isinstance(part, (ast.Name, ast.Attribute)) and "CPU" in (dotted(part) or ""):
+                    return True
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        child = parent
+    return False
+
+
+def _places_itself(ctx: Context, expr: ast.AST) -> bool:
+    """`PerceptualLoss(use_gpu=True)`: a class of this file whose `__init__` takes a device (`device`,
+    `use_gpu`, `gpu_ids`) or moves something, so it is not on the CPU for sure once built."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
+        return False
+    cls = ctx.names.classes.get(expr.func.id)
+    init = (
+        next(
+            (
+                n
+                for n in cls.body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"
+            ),
+            None,
+        )
+        if cls is not None
+        else None
+    )
+    if init is None:
+        return False
+    names = [a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs]
+    if any(looks_like_device_name(n) or n in ("use_gpu", "use_cuda", "gpu_ids") for n in names):
+        return True
+    return any(
+        isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda")
+        for c in ctx.function_calls.get(init, ())
+    )
+
+
 def _first_device_id(call: ast.Call, env: dict[str, Value], names) -> int | None:
     """`device_ids[0]` of a `DataParallel(...)` call: the first listed id, 0 when none are given."""
     ids = keyword(call, "device_ids")
@@ -525,6 +691,8 @@ def _batch_item(expr: ast.AST) -> bool:
 def _probably_module(value: Value | None, expr: ast.AST) -> Value | None:
     """`model = Net().to(device)` with `Net` defined elsewhere: a module, judging by both names."""
     if value is not None and value.kind == "moved":
+        if value.device == "cpu":  # `model = model.to("cpu")`: moved, not built here (DK201 is about those)
+            return Value("module", "unknown")
         return Value("module", value.device, value.index, value.indexless)
     if value is None:
         call = expr
@@ -535,6 +703,8 @@ def _probably_module(value: Value | None, expr: ast.AST) -> Value | None:
         if isinstance(call, ast.Call) and call is expr:
             last = (dotted(call.func) or "").rsplit(".", 1)[-1]
             if last[:1].isupper() and last[1:2].islower():
+                if keyword(call, "device") is not None or keyword(call, "device_map") is not None:
+                    return Value("module", "unknown")  # `DetectMultiBackend(weights, device=device)`
                 return Value("module", "cpu")
     return value
 
@@ -549,3 +719,19 @@ def _is_move_chain(expr: ast.AST) -> bool:
             return True
         expr = expr.func.value
     return False
+
+
+def _cpu_lengths(arg: ast.AST) -> bool:
+    """`lengths`, `src_lens`, `batch["lengths"]`: sequence lengths, which a model hands to
+    `pack_padded_sequence`. That function wants them on the CPU (`torch/nn/utils/rnn.py` at v2.13.0:
+    "must be on the CPU if provided as a tensor"; a CUDA `lengths` raises "'lengths' argument should be a
+    1D CPU int64 tensor", recorded case `pack-padded-cuda-lengths`), so a batch's lengths left on the CPU
+    are right, not a missed move."""
+    if (
+        isinstance(arg, ast.Subscript)
+        and isinstance(arg.slice, ast.Constant)
+        and isinstance(arg.slice.value, str)
+    ):
+        return looks_like_lengths(arg.slice.value)
+    key = dotted(arg)
+    return key is not None and looks_like_lengths(key)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-_STMT, _OPERATION, _CALL, _CLASS_NODE, _FUNCTION, _CLASS, _CONSTANT, _IMPORT = (1 << i for i in range(8))
+_STMT, _OPERATION, _CALL, _CLASS_NODE, _FUNCTION, _CLASS, _CONSTANT, _IMPORT, _LOOP = (
+    1 << i for i in range(9)
+)
 # Fields that can hold child nodes, for the most common node types; others use `_fields`.
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     ast.Name: (),
@@ -48,6 +50,8 @@ def _kinds() -> dict[type, int]:
             kind |= _CONSTANT
         if cls in (ast.Import, ast.ImportFrom):
             kind |= _IMPORT
+        if cls in (ast.For, ast.AsyncFor, ast.comprehension):
+            kind |= _LOOP
         kinds[cls] = kind
     return kinds
 
@@ -63,7 +67,10 @@ class TreeIndex:
         calls: every call.
         owned: for each statement, the calls and operations of its own expressions (not of the
             statements nested in it), outermost first.
-        function_calls: for each function (or lambda), the calls in its body outside nested functions.
+        function_calls: for each function (or lambda), the calls in its body outside nested functions; for
+            the module itself, the calls of its top level.
+        function_loops: for each function (the module itself for its top level), its `for` loops and
+            comprehensions (what they iterate over tells a DataLoader batch).
         class_nodes: for each class, the calls and assignments anywhere in it.
         constants: every constant.
         definitions: functions and classes, in source order.
@@ -75,6 +82,7 @@ class TreeIndex:
         calls: list[ast.Call] = []
         owned: dict[ast.AST, list[ast.AST]] = defaultdict(list)
         function_calls: dict[ast.AST, list[ast.Call]] = defaultdict(list)
+        function_loops: dict[ast.AST, list[ast.AST]] = defaultdict(list)
         class_nodes: dict[ast.AST, list[ast.AST]] = defaultdict(list)
         constants: list[ast.Constant] = []
         definitions: list[ast.AST] = []
@@ -98,8 +106,9 @@ class TreeIndex:
                     owned[owner].append(node)
                 if kind & _CALL:
                     calls.append(node)  # type: ignore[arg-type]
-                    if function is not None:
-                        function_calls[function].append(node)  # type: ignore[arg-type]
+                    function_calls[function if function is not None else tree].append(node)  # type: ignore[arg-type]
+                if kind & _LOOP:
+                    function_loops[function if function is not None else tree].append(node)
                 if kind & _CLASS_NODE and cls is not None:
                     class_nodes[cls].append(node)
                 if kind & _FUNCTION:
@@ -112,11 +121,18 @@ class TreeIndex:
                 if kind & _CONSTANT:
                     constants.append(node)  # type: ignore[arg-type]
                     continue
+            fields = child_fields.get(node_type)
+            if fields is None:
+                fields = node._fields
+            elif not fields:  # a name, an alias: no children
+                continue
             children: list[ast.AST] = []
-            for name in child_fields.get(node_type) or node._fields:
+            for name in fields:
                 value = getattr(node, name, None)
                 if isinstance(value, list):
-                    children.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
+                    children.extend(
+                        [v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES)]
+                    )
                 elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
                     children.append(value)
             for child in reversed(children):
@@ -126,6 +142,7 @@ class TreeIndex:
         self.calls = calls
         self.owned = owned
         self.function_calls = function_calls
+        self.function_loops = function_loops
         self.class_nodes = class_nodes
         self.constants = constants
         self.definitions = definitions

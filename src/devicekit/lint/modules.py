@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 
 from devicekit.lint.core import Context
+from devicekit.lint.meets import MeetScan
 from devicekit.lint.names import (
     CPU_ONLY_FACTORIES,
     DEVICE_FACTORIES,
@@ -21,9 +22,9 @@ from devicekit.lint.names import (
 )
 
 _HIDDEN_METHOD = re.compile(r"hidden|init_state|begin_state|initial_state|zero_state", re.I)
-_HIDDEN_NAME = re.compile(r"^((h|c)(_?(t|n|x|0))?\d*|hid|cell|hidden\w*|state\w*|init_h\w*)$", re.I)
+HIDDEN_NAME = re.compile(r"^((h|c)(_?(t|n|x|0))?\d*|hid|cell|hidden\w*|state\w*|init_h\w*)$", re.I)
 # Methods that run on the module's device besides `forward`: Lightning's steps.
-_STEP_METHOD = re.compile(r"^(training|validation|test|predict|shared)_step$")
+_STEP_METHOD = re.compile(r"^((training|validation|test|predict|shared)_step|_forward\w*|forward_\w+)$")
 # Methods that put a freshly made tensor where it belongs: `torch.zeros(n).to(x.device)`.
 _PLACING = frozenset({"to", "cuda", "type_as", "to_device", "xpu", "mps"})
 _NOT_TENSOR_METHODS = frozenset({"numpy", "tolist", "item", "size", "dim", "numel", "stride", "data_ptr"})
@@ -89,13 +90,13 @@ class _ModuleClass:
             if name != "__init__" and self._returns_tensor(method)
         }
         init = self.methods.get("__init__")
-        if init is not None and self.ctx.wants("DK004"):
+        if init is not None and self.ctx.wants("DK004") and not _overrides_apply(self.ctx, self.cls):
+            # (a module that overrides `_apply`, which `Module.to` calls, moves its plain attributes itself)
             self._plain_tensor_attributes(init)
         if self.ctx.wants("DK005"):
             self._plain_containers()
         if self.ctx.wants("DK003", "DK006") and not self.default_device:
-            for method in self._runtime_methods():
-                self._factories(method)
+            self._runtime_factories(list(self._runtime_methods()))
 
     # --- DK004 ----------------------------------------------------------------------------------
 
@@ -170,6 +171,8 @@ class _ModuleClass:
         empty: set[str] = set()
         reported: set[str] = set()
         for method in self.methods.values():
+            reported |= self._wrapped_later(method)  # `self.blocks = nn.Sequential(*self.blocks)`
+            added = _added_modules(self.ctx.function_calls.get(method, ()))
             local: set[str] = set()
             for stmt in _statements(method.body):
                 if isinstance(stmt, ast.Assign):
@@ -187,8 +190,9 @@ class _ModuleClass:
                                         self.ctx.report(stmt, "DK005")
                             continue
                         if self._holds_modules(stmt.value, local):
+                            if attr not in reported:
+                                self.ctx.report(target, "DK005")
                             reported.add(attr)
-                            self.ctx.report(target, "DK005")
                         elif isinstance(stmt.value, (ast.List, ast.Dict)) and not (
                             getattr(stmt.value, "elts", None) or getattr(stmt.value, "keys", None)
                         ):
@@ -203,9 +207,23 @@ class _ModuleClass:
                         owner = _self_attr(call.func.value)
                         if owner in empty and owner not in reported and call.args:
                             arg = call.args[-1]
+                            if any(isinstance(n, ast.Name) and n.id in added for n in ast.walk(arg)):
+                                continue  # registered as well (`self.add_module(name, stage)`): a view
                             if self._is_module_expr(arg, local) or self._holds_modules(arg, local):
                                 reported.add(owner)
                                 self.ctx.report(stmt, "DK005")
+
+    def _wrapped_later(self, method: ast.AST) -> set[str]:
+        """Attributes the method puts in a module container from themselves: `self.x = nn.Sequential(*self.x)`
+        makes the plain list of a line above a proper submodule."""
+        wrapped = set()
+        for stmt in _statements(method.body):  # type: ignore[attr-defined]
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                if not self.ctx.names.is_module_constructor(stmt.value):
+                    continue
+                used = {_self_attr(n) for n in ast.walk(stmt.value)}
+                wrapped |= {a for a in map(_self_attr, stmt.targets) if a and a in used}
+        return wrapped
 
     # --- DK003 / DK006 --------------------------------------------------------------------------
 
@@ -230,7 +248,32 @@ class _ModuleClass:
                     if not _placed(node, parents):  # `self.mask(n).to(x.device)`: the caller places it
                         todo.append(node.func.attr)  # type: ignore[union-attr]
 
-    def _factories(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    def _runtime_factories(self, methods: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
+        """DK006 for hidden states made without a device; DK003 for other tensors made without one that
+        meet the module's data in an operation that checks devices (in the method, or, for a helper that
+        returns the tensor, where the helper's result is used)."""
+        loose = {method.name: self._factories(method) for method in methods}
+        helpers = {
+            name: found
+            for name, found in loose.items()
+            if found and name in self.tensor_methods and name != "forward"
+        }
+        known = set(self.methods)
+        for method in methods:
+            if not loose[method.name] and not self._calls_a_helper(method, helpers):
+                continue  # nothing made on the CPU here: nothing can meet
+            scan = MeetScan(method, self.ctx.names, loose[method.name], helpers, known)
+            own, from_helpers = scan.reported()
+            for node in [*(c for c in loose[method.name] if id(c) in own), *from_helpers]:
+                self.ctx.report(node, "DK003")
+
+    def _calls_a_helper(self, method: ast.AST, helpers: dict[str, list[ast.Call]]) -> bool:
+        return bool(helpers) and any(
+            _self_attr(call.func) in helpers for call in self.ctx.function_calls.get(method, ())
+        )
+
+    def _factories(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+        """Report DK006 for hidden states made without a device; the other such factory calls, for DK003."""
         names = self.ctx.names
         candidates = []
         for node in self.ctx.function_calls.get(method, ()):
@@ -241,7 +284,8 @@ class _ModuleClass:
                 continue
             candidates.append(node)
         if not candidates:
-            return
+            return []
+        loose: list[ast.Call] = []
         parents = self.ctx.parents
         moved_later = _names_moved(method)
         index_only = _index_only_names(method, parents)
@@ -255,10 +299,14 @@ class _ModuleClass:
             hidden = hidden_method or (
                 bool(self.rnn_attrs)
                 and (
-                    (assigned is not None and _HIDDEN_NAME.match(assigned)) or self._fed_to_rnn(node, parents)
+                    (assigned is not None and HIDDEN_NAME.match(assigned)) or self._fed_to_rnn(node, parents)
                 )
             )
-            self.ctx.report(node, "DK006" if hidden else "DK003")
+            if hidden:
+                self.ctx.report(node, "DK006")
+            else:
+                loose.append(node)
+        return loose
 
     def _fed_to_rnn(self, node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
         while node in parents:
@@ -268,6 +316,32 @@ class _ModuleClass:
             if isinstance(node, ast.stmt):
                 return False
         return False
+
+
+def _added_modules(calls) -> set[str]:
+    """Local names a method registers as submodules (`self.add_module(name, stage)`), from its calls."""
+    added = set()
+    for node in calls:
+        if isinstance(node.func, ast.Attribute) and len(node.args) >= 2:
+            if node.func.attr in ("add_module", "register_module") and isinstance(node.args[1], ast.Name):
+                added.add(node.args[1].id)
+    return added
+
+
+def _overrides_apply(ctx: Context, cls: ast.ClassDef, depth: int = 0) -> bool:
+    """The class, or a base class of this file, defines `_apply` (which `Module.to` calls)."""
+    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "_apply" for n in cls.body):
+        return True
+    for base in cls.bases:
+        parent = ctx.names.classes.get(base_name(base) or "")
+        if (
+            parent is not None
+            and parent is not cls
+            and depth < 8
+            and _overrides_apply(ctx, parent, depth + 1)
+        ):
+            return True
+    return False
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

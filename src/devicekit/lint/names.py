@@ -47,6 +47,7 @@ RNN_CLASSES = frozenset({"RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"}
 _MODULE_BASE = re.compile(r"(^|\.)(Module|LightningModule|Sequential|ModuleList|ModuleDict)$")
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda|rank|local_rank|gpu_id|device_id)s?$", re.I)
 _LOADER_NAME = re.compile(r"loader$", re.I)
+_LENGTHS_NAME = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)(_tensor)?$", re.I)
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -66,15 +67,30 @@ def looks_like_device_name(key: str) -> bool:
     return bool(_DEVICE_NAME.search(key.rsplit(".", 1)[-1]))
 
 
+def looks_like_lengths(key: str) -> bool:
+    """`lengths`, `src_lens`, `batch["seq_lengths"]`: sequence lengths, which `pack_padded_sequence` wants
+    on the CPU (see `devicekit.lint.flow._cpu_lengths`)."""
+    last = key.rsplit(".", 1)[-1]
+    if last.endswith(("']", '"]')) and "[" in last:
+        last = last[last.rindex("[") + 2 : -2]
+    return bool(_LENGTHS_NAME.match(last))
+
+
 def looks_like_loader_name(key: str) -> bool:
     """`loader`, `train_loader`, `self.val_dataloader` ...: a name that probably holds a DataLoader."""
     return bool(_LOADER_NAME.search(key.rsplit(".", 1)[-1]))
 
 
 class Names:
-    """The imports of one file and the `nn.Module` subclasses it defines."""
+    """The imports of one file and the `nn.Module` subclasses it defines.
 
-    def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None) -> None:
+    Relative imports (`from .model import Net`) are resolved when the file's `package` is known (the
+    project index knows it); otherwise they are left out, as before.
+    """
+
+    def __init__(
+        self, tree: ast.Module, nodes: list[ast.AST] | None = None, package: str | None = None
+    ) -> None:
         self.aliases: dict[str, str] = {}
         self._resolved: dict[ast.AST, str | None] = {}
         self.bound: set[str] = set()
@@ -91,6 +107,13 @@ class Names:
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for alias in node.names:
                     self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.ImportFrom) and node.level > 0 and package is not None:
+                # `from .model import Net` in package `pkg.sub`: `pkg.sub.model.Net` (a project's own code)
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    self.aliases[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.add(node.name)
                 self.bound.add(node.name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from devicekit.messages import Message, localised
+from devicekit.messages import Message, join, localised
 
 
 @dataclass(frozen=True)
@@ -116,10 +116,11 @@ for x, y in loader:
         code="DK003",
         scenario=3,
         name="factory-in-forward",
-        title_en="a tensor is created inside `forward` without `device=`: it lands on the CPU "
-        "(or the default device) whatever device the input is on",
-        title_zh="在 `forward` 里创建张量时没有指定 `device=`："
-        "不管输入在哪个设备上，它都会落在 CPU（或默认设备）上",
+        title_en="a tensor created without `device=` (in `forward`, or in a function that works on the "
+        "model's data) meets the input or the module's weights: it is on the CPU (or the default device) "
+        "whatever device they are on",
+        title_zh="创建张量时没有指定 `device=`（在 `forward` 里，或在处理模型数据的函数里），"
+        "它又与输入或模块的权重一起运算：不管它们在哪个设备上，它都在 CPU（或默认设备）上",
         fix_en="pass `device=x.device`, or use `x.new_zeros(...)` / `torch.zeros_like(x)`, "
         "or keep it as a buffer",
         fix_zh="传入 `device=x.device`，或改用 `x.new_zeros(...)` / `torch.zeros_like(x)`，"
@@ -303,6 +304,29 @@ arr = pred.detach().cpu().numpy()
 """,
     ),
     Rule(
+        code="DK011",
+        scenario=11,
+        name="index-on-other-device",
+        title_en="a CPU tensor is indexed with indices on an accelerator: indexing wants the indices on the "
+        "CPU or on the indexed tensor's device",
+        title_zh="用加速器上的索引去索引 CPU 张量：索引必须在 CPU 上，或与被索引的张量在同一设备上",
+        fix_en="put the table where the indices are (`table.to(idx.device)`, or a buffer of the model), "
+        "or bring the indices to the CPU (`idx.cpu()`)",
+        fix_zh="把被索引的张量放到索引所在的设备上（`table.to(idx.device)`，或注册成模型的缓冲区），"
+        "或把索引移回 CPU（`idx.cpu()`）",
+        default=True,
+        bad="""\
+table = torch.arange(10)
+idx = torch.tensor([1, 2], device="cuda")
+picked = table[idx]
+""",
+        good="""\
+table = torch.arange(10, device="cuda")
+idx = torch.tensor([1, 2], device="cuda")
+picked = table[idx]
+""",
+    ),
+    Rule(
         code="DK012",
         scenario=12,
         name="default-device-with-shuffle",
@@ -446,12 +470,12 @@ def get_rule(code: str) -> Rule:
     try:
         return RULES[code.upper()]
     except KeyError:
-        known = ", ".join(RULES)
+        known = join(RULES)
         raise localised(
             KeyError,
             Message(
-                f"unknown devicelint rule {code!r}; known: {known}",
-                f"没有 devicelint 规则 {code!r}；已有的规则：{known}",
+                f"unknown devicelint rule {code!r}; known: {known.en}",
+                f"没有 devicelint 规则 {code!r}；已有的规则：{known.zh}",
             ),
         ) from None
 
@@ -470,12 +494,12 @@ def select_codes(select: list[str] | None = None, ignore: list[str] | None = Non
         prefix = prefix.strip().upper()
         codes = {code for code in RULES if code.startswith(prefix)}
         if not codes:
-            known = ", ".join(RULES)
+            known = join(RULES)
             raise localised(
                 ValueError,
                 Message(
-                    f"{prefix!r} matches no devicelint rule; known: {known}",
-                    f"{prefix!r} 不对应任何 devicelint 规则；已有的规则：{known}",
+                    f"{prefix!r} matches no devicelint rule; known: {known.en}",
+                    f"{prefix!r} 不对应任何 devicelint 规则；已有的规则：{known.zh}",
                 ),
             )
         return codes

@@ -18,6 +18,10 @@ from devicekit.lint.names import (
 )
 
 _CUDA = re.compile(r"^(cuda|mps|xpu|npu|hpu|meta|mtia)(:(\d+))?$")
+_MODEL_CALLEE = re.compile(
+    r"(model|net|encoder|decoder|classifier|backbone|module|head|layer|block|generator|discriminator)\w*$",
+    re.I,
+)
 _NOT_TENSOR_METHODS = frozenset(
     {
         "numpy",
@@ -76,6 +80,8 @@ class Value:
         indexless: placed with a bare `"cuda"` / `.cuda()`: the current device, GPU 0 unless set.
         loss: a loss module (`nn.CrossEntropyLoss(...)`).
         batch: a tensor that came out of a DataLoader and was not moved since.
+        whole: a DataLoader's whole batch (`for batch in loader`), which may be a dict-like object whose
+            `.to()` moves in place (a tokenizer's `BatchEncoding`, a PyG `Data`).
     """
 
     kind: str
@@ -84,6 +90,7 @@ class Value:
     indexless: bool = False
     loss: bool = False
     batch: bool = False
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,14 +229,19 @@ def _infer_call(call: ast.Call, env: dict[str, Value], names: Names) -> Value | 
         if placement is None:
             return Value("device")
         return Value("device", placement.device, placement.index, placement.indexless)
-    if full.endswith("DataParallel") and call.args:  # the wrapper is where the wrapped module is
+    if full.endswith("DataParallel") and call.args:
+        # DataParallel, and DDP given `device_ids`, scatter their inputs to the device: a CPU batch is
+        # fine. Where the wrapped module is stays DK013's question (read from the call itself).
+        scatters = "Distributed" not in full or keyword(call, "device_ids") is not None or len(call.args) > 1
         inner = infer(call.args[0], env, names)
-        if inner is None or inner.kind != "module":
+        if scatters or inner is None or inner.kind != "module":
             return Value("module", "unknown")
         return replace(inner, loss=False)
     if names.is_loss_constructor(call):
         return Value("module", "cpu", loss=True)
     if names.is_module_constructor(call):
+        if keyword(call, "device_map") is not None or keyword(call, "device") is not None:
+            return Value("module", "unknown")  # placed as it is built (`from_pretrained(device_map=...)`)
         return Value("module", "cpu")
     if full.startswith("torch.optim.") and full.rsplit(".", 1)[-1][:1].isupper():
         return Value("optimizer")
@@ -252,6 +264,11 @@ def _infer_call(call: ast.Call, env: dict[str, Value], names: Names) -> Value | 
                 return None
             return replace(receiver, batch=False) if receiver.device != "cpu" else Value("tensor", "cpu")
     if full in _BUILTINS:
+        return None
+    # an unknown callable given an accelerator tensor gives one back when it is a torch function or looks
+    # like a model (`self.model(data)`); a helper of another file may return it on the CPU
+    # (`non_max_suppression` moves its detections there)
+    if not (full.startswith("torch.") or _MODEL_CALLEE.search((dotted(func) or "").rsplit(".", 1)[-1])):
         return None
     args = [infer(a, env, names) for a in call.args]
     if any(a is not None and a.kind in {"tensor", "moved"} and a.device == "accel" for a in args):

@@ -1,0 +1,1913 @@
+"""The device-flow analysis: an abstract interpretation of each function that gives every expression a
+place (`devicekit.lint.places`), and asks the rules' questions where values meet.
+
+What it follows:
+
+- assignments, tuple unpacking, `self.x` attributes (what `__init__` put there), augmented assignments;
+- branches and loops, in statement order: after an `if`, a name holds what both paths agree on, else it
+  is unknown; a loop body may not run at all;
+- containers: tuples and lists element by element, dicts by constant key, comprehensions;
+- calls within the project (the index of `devicekit.lint.project`): a function called with values whose
+  places are known is analysed with them (what it returns, what it moves in place, what meets inside it);
+  a module of a project class runs its `forward` the same way;
+- the library calls that decide places: factories (`device=` or not, `with torch.device(...)`), `.to`,
+  `.cuda`, `.cpu`, `.type_as`, `*_like`, `new_*`, `torch.from_numpy`, `torch.cat`/`stack` and the other
+  `torch` functions, module construction and moves, DataLoader batches, transform pipelines, `state_dict()`
+  values, `torch.load(..., map_location=...)`.
+
+The questions (`Questions`) are asked where two places meet in an operation that checks devices, where a
+host-only API (`.numpy()`, `np.*`) gets an accelerator tensor, and where a CPU tensor is indexed with an
+accelerator index. Anything unknown stays silent: precision first.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+
+from devicekit.lint import places as why
+from devicekit.lint.meets import MEETING_METHODS, NOT_TENSOR, NOT_TENSOR_ATTRS, REDUCTIONS
+from devicekit.lint.modules import HIDDEN_NAME
+from devicekit.lint.names import (
+    CPU_ONLY_FACTORIES,
+    DEVICE_FACTORIES,
+    DTYPES,
+    Names,
+    dotted,
+    keyword,
+    looks_like_device_name,
+    looks_like_lengths,
+    looks_like_loader_name,
+)
+from devicekit.lint.params import tensor_params
+from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
+from devicekit.lint.project import Project, SourceFile
+
+#: `torch.X` functions that give a value a place (a factory, a loader of checkpoints).
+_PLACE_FUNCTIONS = (
+    DEVICE_FACTORIES | CPU_ONLY_FACTORIES | {"tensor", "as_tensor", "from_numpy", "load", "device"}
+)
+#: What holds tensors directly: a tensor, or a batch (a tensor, or a structure of them).
+_TENSORS = ("tensor", "batch")
+#: Calls that wrap a module and leave it where it is.
+_WRAPPERS = frozenset(
+    {"DataParallel", "DistributedDataParallel", "FullyShardedDataParallel", "compile", "script", "trace"}
+)
+#: Calls that surely do not move a module handed to them.
+_HARMLESS = frozenset(
+    {"print", "len", "isinstance", "repr", "str", "type", "id", "hasattr", "getattr", "next", "iter"}
+)
+#: Methods that change a container in place.
+_MUTATORS = frozenset(
+    {"update", "append", "extend", "insert", "setdefault", "clear", "pop", "popitem", "remove"}
+)
+#: Top-level packages that are never the project's own code.
+_NOT_PROJECT = frozenset(
+    {"torch", "numpy", "np", "os", "sys", "math", "random", "re", "json", "time", "logging"}
+)
+#: Functions are followed this deep into calls, and this many call contexts per file at most.
+MAX_DEPTH = 3
+MAX_CONTEXTS = 400
+
+_ACCEL_STRING = re.compile(r"^(cuda|mps|xpu|npu|hpu|mtia)(:(\d+))?$")
+_LIKE = re.compile(r"^(zeros|ones|empty|full|rand|randn|randint)_like$")
+_NEW = re.compile(r"^new_(zeros|ones|empty|full|tensor)$")
+_SAME_PLACE_ATTRS = frozenset({"data", "T", "mT", "H", "real", "imag", "grad"})
+_RUNTIME_METHOD = re.compile(
+    r"^(forward|_forward\w*|forward_\w+|(training|validation|test|predict|shared)_step)$"
+)
+_LAUNCH_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
+_TRANSFORM_MAKERS = re.compile(r"(^|\.)transforms(\.v2)?\.(Compose|ToTensor|PILToTensor|ToImage)$")
+_NUMPY = re.compile(r"^numpy\.")
+#: NumPy functions that do not read their argument's data (so a CUDA tensor is fine).
+_NUMPY_HARMLESS = frozenset(
+    {"numpy.shape", "numpy.ndim", "numpy.isscalar", "numpy.random.seed", "numpy.dtype"}
+)
+
+
+def _label(expr: ast.AST) -> str | None:
+    """Short code for a message (`noise`, `batch["x"]`), or None when it would be long."""
+    try:
+        text = ast.unparse(expr)
+    except Exception:  # pragma: no cover - ast.unparse handles every expression
+        return None
+    return text if len(text) <= 40 and "\n" not in text else None
+
+
+def _params(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[ast.arg]:
+    args = function.args
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs]
+
+
+class Questions:
+    """The rules, asked of the analysis: each method gets what met and decides what to report.
+
+    A report goes to the node in the file being linted; when the analysis is inside a function of another
+    file, it is kept as an event that the call in this file that led there reports.
+    """
+
+    def __init__(self, analysis: FileAnalysis) -> None:
+        self.analysis = analysis
+
+    def meet(self, flow: Flow, node: ast.AST, values: list[Val], zero_dim_ok: bool) -> None:
+        """Tensors of surely different places in one operation (`x + noise`, `torch.cat([a, b])`)."""
+        kinds = (*_TENSORS, "moved")  # (a value moved whose kind is unknown, met in an operation, is data)
+        tensors = [v for v in values if v is not None and v.kind in kinds and v.place.kind != UNKNOWN]
+        hosts = [v for v in tensors if v.place.kind == HOST and not (zero_dim_ok and v.zero_dim)]
+        others = [v for v in tensors if v.place.kind in (DEVICE, INPUT)]
+        if not hosts or not others:
+            return
+        other = others[0]
+        for host in hosts:
+            if host.attribute:
+                continue  # a plain tensor attribute: DK004 reports it where it is set
+            self._mismatch(flow, node, host, other)
+
+    def module_call(self, flow: Flow, node: ast.Call, module: Val, args: list[Val]) -> None:
+        """A module called with tensors on another device than its weights (a loss without weights: its
+        arguments against each other)."""
+        if module.loss:
+            if (module.cls or "").endswith("CTCLoss"):
+                return  # its lengths (and targets) may stay on the CPU, as cuDNN's CTC wants them
+            self.meet(flow, node, args, zero_dim_ok=False)
+            return
+        tensors = [a for a in args if a is not None and a.kind in _TENSORS and a.place.kind != UNKNOWN]
+        if module.place.kind == HOST and not module.moved and module.created is not None:
+            moved = [a for a in tensors if a.place.kind == DEVICE]
+            if moved:
+                detail = _pair(module.label or "the model", module.place.why, moved[0])
+                flow.report(node, "DK201", detail)
+            return
+        if module.place.kind in (DEVICE, INPUT):
+            for arg in tensors:
+                if arg.place.kind == HOST and not arg.attribute:
+                    stand_in = Val("tensor", module.place, label=module.label, created=None)
+                    if module.place.kind == INPUT and module.label:
+                        stand_in = replace(
+                            stand_in, place=replace(module.place, why=why.submodule(module.label))
+                        )
+                        self._mismatch(flow, node, arg, stand_in, submodule=True)
+                    else:
+                        self._mismatch(flow, node, arg, stand_in)
+
+    def host_api(self, flow: Flow, node: ast.AST, value: Val | None, api: str) -> None:
+        """`.numpy()` or a NumPy function on a tensor that is on an accelerator for sure."""
+        for tensor in _tensors(value):
+            if tensor.place.kind == DEVICE:
+                detail = Message_(
+                    f"`{tensor.label or 'the tensor'}` {_en(tensor.place.why)}, and goes to `{api}`",
+                    f"`{tensor.label or '这个张量'}` {_zh(tensor.place.why)}，却交给了 `{api}`",
+                )
+                flow.report(node, "DK010", detail)
+                return
+
+    def index(self, flow: Flow, node: ast.Subscript, table: Val | None, index: Val | None) -> None:
+        """A CPU tensor indexed with an accelerator index (`cpu_table[cuda_idx]`)."""
+        if table is None or table.kind != "tensor" or table.place.kind != HOST:
+            return
+        for idx in _tensors(index):
+            if idx.place.kind == DEVICE:
+                detail = _pair(table.label or _label(node.value) or "the table", table.place.why, idx)
+                flow.report(node, "DK011", detail)
+                return
+
+    def _mismatch(self, flow: Flow, node: ast.AST, host: Val, other: Val, submodule: bool = False) -> None:
+        """A CPU tensor meets the device's: a batch never moved is DK001, a tensor made on the CPU DK003;
+        a tensor the code moved to the CPU on purpose is left alone."""
+        if host.batch:
+            if host.label and looks_like_lengths(host.label):
+                return  # sequence lengths belong on the CPU (`pack_padded_sequence`)
+            flow.report(host.node or node, "DK001", _pair(host.label, host.place.why, other))
+        elif host.made:
+            if host.label and looks_like_lengths(host.label):
+                return  # lengths for `pack_padded_sequence` or CTC belong on the CPU
+            target = flow.creation_node(host) or node
+            # an RNN's initial state made outside the module that runs it: DK006's bug, said as such
+            code = (
+                "DK006"
+                if host.label and HIDDEN_NAME.match(host.label) and isinstance(node, ast.Call)
+                else "DK003"
+            )
+            flow.report(target, code, _pair(host.label, host.place.why, other, meets_at=node))
+
+
+def _tensors(value: Val | None) -> Iterable[Val]:
+    if value is None:
+        return
+    if value.kind in (*_TENSORS, "moved"):
+        yield value
+    elif value.kind in ("seq", "dict"):
+        for _, item in value.items or ():
+            if item is not None:
+                yield from _tensors(item)
+        if value.item is not None:
+            yield from _tensors(value.item)
+
+
+def _en(message, place: Place | None = None) -> str:
+    """A reason in English; when none was recorded, what the place itself says."""
+    if message is not None:
+        return message.en
+    return why.default_reason(place or Place(HOST)).en
+
+
+def _zh(message, place: Place | None = None) -> str:
+    if message is not None:
+        return message.zh
+    return why.default_reason(place or Place(HOST)).zh
+
+
+def Message_(en: str, zh: str):  # noqa: N802 - a tiny alias that keeps the lines short
+    from devicekit.messages import Message
+
+    return Message(en, zh)
+
+
+def _pair(label: str | None, reason, other: Val, meets_at: ast.AST | None = None):
+    """ "`noise` is created on the CPU at line 3; `x` is an input of `forward`, on the module's device"."""
+    first = label or "this tensor"
+    second = other.label or "the other operand"
+    line = f" (line {meets_at.lineno})" if meets_at is not None and hasattr(meets_at, "lineno") else ""
+    line_zh = f"（第 {meets_at.lineno} 行）" if meets_at is not None and hasattr(meets_at, "lineno") else ""
+    return Message_(
+        f"`{first}` {_en(reason)}; it meets `{second}`{line}, which {_en(other.place.why, other.place)}",
+        f"`{first}` {_zh(reason)}；它与 `{second}` 相遇{line_zh}，而后者{_zh(other.place.why, other.place)}",
+    )
+
+
+class FileAnalysis:
+    """The analysis of one file, with the project in view."""
+
+    def __init__(self, ctx, project: Project, source: SourceFile) -> None:
+        self.ctx = ctx
+        self.project = project
+        self.source = source
+        self.questions = Questions(self)
+        self.summaries: dict[tuple, Val | None] = {}
+        self.active: set[int] = set()
+        self.contexts = 0
+        self.class_attrs: dict[int, dict[str, Val]] = {}
+        self.default_device = _sets_default_device(source, ctx.calls)
+        self.worth: dict[int, bool] = {}
+        self.known_globals: set[str] = set()
+        self._current: ast.AST | None = None
+
+    def run(self) -> None:
+        """Interpret the module's body, then every function and method with what it is known to receive."""
+        top = Flow(self, self.source, self.source.tree, {})
+        if self.worth_reading(self.source, self.source.tree):  # a script's top level
+            top.run(self.source.tree.body)
+        globals_ = {k: v for k, v in top.env.items() if "." not in k}
+        self.known_globals = {k for k, v in globals_.items() if v.place.kind != UNKNOWN or v.kind == "module"}
+        for node in self.source.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if self.worth_reading(self.source, node):
+                    self._entry(node, dict(globals_), None)
+            elif isinstance(node, ast.ClassDef):
+                methods = [
+                    item
+                    for item in node.body
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and item.name != "__init__"
+                    and self.worth_reading(self.source, item)
+                ]
+                module = self.project.is_module_class(self.source, node)
+                init = _method(node, "__init__")
+                if module and init is not None and self._may_leave_a_cpu_tensor(node):
+                    self.attributes(self.source, node, module)  # DK004 on what __init__ leaves on the CPU
+                if not methods:
+                    continue
+                attrs = self.attributes(self.source, node, module)
+                for item in methods:
+                    self._entry(item, dict(globals_), (node, module, attrs))
+
+    # --- which functions can say anything ------------------------------------------------------------
+
+    def worth_reading(self, source: SourceFile, function: ast.AST) -> bool:
+        """Whether a function holds anything that gives a value a known place: a factory on the CPU or on
+        a device it names, a move, a host API, a DataLoader or its batches, a module built, a known global,
+        or a call to a function of the project (or a method of its class) that is worth reading itself.
+        One without any of these can only produce unknowns, and is not interpreted."""
+        key = id(function)
+        worth = self.worth if source is self.source else self.project.cache.setdefault("worth", {})
+        if key in worth:
+            return worth[key]
+        worth[key] = False  # a recursive call answers no
+        if source is self.source:
+            calls = self.ctx.function_calls.get(function, [])
+            loops = self.ctx.index.function_loops.get(function, [])
+        else:
+            calls, loops = _calls_and_loops(function)
+        outer, self._current = self._current, function
+        try:
+            answer = any(self._gives_a_place(source, call) for call in calls) or any(
+                self._loops_over_a_loader(source, loop) for loop in loops
+            )
+        finally:
+            self._current = outer
+        worth[key] = answer
+        return answer
+
+    def _gives_a_place(self, source: SourceFile, call: ast.Call) -> bool:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "type_as", "type", "numpy"):
+            return True
+        if isinstance(func, ast.Name) and source is self.source and func.id in self.known_globals:
+            return True
+        full = source.names.resolve(func) or ""
+        if full.startswith("torch."):
+            if full[6:] in _PLACE_FUNCTIONS:  # a factory on the CPU, or on a device named here
+                device = keyword(call, "device")
+                return device is None or isinstance(device, (ast.Constant, ast.JoinedStr))
+            return full.startswith("torch.nn.") and full.rsplit(".", 1)[-1][:1].isupper()
+        if full in ("next", "DataLoader") or full.endswith(("DataLoader", ".Compose", ".ToTensor")):
+            return True
+        if full.split(".", 1)[0] in _NOT_PROJECT:
+            return False
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+        ):
+            owner = _enclosing_class(source, self._current) if self._current is not None else None
+            helper = _method(owner, func.attr) if owner is not None else None
+            return helper is not None and self.worth_reading(source, helper)  # a helper that places things
+        if source.names.is_module_constructor(call):
+            return True
+        found = self.project.lookup(full, source)
+        if found is None:
+            return False
+        if isinstance(found[1], ast.ClassDef):
+            return self.project.is_module_class(found[0], found[1])
+        return self.worth_reading(found[0], found[1])
+
+    def _loops_over_a_loader(self, source: SourceFile, loop: ast.AST) -> bool:
+        iterable = loop.iter  # type: ignore[attr-defined]
+        while isinstance(iterable, ast.Call) and iterable.args:
+            if (source.names.resolve(iterable.func) or "") not in _LAUNCH_WRAPPERS:
+                break
+            iterable = iterable.args[0]
+        key = dotted(iterable)
+        return key is not None and (looks_like_loader_name(key) or key in self.known_globals)
+
+    def _entry(self, function, env: dict[str, Val], owner) -> Flow:
+        params = _params(function)
+        for arg in params:
+            env.pop(arg.arg, None)
+        self_name = params[0].arg if owner is not None and params else None
+        if owner is not None:
+            cls, module, attrs = owner
+            for key, value in attrs.items():
+                env[f"{self_name}.{key}"] = value
+            if module and _RUNTIME_METHOD.match(function.name):
+                for name in tensor_params(function):
+                    env[name] = Val("tensor", Place(INPUT, why=why.module_input(function.name)), label=name)
+        for name, value in self.device_params(function).items():
+            env.setdefault(name, value)
+        flow = Flow(self, self.source, function, env, self_name=self_name)
+        if owner is not None and owner[1]:
+            flow.module_place = Place(INPUT, why=why.module_device())
+        flow.run(function.body)
+        return flow
+
+    # --- classes ------------------------------------------------------------------------------------
+
+    def attributes(self, source: SourceFile, cls: ast.ClassDef, module: bool) -> dict[str, Val]:
+        """What `__init__` puts in `self.x`, as the other methods see it: submodules, buffers and parameters
+        are where the module is (`input`), plain tensors stay where they were made."""
+        key = id(cls)
+        if key in self.class_attrs:
+            return self.class_attrs[key]
+        self.class_attrs[key] = {}
+        init = next(
+            (
+                n
+                for n in cls.body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"
+            ),
+            None,
+        )
+        if init is None or not _params(init):
+            return {}
+        self_name = _params(init)[0].arg
+        env: dict[str, Val] = {}
+        for arg in _params(init)[1:]:
+            if arg.arg in self.device_params(init):
+                env[arg.arg] = self.device_params(init)[arg.arg]
+        flow = Flow(self, source, init, env, self_name=self_name, quiet=True)
+        flow.run(init.body)
+        registered = _registered(self.ctx.class_nodes.get(cls) if source is self.source else None, cls)
+        attrs: dict[str, Val] = {}
+        prefix = f"{self_name}."
+        for name, value in flow.env.items():
+            if not name.startswith(prefix) or "." in name[len(prefix) :]:
+                continue
+            attr = name[len(prefix) :]
+            if module and (value.kind == "module" or attr in registered):
+                attrs[attr] = Val(
+                    value.kind, Place(INPUT, why=why.submodule(f"{self_name}.{attr}")), label=name
+                )
+            elif value.kind == "tensor" and value.place.kind == HOST:
+                if (
+                    module
+                    and value.made
+                    and source is self.source
+                    and isinstance(value.node, ast.AST)
+                    and not self.moves_its_tensors(source, cls)
+                ):
+                    # DK004 through the analysis: `self.pe = torch.cat([...])`, `self.pe = make_table(n)`
+                    detail = Message_(
+                        f"`{name}` {_en(value.place.why)}, and stays there when the module moves",
+                        f"`{name}` {_zh(value.place.why)}，模块移动时它仍留在原处",
+                    )
+                    self.ctx.report(value.node, "DK004", detail)
+                attrs[attr] = replace(value, attribute=module, created=None, label=name)
+            elif value.kind in ("tensor", "device"):
+                attrs[attr] = replace(value, created=None, label=name)
+        if module:
+            for name in registered - set(attrs):  # `self.register_buffer("scale", ...)`
+                attrs[name] = Val(
+                    "tensor",
+                    Place(INPUT, why=why.buffer_of(f"{self_name}.{name}")),
+                    label=f"{self_name}.{name}",
+                )
+        self.class_attrs[key] = attrs
+        return attrs
+
+    def _may_leave_a_cpu_tensor(self, cls: ast.ClassDef) -> bool:
+        """Whether `__init__` sets a `self.x` from a call that may make a CPU tensor: a `torch` function or
+        one of the project's (a module built with `nn.*` cannot)."""
+        for node in self.ctx.class_nodes.get(cls, ()):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            if not any(isinstance(t, ast.Attribute) for t in node.targets):
+                continue
+            full = self.source.names.resolve(node.value.func) or ""
+            if full.startswith("torch.") and not full.startswith("torch.nn."):
+                return True
+            if self.project.lookup(full, self.source) is not None:
+                return True
+        return False
+
+    def places_itself(self, source: SourceFile, cls: ast.ClassDef) -> bool:
+        """Whether a project class puts itself on a device as it is built: its `__init__` takes a device
+        (`device`, `use_gpu`, `gpu_ids`) or moves something (`.to(...)`, `.cuda()`)."""
+        cache = self.project.cache.setdefault("places-itself", {})
+        if id(cls) not in cache:
+            init = _method(cls, "__init__")
+            answer = False
+            if init is not None:
+                names = [a.arg for a in _params(init)]  # type: ignore[arg-type]
+                answer = any(
+                    looks_like_device_name(n) or n in ("use_gpu", "use_cuda", "gpu_ids") for n in names
+                )
+                answer = answer or any(
+                    isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda")
+                    for c in _calls_and_loops(init)[0]
+                )
+            cache[id(cls)] = answer
+        return cache[id(cls)]
+
+    def changed_params(self, function: ast.AST) -> set[str]:
+        """`_changed_params` of a function, kept for the project: the parameters it sets attributes on (a
+        hook, a wrapped forward: what that does later, the analysis cannot see)."""
+        cache = self.project.cache.setdefault("changed-params", {})
+        if id(function) not in cache:
+            cache[id(function)] = _changed_params(function)
+        return cache[id(function)]
+
+    def device_params(self, function: ast.AST) -> dict[str, Val]:
+        """`_device_params` of a function, kept for the project (the same function is asked often)."""
+        cache = self.project.cache.setdefault("device-params", {})
+        if id(function) not in cache:
+            cache[id(function)] = _device_params(function)
+        return cache[id(function)]
+
+    def moves_its_tensors(self, source: SourceFile, cls: ast.ClassDef, depth: int = 0) -> bool:
+        """Whether the class (or a base of it in the project) overrides `_apply`, which `Module.to` calls:
+        then it moves its plain tensor attributes itself (YOLOv5's `stride`)."""
+        if _method(cls, "_apply") is not None:
+            return True
+        if depth > 6:
+            return False
+        for base in cls.bases:
+            found = self.project.lookup(source.names.resolve(base) or "", source)
+            if found is not None and isinstance(found[1], ast.ClassDef):
+                if self.moves_its_tensors(found[0], found[1], depth + 1):
+                    return True
+        return False
+
+    # --- calls into the project ---------------------------------------------------------------------
+
+    def call(
+        self,
+        flow: Flow,
+        node: ast.Call,
+        target: tuple[SourceFile, ast.AST],
+        args: list[Val | None],
+        kwargs: dict[str, Val | None],
+        self_val: Val | None,
+    ) -> Val | None:
+        """Analyse a project function (or a module's `forward`) called with these values; what it returns.
+
+        A function of this file is analysed here, and what meets inside it is reported where it happens.
+        One of another file is analysed once per project for each kind of arguments: what meets inside it
+        is reported at this call, and the analysis is kept for the other files that call it alike.
+        """
+        source, function = target
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        if flow.depth >= MAX_DEPTH or id(function) in self.active or self.contexts >= MAX_CONTEXTS:
+            return None
+        if not self.worth_reading(source, function):
+            return None
+        foreign = source is not self.source or flow.events is not None
+        signature = (
+            id(function),
+            tuple(_signature(a) for a in args),
+            tuple(sorted((k, _signature(v)) for k, v in kwargs.items())),
+            _signature(self_val),
+        )
+        cache = self.project.cache.setdefault("calls", {}) if foreign else self.summaries
+        if signature not in cache:
+            cache[signature] = self._analyse(flow, node, source, function, args, kwargs, self_val, foreign)
+        result, moves, events = cache[signature]
+        for code, detail in events:
+            if source is not self.source and flow.events is None:  # say which file it happened in
+                name = source.path.replace("\\", "/").rsplit("/", 1)[-1]
+                detail = Message_(f"in `{name}`: {detail.en}", f"在 `{name}` 里：{detail.zh}")
+            flow.report(node, code, detail)
+        for index, value in moves.items():  # a module moved in place in the callee is moved for the caller
+            if index < len(node.args):
+                key = dotted(node.args[index])
+                if key is not None and key in flow.env:
+                    flow.env[key] = replace(flow.env[key], place=value.place, moved=True)
+        if result is not None and result.place.kind != UNKNOWN:
+            reason = why.returned_by(function.name, node.lineno, result.place.why)
+            result = replace(result, label=None, place=replace(result.place, why=reason))
+        return result
+
+    def _analyse(self, flow, node, source, function, args, kwargs, self_val, foreign):
+        params = _params(function)
+        env: dict[str, Val] = {}
+        names = [p.arg for p in params]
+        offset = 0
+        self_name = None
+        if self_val is not None and names:
+            self_name = names[0]
+            offset = 1
+            if self_val.cls is not None:
+                found = self.project.lookup(self_val.cls, source)
+                if found is not None and isinstance(found[1], ast.ClassDef):
+                    is_module = self.project.is_module_class(found[0], found[1])
+                    for key, value in self.attributes(found[0], found[1], is_module).items():
+                        if value.place.kind == INPUT and self_val.place.kind in (HOST, DEVICE):
+                            value = replace(value, place=self_val.place)
+                        env[f"{self_name}.{key}"] = value
+        line = None if foreign else node.lineno
+        bound: dict[str, int] = {}
+        for i, value in enumerate(args):
+            if i + offset < len(names) and value is not None:
+                name = names[i + offset]
+                env[name] = _as_param(value, name, line)
+                bound[name] = i
+        for key, value in kwargs.items():
+            if key in names and value is not None:
+                env[key] = _as_param(value, key, line)
+        passed = {names[i + offset] for i in range(len(args)) if i + offset < len(names)} | set(kwargs)
+        defaults = self.device_params(function)
+        for name in names[offset:]:
+            if name not in passed and name in defaults:  # not given: its default decides
+                env[name] = defaults[name]
+            elif name in passed and name not in env and looks_like_device_name(name):
+                env[name] = Val("device", UNKNOWN_PLACE)  # given, but what is not known: no guess by name
+        self.contexts += 1
+        self.active.add(id(function))
+        events: list = [] if foreign else None  # type: ignore[assignment]
+        try:
+            inner = Flow(
+                self, source, function, env, events=events, self_name=self_name, depth=flow.depth + 1
+            )
+            if self_val is not None and self_val.kind == "module":
+                inner.module_place = self_val.place
+            inner.run(function.body)
+        finally:
+            self.active.discard(id(function))
+        result = inner.returned()
+        if result is not None and foreign:
+            result = replace(result, created=None)
+        moves = {}
+        for name, index in bound.items():
+            after = inner.env.get(name)
+            if after is not None and after.kind == "module" and after.moved:
+                moves[index] = after
+        return result, moves, tuple(events or ())
+
+
+def _as_param(value: Val, name: str, line: int | None) -> Val:
+    """An argument as the callee sees it: under the parameter's name, coming from the caller."""
+    if value.place.kind == UNKNOWN:
+        return value.named(name)
+    return replace(value, label=name, place=replace(value.place, why=why.from_caller(line, value.place.why)))
+
+
+def _signature(value: Val | None) -> tuple | None:
+    if value is None:
+        return None
+    return (
+        value.kind,
+        value.place.kind,
+        value.place.device,
+        value.batch,
+        value.moved,
+        value.cls,
+        value.zero_dim,
+    )
+
+
+def _device_params(function: ast.AST) -> dict[str, Val]:
+    """What the parameters named like a device (`device`, `args_device`, `local_rank`) hold when nothing
+    else is known: an accelerator when they have no default or a device string as default; unknown when
+    they default to something else, `None` above all (`if device is not None: x = x.to(device)`)."""
+    args = function.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    defaults: dict[str, ast.AST | None] = dict.fromkeys(a.arg for a in [*positional, *args.kwonlyargs])
+    for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):
+        defaults[arg.arg] = default
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        defaults[arg.arg] = default
+    found = {}
+    for name, default in defaults.items():
+        if not looks_like_device_name(name):
+            continue
+        if default is None or (
+            isinstance(default, ast.Constant)
+            and isinstance(default.value, str)
+            and _ACCEL_STRING.match(default.value)
+        ):
+            found[name] = Val("device", Place(DEVICE, device=name))
+        else:
+            found[name] = Val("device", UNKNOWN_PLACE)
+    return found
+
+
+def _registered(nodes: list[ast.AST] | None, cls: ast.ClassDef) -> set[str]:
+    """Names given to `register_buffer` / `register_parameter` / `register_module` in the class (`nodes`:
+    its calls, when the file's index has them)."""
+    found = set()
+    for node in nodes if nodes is not None else ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in {"register_buffer", "register_parameter", "register_module", "add_module"}:
+                if (
+                    node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                ):
+                    found.add(node.args[0].value)
+    return found
+
+
+def _sets_default_device(source: SourceFile, calls: list[ast.Call]) -> bool:
+    """Whether the file makes an accelerator the default device (factories then land there)."""
+    for node in calls:
+        if isinstance(node.func, ast.Attribute) and node.func.attr in (
+            "set_default_device",
+            "set_default_tensor_type",
+        ):
+            arg = node.args[0] if node.args else None
+            if not (isinstance(arg, ast.Constant) and str(arg.value).startswith(("cpu", "torch.Float"))):
+                return True
+    return False
+
+
+class Flow:
+    """One pass over a function's body in statement order, keeping what each name holds.
+
+    Args:
+        analysis: the file's analysis (questions, project, summaries).
+        source: the file the function is in.
+        function: the function (or the module, for its top level).
+        env: what names hold on entry.
+        events: where to keep what it finds, when `function` is in another file than the one being
+            linted (the call that led there reports it); None to report in place.
+        self_name: the name of `self` in a method.
+        quiet: ask no questions (a class's `__init__`, read for its attributes).
+        depth: how many calls deep.
+    """
+
+    def __init__(
+        self,
+        analysis: FileAnalysis,
+        source: SourceFile,
+        function: ast.AST,
+        env: dict[str, Val],
+        events: list | None = None,
+        self_name: str | None = None,
+        quiet: bool = False,
+        depth: int = 0,
+    ) -> None:
+        self.analysis = analysis
+        self.source = source
+        self.names: Names = source.names
+        self.function = function
+        self.env = env
+        self.events = events
+        self.self_name = self_name
+        self.quiet = quiet
+        self.depth = depth
+        self.returns: list[Val | None] = []
+        self.device_blocks: list[Place] = []
+        self.bound: set[str] = set()  # the names this function has assigned so far
+        self.module_place: Place | None = None  # in a module's method: where the module is
+        self.name = getattr(function, "name", None)
+
+    # --- reports ------------------------------------------------------------------------------------
+
+    def report(self, node: ast.AST, code: str, detail) -> None:
+        if self.quiet:
+            return
+        if self.events is not None:
+            self.events.append((code, detail))
+            return
+        if self.source is not self.analysis.source:
+            return
+        target = node
+        if code == "DK003":  # an RNN's hidden state made on the CPU is DK006's, said where it is made
+            where = (getattr(target, "lineno", 1), getattr(target, "col_offset", 0) + 1)
+            if (*where, "DK006") in self.analysis.ctx.found:
+                return
+        self.analysis.ctx.report(target, code, detail)
+
+    def creation_node(self, value: Val) -> ast.AST | None:
+        """Where a CPU tensor of this file was made (DK003 is reported at the factory call)."""
+        if value.created is None or self.events is not None:
+            return None
+        line, col = value.created
+        node = ast.Constant(value=None)
+        node.lineno, node.col_offset = line, col
+        return node
+
+    def returned(self) -> Val | None:
+        if not self.returns:
+            return None
+        result = self.returns[0]
+        for value in self.returns[1:]:
+            result = join(result, value)
+        return result
+
+    # --- statements ---------------------------------------------------------------------------------
+
+    def run(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.env.pop(stmt.name, None)
+        elif isinstance(stmt, ast.Assign):
+            value = self.ev(stmt.value)
+            for target in stmt.targets:
+                self.bind(target, value, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.bind(stmt.target, self.ev(stmt.value), stmt.value)
+        elif isinstance(stmt, ast.AugAssign):
+            left = self.ev(stmt.target)
+            right = self.ev(stmt.value)
+            self.analysis.questions.meet(self, stmt, [left, right], zero_dim_ok=True)
+            key = dotted(stmt.target)
+            if key is not None and left is None:
+                self.env.pop(key, None)
+        elif isinstance(stmt, ast.Expr):
+            self.expression_statement(stmt.value)
+        elif isinstance(stmt, ast.Return):
+            self.returns.append(self.ev(stmt.value) if stmt.value is not None else None)
+        elif isinstance(stmt, ast.If):
+            self.ev(stmt.test)
+            self.branches([stmt.body, stmt.orelse])
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            before = dict(self.env)
+            self.bind_loop(stmt.target, stmt.iter)
+            self.run(stmt.body)
+            self.env = join_envs(before, self.env, before)
+            self.run(stmt.orelse)
+        elif isinstance(stmt, ast.While):
+            self.ev(stmt.test)
+            before = dict(self.env)
+            self.run(stmt.body)
+            self.env = join_envs(before, self.env, before)
+            self.run(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            pushed = 0
+            expects_an_error = False
+            for item in stmt.items:
+                place = self.device_block(item.context_expr)
+                if place is not None:
+                    self.device_blocks.append(place)
+                    pushed += 1
+                else:
+                    expects_an_error = expects_an_error or _expects_an_error(item.context_expr)
+                    self.ev(item.context_expr)
+                if item.optional_vars is not None:
+                    self.forget(item.optional_vars)
+            quiet, self.quiet = self.quiet, self.quiet or expects_an_error  # `pytest.raises`: on purpose
+            try:
+                self.run(stmt.body)
+            finally:
+                self.quiet = quiet
+            for _ in range(pushed):
+                self.device_blocks.pop()
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            # the body, or a handler after it failed somewhere: the paths joined (a handler that raises
+            # again does not reach the join)
+            self.branches([stmt.body, *(handler.body for handler in stmt.handlers)])  # type: ignore[attr-defined]
+            self.run(stmt.orelse)  # type: ignore[attr-defined]
+            self.run(stmt.finalbody)  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                self.forget(target)
+        elif isinstance(stmt, (ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.Pass, ast.Break)):
+            return
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.ev(child)
+
+    def branches(self, bodies: list[list[ast.stmt]]) -> None:
+        before, bound = self.env, self.bound
+        results: list[tuple[dict[str, Val], set[str]]] = []
+        assigned: set[str] = set()
+        for body in bodies:
+            self.env, self.bound = dict(before), set(bound)
+            self.run(body)
+            assigned |= self.bound
+            if not _leaves(body):
+                results.append((self.env, self.bound - bound))
+        self.bound = bound | assigned
+        if not results:
+            self.env = dict(before)
+            return
+        self.env, names = results[0]
+        for other, other_names in results[1:]:
+            self.env = join_envs(self.env, other, before, names, other_names)
+            names = names | other_names
+
+    def expression_statement(self, expr: ast.AST) -> None:
+        """`model.to(device)` moves a module in place; `x.to(device)` alone moves nothing (DK002 says so)."""
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in ("to", "cuda", "cpu")
+        ):
+            receiver = self.ev(expr.func.value)
+            place = self.move(expr)
+            key = dotted(expr.func.value)
+            if receiver is not None and receiver.kind == "module" and key is not None:
+                if place is not None:
+                    self.env[key] = receiver.at(place, moved=True)
+                elif not self.dtype_only(expr):
+                    self.env[key] = receiver.at(UNKNOWN_PLACE, moved=True)
+            elif receiver is not None and receiver.kind in _TENSORS and place is not None:
+                if receiver.whole:  # a whole batch may move in place (a tokenizer's `BatchEncoding`)
+                    if key is not None:
+                        self.env[key] = receiver.at(UNKNOWN_PLACE, moved=True)
+                else:
+                    self.report(expr, "DK002", _dropped(receiver, expr))
+            self.args(expr)
+            return
+        self.ev(expr)
+
+    def bind(self, target: ast.AST, value: Val | None, expr: ast.AST | None) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            items = _elements(value, len(target.elts))
+            for element, item in zip(target.elts, items, strict=True):
+                if isinstance(element, ast.Starred):
+                    self.forget(element)
+                else:
+                    self.bind(element, item, None)
+            return
+        key = dotted(target)
+        if key is None:
+            if isinstance(target, ast.Subscript):
+                self.store_item(target, value)
+            return
+        self.bound.add(key)
+        if value is None:
+            self.env.pop(key, None)
+            for name in [k for k in self.env if k.startswith(key + ".")]:
+                del self.env[name]
+            return
+        label = key if len(key) <= 40 else None
+        if self.self_name is not None and key.startswith(self.self_name + "."):
+            self.env[key] = replace(value, label=label, node=target)  # where an attribute is set (DK004)
+        else:
+            self.env[key] = value.named(label)
+
+    def store_item(self, target: ast.Subscript, value: Val | None) -> None:
+        """`d[k] = v`: a container's content changes (a tensor written into stays where it is)."""
+        container = self.ev(target.value)
+        key = dotted(target.value)
+        if container is None or key is None or container.kind == "tensor":
+            return
+        if (
+            container.kind == "dict"
+            and isinstance(target.slice, ast.Constant)
+            and container.items is not None
+        ):
+            items = tuple((k, v) for k, v in container.items if k != target.slice.value)
+            items += ((target.slice.value, value),)
+            self.env[key] = replace(container, items=items, item=_common([v for _, v in items]))
+        else:
+            self.env.pop(key, None)  # written by a key the analysis cannot follow: unknown from now on
+
+    def forget(self, target: ast.AST) -> None:
+        for node in ast.walk(target):
+            key = dotted(node)
+            if key is not None:
+                self.env.pop(key, None)
+
+    def bind_loop(self, target: ast.AST, iterable: ast.AST) -> None:
+        source = iterable
+        enumerated = False
+        while isinstance(source, ast.Call) and source.args:
+            full = self.names.resolve(source.func) or ""
+            if full not in _LAUNCH_WRAPPERS:
+                break
+            enumerated = enumerated or full == "enumerate"
+            source = source.args[0]
+        value = self.ev(source)
+        if value is None and not self.names.imports_torch_geometric:
+            key = dotted(source)
+            # a name set here from code the analysis cannot read (`accelerator.prepare(...)`) is no guess
+            if key is not None and key not in self.bound and looks_like_loader_name(key):
+                value = Val("loader", Place(HOST), label=key)
+        if enumerated and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            self.forget(target.elts[0])
+            target = target.elts[1]
+        if value is not None and value.kind == "loader":
+            line = getattr(iterable, "lineno", 0)
+            batch = Val(
+                "batch",
+                Place(HOST, why=why.batch_from(value.label or "the DataLoader", line)),
+                batch=True,
+                whole=isinstance(target, ast.Name),
+            )
+            self.bind(target, batch, None)
+            return
+        element = None
+        if value is not None and value.kind in ("seq", "dict"):
+            element = value.item
+        self.bind(target, element, None)
+
+    # --- expressions --------------------------------------------------------------------------------
+
+    def ev(self, expr: ast.AST | None) -> Val | None:
+        """What `expr` holds (None when unknown), asking the questions of the operations in it."""
+        kind = type(expr)
+        if kind is ast.Name:  # the most common expression: a plain lookup
+            value = self.env.get(expr.id)  # type: ignore[union-attr]
+            if value is not None and value.batch:
+                return replace(value, node=expr)
+            return value
+        if expr is None:
+            return None
+        if kind is ast.Attribute:
+            key = dotted(expr)
+            if key is not None and key in self.env:
+                value = self.env[key]
+                return replace(value, node=expr) if value.batch else value
+            inner = self.ev(expr.value)  # type: ignore[union-attr]
+            if inner is None:
+                return None
+            if expr.attr in _SAME_PLACE_ATTRS and inner.kind == "tensor":  # type: ignore[union-attr]
+                return inner
+            if expr.attr == "device" and inner.kind in ("tensor", "module"):  # type: ignore[union-attr]
+                return Val("device", inner.place)
+            if inner.kind == "batch" and expr.attr not in NOT_TENSOR_ATTRS:  # type: ignore[union-attr]
+                return replace(inner, kind="tensor", label=_label(expr))
+            return None
+        if kind is ast.Constant:
+            value = expr.value  # type: ignore[union-attr]
+            if isinstance(value, str) and (value == "cpu" or _ACCEL_STRING.match(value)):
+                return Val("device", self.place_of(expr, getattr(expr, "lineno", 0)) or UNKNOWN_PLACE)
+            return None
+        if isinstance(expr, ast.BinOp):
+            left, right = self.ev(expr.left), self.ev(expr.right)
+            if isinstance(expr.op, ast.Mod) and isinstance(expr.left, (ast.Constant, ast.JoinedStr)):
+                return None
+            self.analysis.questions.meet(
+                self, expr, [left, right], zero_dim_ok=not isinstance(expr.op, ast.MatMult)
+            )
+            return _result([left, right], expr)
+        if isinstance(expr, ast.Compare):
+            values = [self.ev(expr.left), *(self.ev(c) for c in expr.comparators)]
+            self.analysis.questions.meet(self, expr, values, zero_dim_ok=True)
+            return _result(values, expr)
+        if isinstance(expr, ast.BoolOp):
+            values = [self.ev(v) for v in expr.values]
+            return None
+        if isinstance(expr, ast.UnaryOp):
+            return self.ev(expr.operand)
+        if isinstance(expr, ast.IfExp):
+            self.ev(expr.test)
+            return join(self.ev(expr.body), self.ev(expr.orelse))
+        if isinstance(expr, ast.Subscript):
+            return self.subscript(expr)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            items = [self.ev(e) for e in expr.elts if not isinstance(e, ast.Starred)]
+            if any(isinstance(e, ast.Starred) for e in expr.elts):
+                return None
+            return Val("seq", items=tuple(enumerate(items)), item=_common(items))
+        if isinstance(expr, ast.Dict):
+            pairs = []
+            for key, value in zip(expr.keys, expr.values, strict=True):
+                item = self.ev(value)
+                if key is not None and isinstance(key, ast.Constant):
+                    pairs.append((key.value, item))
+                elif key is None:
+                    return None
+            return Val("dict", items=tuple(pairs), item=_common([v for _, v in pairs]))
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
+            return self.comprehension(expr)
+        if isinstance(expr, ast.Call):
+            value = self.call(expr)
+            if value is not None and value.label is None:
+                value = replace(value, label=_label(expr))
+            return value
+        if isinstance(expr, ast.Starred):
+            return self.ev(expr.value)
+        if isinstance(expr, ast.NamedExpr):
+            value = self.ev(expr.value)
+            self.bind(expr.target, value, expr.value)
+            return value
+        return None
+
+    def subscript(self, expr: ast.Subscript) -> Val | None:
+        base = self.ev(expr.value)
+        index = self.ev(expr.slice) if not isinstance(expr.slice, ast.Slice) else None
+        if base is None:
+            return None
+        if base.kind == "tensor":
+            self.analysis.questions.index(self, expr, base, index)
+            parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+            slices = all(
+                isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value in (None, Ellipsis))
+                for p in parts
+            )
+            return replace(base, label=_label(expr), zero_dim=base.zero_dim if slices else None, node=expr)
+        if base.kind == "batch":
+            return replace(base, kind="tensor", label=_label(expr), node=expr, whole=False)
+        if base.kind in ("seq", "dict"):
+            if isinstance(expr.slice, ast.Constant):
+                for key, item in base.items or ():
+                    if key == expr.slice.value:
+                        return item.named(_label(expr)) if item is not None else None
+                if base.kind == "dict" and base.items is not None:
+                    return None
+            if isinstance(expr.slice, ast.Slice):
+                return base if base.kind == "seq" else None
+            return base.item.named(_label(expr)) if base.item is not None else None
+        if base.kind == "any":
+            return Val("any", base.place, label=_label(expr))
+        return None
+
+    def comprehension(self, expr: ast.AST) -> Val | None:
+        saved = dict(self.env)
+        for generator in expr.generators:  # type: ignore[attr-defined]
+            iterable = self.ev(generator.iter)
+            element = None
+            if iterable is not None:
+                if iterable.kind == "loader":
+                    element = Val("batch", Place(HOST), batch=True)
+                elif iterable.kind in ("seq", "dict"):
+                    element = iterable.item
+                elif iterable.kind == "items":
+                    element = Val("seq", items=((0, None), (1, iterable.item)), item=None)
+            self.bind(generator.target, element, None)
+        try:
+            if isinstance(expr, ast.DictComp):
+                item = self.ev(expr.value)
+                return Val("dict", item=item)
+            item = self.ev(expr.elt)  # type: ignore[attr-defined]
+            return Val("seq", item=item)
+        finally:
+            self.env = saved
+
+    def device_block(self, expr: ast.AST) -> Place | None:
+        """`with torch.device("cuda"):` makes factories without `device=` land there, and so does a
+        context that is given a device (`with EmptyInitOnDevice(device="cuda"):`, lit-llama's)."""
+        if not isinstance(expr, ast.Call):
+            return None
+        target = None
+        if (self.names.resolve(expr.func) or "") == "torch.device" and expr.args:
+            target = expr.args[0]
+        elif keyword(expr, "device") is not None:
+            target = keyword(expr, "device")
+        if target is None:
+            return None
+        line = getattr(expr, "lineno", 0)
+        place = self.place_of(target, line) or UNKNOWN_PLACE
+        if place.kind == DEVICE:
+            place = replace(place, why=why.made_under(_label(target) or "device", line))
+        return place
+
+    def place_of(self, expr: ast.AST | None, line: int) -> Place | None:
+        """The place a device expression denotes (`"cuda:1"`, `device`, `x.device`, `torch.device(...)`)."""
+        if expr is None:
+            return None
+        if isinstance(expr, ast.Constant):
+            if isinstance(expr.value, str):
+                if expr.value.startswith("cpu"):
+                    return Place(HOST, why=why.moved_to_cpu(line))
+                match = _ACCEL_STRING.match(expr.value)
+                if match:
+                    index = int(match.group(3)) if match.group(3) else None
+                    return Place(DEVICE, device=expr.value, index=index)
+                return None
+            if isinstance(expr.value, int) and not isinstance(expr.value, bool):
+                return Place(DEVICE, device=f"cuda:{expr.value}", index=expr.value)
+            return None
+        if (
+            isinstance(expr, ast.Call)
+            and (self.names.resolve(expr.func) or "") == "torch.device"
+            and expr.args
+        ):
+            return self.place_of(expr.args[0], line)
+        if isinstance(expr, ast.IfExp):
+            body, orelse = self.place_of(expr.body, line), self.place_of(expr.orelse, line)
+            for option in (body, orelse):
+                if option is not None and option.kind == DEVICE:
+                    return option
+            return body or orelse
+        if isinstance(expr, ast.JoinedStr) and expr.values:
+            first = expr.values[0]
+            if isinstance(first, ast.Constant) and str(first.value).startswith(("cuda", "xpu", "npu")):
+                return Place(DEVICE, device=_label(expr))
+            return None
+        value = self.ev(expr)
+        if value is not None:
+            if value.kind == "device":
+                return value.place
+            if value.kind == "tensor":  # `.to(other)`: where `other` is
+                return value.place
+            return None
+        key = dotted(expr)
+        if key is None:
+            return None
+        full = self.names.resolve(expr) or ""
+        if full.startswith("torch.") and full[6:] in DTYPES:
+            return None
+        if self.module_place is not None and key == f"{self.self_name}.device":  # Lightning's, and others'
+            return self.module_place
+        if key in self.bound:  # a name the function set, whose value the analysis lost: no guess by its name
+            return None
+        root = key.split(".", 1)[0]
+        if key.endswith(".device") and root in self.bound and root not in self.env:
+            return None  # `hessian.device` of a local the analysis lost: where `hessian` is, not a guess
+        if looks_like_device_name(key):
+            return Place(DEVICE, device=key)
+        return None
+
+    def move(self, call: ast.Call) -> Place | None:
+        """Where `x.to(...)`, `x.cuda()`, `x.cpu()` puts `x` (None: a dtype-only `.to`, or unknown)."""
+        attr = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        line = call.lineno
+        if attr == "cpu":
+            return Place(HOST, why=why.moved_to_cpu(line))
+        if attr == "cuda":
+            if call.args:
+                place = self.place_of(call.args[0], line) or Place(DEVICE, device="cuda")
+            else:
+                place = Place(DEVICE, device="cuda", index=0)
+        elif attr == "to":
+            target = keyword(call, "device")
+            if target is None and call.args:
+                target = call.args[0]
+            place = self.place_of(target, line)
+        elif attr == "type_as" and call.args:
+            value = self.ev(call.args[0])
+            place = value.place if value is not None and value.kind == "tensor" else None
+        elif attr == "type" and call.args:  # `x.type(torch.cuda.FloatTensor)`, `x.type(Tensor)`
+            text = self.names.resolve(call.args[0]) or ""
+            if isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                text = call.args[0].value
+            if ".cuda." in text:
+                place = Place(DEVICE, device="cuda")
+            elif text.startswith("torch.") and (text[6:] in DTYPES or text.endswith("Tensor")):
+                return None  # a dtype: where it was
+            else:
+                return UNKNOWN_PLACE  # a tensor type the code picks at run time (often CUDA's)
+        else:
+            return None
+        if place is None:
+            return None
+        if place.kind == DEVICE:
+            return replace(place, why=why.moved_to(place.device or "the device", line))
+        return place
+
+    def dtype_only(self, call: ast.Call) -> bool:
+        """`x.to(torch.float16)`, `x.to(dtype=...)`, `x.type(torch.float32)`: a conversion that does not
+        move (`move` said None for it)."""
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "type":
+            return True
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "to"):
+            return False
+        if keyword(call, "device") is not None:
+            return False
+        if not call.args:
+            return keyword(call, "dtype") is not None
+        first = call.args[0]
+        full = self.names.resolve(first) or ""
+        if full.startswith("torch.") and full[6:] in DTYPES:
+            return True
+        key = dotted(first) or ""
+        return key.rsplit(".", 1)[-1] in ("dtype", "float_dtype", "compute_dtype", "torch_dtype")
+
+    def args(self, call: ast.Call) -> tuple[list[Val | None], dict[str, Val | None]]:
+        positional = [self.ev(a) for a in call.args]
+        named = {kw.arg: self.ev(kw.value) for kw in call.keywords if kw.arg is not None}
+        for kw in call.keywords:
+            if kw.arg is None:
+                self.ev(kw.value)
+        return positional, named
+
+    def call(self, call: ast.Call) -> Val | None:
+        func = call.func
+        full = self.names.resolve(func) or ""
+        line = call.lineno
+        if isinstance(func, ast.Attribute):
+            attr = func.attr
+            if attr in ("to", "cuda", "cpu", "type_as") or (attr == "type" and call.args):
+                receiver = self.ev(func.value)
+                self.args(call)
+                place = self.move(call)
+                if receiver is None:
+                    return Val("moved", place) if place is not None else None
+                if place is None:
+                    if self.dtype_only(call):  # `.to(torch.float16)`: still where it was
+                        return receiver
+                    return receiver.at(UNKNOWN_PLACE, moved=True)  # moved, but where is not known
+                if receiver.kind in ("tensor", "module", "batch", "moved"):
+                    moved = receiver.at(place, moved=True)
+                    return replace(moved, kind="tensor") if receiver.kind == "batch" else moved
+                if receiver.kind in ("seq", "dict"):
+                    return None
+                return receiver
+            if attr == "numpy" and not call.args:
+                receiver = self.ev(func.value)
+                self.analysis.questions.host_api(self, call, receiver, "numpy()")
+                return None
+        if _NUMPY.match(full) and full not in _NUMPY_HARMLESS:
+            args, kwargs = self.args(call)
+            for value in [*args, *kwargs.values()]:
+                self.analysis.questions.host_api(self, call, value, full.replace("numpy.", "np.", 1))
+            return None
+        if full.startswith("torch.") and not full.startswith(("torch.nn.", "torch.optim.", "torch.utils.")):
+            return self.torch_call(call, full)
+        if full.startswith("torch.nn.functional."):
+            args, kwargs = self.args(call)
+            values = [*args, *kwargs.values()]
+            if not full.endswith("ctc_loss"):  # CTC's lengths and targets may stay on the CPU
+                self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
+            return _result(values, call)
+        if (full in ("torch.utils.data.DataLoader", "DataLoader") or full.endswith(".DataLoader")) and not (
+            self.names.imports_torch_geometric  # PyG's batches move in place: `data.to(device)` is right
+        ):
+            self.args(call)
+            if keyword(call, "collate_fn") is not None:
+                return Val("custom-loader")  # its collate_fn may move the batches: where they are is unknown
+            return Val("loader", Place(HOST), label=None)
+        if _TRANSFORM_MAKERS.search(full):
+            self.args(call)
+            makes = "ToTensor" in full or "PILToTensor" in full or "ToImage" in full
+            if not makes and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
+                makes = any(
+                    re.search(r"(ToTensor|PILToTensor|ToImage)$", self.names.resolve(e.func) or "")
+                    for e in call.args[0].elts
+                    if isinstance(e, ast.Call)
+                )
+            return Val("transform", Place(HOST), to_tensor=makes)
+        if full == "next" and call.args:
+            inner = call.args[0]
+            if (
+                isinstance(inner, ast.Call)
+                and (self.names.resolve(inner.func) or "") == "iter"
+                and inner.args
+            ):
+                inner = inner.args[0]
+            value = self.ev(inner)
+            if value is not None and value.kind == "loader":
+                return Val(
+                    "batch",
+                    Place(HOST, why=why.batch_from(value.label or "the DataLoader", line)),
+                    batch=True,
+                )
+            return None
+        if (
+            full.rsplit(".", 1)[-1] in _WRAPPERS and call.args
+        ):  # DDP(model), torch.compile(model): where it is
+            args, _ = self.args(call)
+            inner = args[0]
+            if inner is None or inner.kind not in ("module", "moved"):
+                return None
+            # DataParallel on a CPU module is DK013's (its own rule and message), not a model never moved
+            if full.endswith("DataParallel") and (
+                "Distributed" not in full or keyword(call, "device_ids") is not None or len(call.args) > 1
+            ):
+                # it scatters its inputs to its device: what it is called with is not its concern (and a
+                # DataParallel around a CPU module is DK013's)
+                return replace(inner, place=UNKNOWN_PLACE, created=None)
+            return inner
+        if self.names.is_loss_constructor(call) or self.names.is_module_constructor(call):
+            args, kwargs = self.args(call)
+            return self._built(call, full, [*args, *kwargs.values()])
+        if isinstance(func, ast.Attribute):
+            key = dotted(func)
+            if key is not None and key in self.env:  # `self.encoder(x)`: an attribute that holds a module
+                return self.plain_call(call, full)
+            return self.method_call(call, func)
+        return self.plain_call(call, full)
+
+    def torch_call(self, call: ast.Call, full: str) -> Val | None:
+        short = full[6:]
+        line = call.lineno
+        args, kwargs = self.args(call)
+        if "." in short:
+            if short.startswith(("cuda.", "backends.", "distributed.", "autograd.grad", "jit.", "compile")):
+                return None
+        if short in CPU_ONLY_FACTORIES:
+            return self._made(
+                call,
+                short,
+                Place(HOST, why=why.from_numpy(line) if short == "from_numpy" else why.created_on_cpu(line)),
+            )
+        if short in DEVICE_FACTORIES or short in ("tensor", "as_tensor"):
+            device = keyword(call, "device")
+            if short in ("tensor", "as_tensor"):
+                data = call.args[0] if call.args else None
+                if device is None:
+                    if isinstance(data, ast.Constant) or (
+                        isinstance(data, ast.UnaryOp) and isinstance(data.operand, ast.Constant)
+                    ):
+                        return Val("tensor", self._default(line), zero_dim=True)  # 0-dim: mixes freely
+                    if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
+                        inner = args[0] if args else None
+                        if short == "as_tensor" and inner is not None and inner.kind == "tensor":
+                            return inner
+                        return None
+            if device is None:
+                if any(kw.arg is None for kw in call.keywords):
+                    return None
+                return self._made(call, short, self._default(line))
+            place = self.place_of(device, line)
+            if place is None:
+                return Val("tensor", UNKNOWN_PLACE)
+            if place.kind == DEVICE:
+                place = replace(place, why=why.made_on(place.device or "the device", line))
+            return Val(
+                "tensor",
+                place,
+                zero_dim=False if short not in ("tensor", "as_tensor", "scalar_tensor") else None,
+            )
+        if _LIKE.match(short) or short in ("empty_like", "clone"):
+            first = args[0] if args else None
+            device = keyword(call, "device")
+            if device is not None:
+                place = self.place_of(device, line)
+                return Val("tensor", place or UNKNOWN_PLACE)
+            return (
+                replace(first, created=None, batch=False)
+                if first is not None and first.kind == "tensor"
+                else None
+            )
+        if short == "device":
+            first = call.args[0] if call.args else keyword(call, "type")
+            place = self.place_of(first, line) if first is not None else None
+            return Val("device", place) if place is not None else None
+        if short in ("load",):
+            location = keyword(call, "map_location")
+            if location is None and len(call.args) > 1:
+                location = call.args[1]
+            place = self.place_of(location, line) if location is not None else None
+            return Val("any", place) if place is not None else None
+        if short in (
+            "save",
+            "manual_seed",
+            "is_tensor",
+            "numel",
+            "set_default_device",
+            "set_default_tensor_type",
+        ):
+            return None
+        values = [*args, *kwargs.values()]
+        flat = _flatten(values)
+        zero_ok = short in (
+            "where",
+            "add",
+            "sub",
+            "mul",
+            "div",
+            "maximum",
+            "minimum",
+            "eq",
+            "ne",
+            "lt",
+            "gt",
+            "pow",
+        )
+        self.analysis.questions.meet(self, call, flat, zero_dim_ok=zero_ok)
+        return _result(values, call)
+
+    def _default(self, line: int) -> Place:
+        if self.device_blocks:
+            return self.device_blocks[-1]
+        if self.analysis.default_device:
+            return UNKNOWN_PLACE
+        return Place(
+            HOST, why=why.created_on_cpu(line, self.name if self.events is not None or self.depth else None)
+        )
+
+    def _made(self, call: ast.Call, short: str, place: Place) -> Val:
+        here = place.kind == HOST and self.source is self.analysis.source
+        return Val(
+            "tensor",
+            place,
+            zero_dim=short == "scalar_tensor",
+            made=place.kind == HOST,
+            created=(call.lineno, call.col_offset) if here else None,
+        )
+
+    def method_call(self, call: ast.Call, func: ast.Attribute) -> Val | None:
+        attr = func.attr
+        receiver = self.ev(func.value)
+        args, kwargs = self.args(call)
+        if receiver is None:
+            target = self._project_target(call)
+            if target is not None:
+                return self._call_project(call, target, args, kwargs)
+            self.hand_over(call)
+            return None
+        if receiver.kind == "tensor":
+            if attr in NOT_TENSOR or attr in ("tolist", "item", "__len__"):
+                return None
+            if attr in MEETING_METHODS:
+                self.analysis.questions.meet(
+                    self, call, [receiver, *_flatten([*args, *kwargs.values()])], zero_dim_ok=False
+                )
+            if _NEW.match(attr):
+                device = keyword(call, "device")
+                if device is not None:
+                    return Val("tensor", self.place_of(device, call.lineno) or UNKNOWN_PLACE)
+                return replace(receiver, created=None, batch=False, label=None, zero_dim=False)
+            zero = True if attr in REDUCTIONS and not call.args and not call.keywords else receiver.zero_dim
+            return replace(receiver, label=_label(call), zero_dim=zero)
+        if receiver.kind == "module":
+            if attr in ("state_dict", "parameters", "buffers", "named_parameters"):
+                return Val("dict" if attr == "state_dict" else "seq", item=Val("tensor", receiver.place))
+            if attr in ("eval", "train", "half", "float", "double", "requires_grad_", "bfloat16"):
+                return receiver
+            if attr in ("forward",):
+                return self._module_call(call, receiver, args, kwargs)
+            target = self._method_target(receiver, attr)
+            if target is not None:
+                return self.analysis.call(self, call, target, args, kwargs, receiver)
+            return None
+        if receiver.kind == "batch" and attr not in ("items", "values", "keys", "get", *_MUTATORS):
+            receiver = replace(receiver, kind="tensor")  # a method of the tensor the batch is
+        if receiver.kind in ("dict", "seq", "batch") and attr in _MUTATORS:
+            key = dotted(func.value)
+            if key is not None:
+                self.env.pop(key, None)
+            return None
+        if receiver.kind == "dict" and attr in ("items",):
+            return Val("items", item=receiver.item)
+        if receiver.kind == "dict" and attr in ("values",):
+            return Val("seq", item=receiver.item)
+        if receiver.kind == "dict" and attr == "get" and call.args and isinstance(call.args[0], ast.Constant):
+            for key, item in receiver.items or ():
+                if key == call.args[0].value:
+                    return item
+            return receiver.item
+        if receiver.kind == "batch":
+            if attr in ("items",):
+                return Val("items", item=Val("tensor", receiver.place, batch=True))
+            if attr in ("values",):
+                return Val("seq", item=Val("tensor", receiver.place, batch=True))
+            return None
+        if receiver.kind == "any" and attr == "get":
+            return Val("any", receiver.place)
+        return None
+
+    def plain_call(self, call: ast.Call, full: str) -> Val | None:
+        func = call.func
+        callee = self.ev(func)
+        args, kwargs = self.args(call)
+        if callee is not None:
+            if callee.kind == "module":
+                return self._module_call(call, callee, args, kwargs)
+            if callee.kind == "moved" and callee.place.kind != UNKNOWN:  # `Net().to(device)`, `Net` unknown
+                return self._module_call(call, replace(callee, kind="module", moved=True), args, kwargs)
+            if callee.kind == "transform":
+                arg = args[0] if args else None
+                if arg is not None and arg.kind == "tensor":
+                    return replace(arg, created=None, label=None)
+                if callee.to_tensor:
+                    return Val("tensor", Place(HOST, why=why.transform_output(call.lineno)), made=True)
+                return None
+            return None
+        target = self._project_target(call)
+        if target is not None:
+            return self._call_project(call, target, args, kwargs)
+        if full not in _HARMLESS:
+            self.hand_over(call)
+        return None
+
+    def hand_over(self, call: ast.Call, parts_only: bool = False) -> None:
+        """A module (or a part of one: `model.linear1`) given to code the analysis cannot read may be moved
+        there (`add_hook_to_module(model.linear1, AlignDevicesHook(0))`): where it is becomes unknown.
+        With `parts_only`, only for parts: where a whole module goes in a function the analysis read is
+        known."""
+        for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+            key = dotted(arg)
+            if key is None or (parts_only and "." not in key):
+                continue
+            for name in (key, key.split(".", 1)[0]):
+                value = self.env.get(name)
+                if value is not None and value.kind == "module" and value.place.kind == HOST:
+                    self.env[name] = value.at(UNKNOWN_PLACE, moved=True)
+
+    def _built(self, call: ast.Call, full: str, args: list[Val | None] = ()) -> Val:  # type: ignore[assignment]
+        cls = None
+        target = self._project_target(call)
+        if target is not None and isinstance(target[1], ast.ClassDef):
+            cls = self._qualified(target)
+        label = _label(call.func)
+        if self.device_blocks:  # built under `with torch.device(...)`: its weights are there
+            return Val("module", self.device_blocks[-1], label=label, moved=True, cls=cls)
+        placed = keyword(call, "device_map") or keyword(call, "device")
+        if placed is not None:  # `from_pretrained(..., device_map=...)`, `nn.Linear(2, 2, device=...)`
+            place = self.place_of(placed, call.lineno) if keyword(call, "device") is not None else None
+            return Val("module", place or UNKNOWN_PLACE, label=label, moved=True, cls=cls)
+        if self.names.is_loss_constructor(call):
+            weighted = keyword(call, "weight") is not None or keyword(call, "pos_weight") is not None
+            place = UNKNOWN_PLACE if weighted else Place(HOST)
+            return Val("module", place, label=label, loss=not weighted, cls=full)
+        wraps = any(v is not None and v.kind == "module" for v in args)  # `Wrapper(model, ...)`
+        if wraps or (
+            target is not None
+            and isinstance(target[1], ast.ClassDef)
+            and self.analysis.places_itself(*target)
+        ):
+            # around a module that is already somewhere, or a class of the project that picks its own
+            # device (`PerceptualLoss(use_gpu=True)`)
+            return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=cls)
+        return Val(
+            "module",
+            Place(HOST, why=why.built_here(call.lineno)),
+            label=label,
+            created=(call.lineno, call.col_offset),
+            cls=cls,
+        )
+
+    def _qualified(self, target: tuple[SourceFile, ast.AST]) -> str:
+        source, node = target
+        from devicekit.lint.project import module_names
+
+        names = module_names(source.path)[1]
+        prefix = names[-1] if names else ""
+        return f"{prefix}.{node.name}" if prefix else node.name  # type: ignore[attr-defined]
+
+    def _module_call(self, call: ast.Call, module: Val, args: list, kwargs: dict) -> Val | None:
+        flat = _flatten([*args, *kwargs.values()])
+        self.analysis.questions.module_call(self, call, module, flat)
+        if module.loss:
+            return _result(flat, call)
+        result = None
+        if module.cls is not None and module.place.kind in (HOST, DEVICE):
+            source = self.source
+            found = self.analysis.project.lookup(module.cls, source)
+            if found is None:
+                for candidate in self.analysis.project.files.values():
+                    node = candidate.classes.get(module.cls.rsplit(".", 1)[-1])
+                    if node is not None:
+                        found = (candidate, node)
+                        break
+            if found is not None and isinstance(found[1], ast.ClassDef):
+                forward = next(
+                    (
+                        n
+                        for n in found[1].body
+                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"
+                    ),
+                    None,
+                )
+                if forward is not None:
+                    result = self.analysis.call(self, call, (found[0], forward), args, kwargs, module)
+        if module.place.kind == INPUT:
+            reason = why.submodule_output(module.label) if module.label else module.place.why
+            return Val("tensor", replace(module.place, why=reason), label=_label(call))
+        if module.place.kind in (HOST, DEVICE):
+            reason = why.output_of(module.label or "the model", module.place.why)
+            return Val("tensor", replace(module.place, why=reason), label=_label(call))
+        return result if result is not None and result.kind == "tensor" else None
+
+    def _project_target(self, call: ast.Call) -> tuple[SourceFile, ast.AST] | None:
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and self.self_name is not None
+            and isinstance(func.value, ast.Name)
+        ):
+            if func.value.id == self.self_name:
+                cls = _enclosing_class(self.source, self.function)
+                if cls is not None:
+                    for node in cls.body:
+                        if (
+                            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and node.name == func.attr
+                        ):
+                            return self.source, node
+                return None
+        full = self.names.resolve(func)
+        if not full:
+            return None
+        if full.split(".", 1)[0] in ("torch", "numpy", "np", "os", "sys", "math", "random", "re", "json"):
+            return None
+        return self.analysis.project.lookup(full, self.source)
+
+    def _method_target(self, receiver: Val, attr: str) -> tuple[SourceFile, ast.AST] | None:
+        if receiver.cls is None:
+            return None
+        found = self.analysis.project.lookup(f"{receiver.cls}.{attr}", self.source)
+        return found
+
+    def _call_project(self, call: ast.Call, target, args, kwargs) -> Val | None:
+        source, node = target
+        if isinstance(node, ast.ClassDef):
+            if self.analysis.project.is_module_class(source, node):
+                return self._built(call, self.names.resolve(call.func) or "", [*args, *kwargs.values()])
+            return None
+        if isinstance(call.func, ast.Attribute) and self.self_name is not None:
+            if isinstance(call.func.value, ast.Name) and call.func.value.id == self.self_name:
+                return self._self_method(call, node, args, kwargs)
+        result = self.analysis.call(self, call, target, args, kwargs, None)
+        self.hand_over(call, parts_only=True)  # the analysis follows a module given whole, not a part of one
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            changed = self.analysis.changed_params(node)
+            if changed:  # it sets attributes on a module it is given (a hook): its place becomes unknown
+                names = [p.arg for p in _params(node)]
+                given = [*zip(names, call.args, strict=False), *((k.arg, k.value) for k in call.keywords)]
+                for name, arg in given:
+                    key = dotted(arg) if name in changed else None
+                    value = self.env.get(key) if key is not None else None
+                    if value is not None and value.kind == "module":
+                        self.env[key] = value.at(UNKNOWN_PLACE, moved=True)
+        return result
+
+    def _self_method(self, call: ast.Call, node, args, kwargs) -> Val | None:
+        """`self.helper(...)`: the helper runs with this method's `self.x` and the arguments' places."""
+        known = [a for a in [*args, *kwargs.values()] if a is not None and a.place.kind != UNKNOWN]
+        params = _params(node)
+        env = {k: v for k, v in self.env.items() if self.self_name and k.startswith(self.self_name + ".")}
+        if params:
+            env = {params[0].arg + k[len(self.self_name or "") :]: v for k, v in env.items()}
+        for i, value in enumerate(args):
+            if i + 1 < len(params) and value is not None:
+                env[params[i + 1].arg] = (
+                    _as_param(value, params[i + 1].arg, call.lineno)
+                    if value.place.kind != INPUT
+                    else value.named(params[i + 1].arg)
+                )
+        for key, value in kwargs.items():
+            if value is not None and any(p.arg == key for p in params):
+                env[key] = value.named(key)
+        if (
+            self.depth >= MAX_DEPTH
+            or id(node) in self.analysis.active
+            or self.analysis.contexts >= MAX_CONTEXTS
+        ):
+            return None
+        signature = (
+            "self",
+            id(node),
+            tuple(_signature(a) for a in args),
+            tuple(sorted((k, _signature(v)) for k, v in kwargs.items())),
+            id(self.events) if self.events is not None else None,
+        )
+        if signature in self.analysis.summaries:
+            return self.analysis.summaries[signature]
+        if not known and not any(True for _ in env):
+            return None
+        self.analysis.contexts += 1
+        self.analysis.active.add(id(node))
+        try:
+            inner = Flow(
+                self.analysis,
+                self.source,
+                node,
+                env,
+                events=self.events,
+                self_name=params[0].arg if params else None,
+                depth=self.depth + 1,
+                # a module's method that is not run on its data (`sequence_length()` called in
+                # `__init__`) calls its `forward` while the module may still be on the CPU: no report
+                quiet=self.quiet
+                or (self.module_place is not None and not _RUNTIME_METHOD.match(self.name or "")),
+            )
+            inner.module_place = self.module_place
+            inner.run(node.body)
+        finally:
+            self.analysis.active.discard(id(node))
+        result = inner.returned()
+        self.analysis.summaries[signature] = result
+        return result
+
+
+def _changed_params(function: ast.AST) -> set[str]:
+    """Parameters the function sets attributes on (`module._hf_hook = hook`, `setattr(module, ...)`)."""
+    names = {a.arg for a in _params(function)}  # type: ignore[arg-type]
+    changed = set()
+    for node in ast.walk(function):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            targets = node.args[:1]
+        for target in targets:
+            while isinstance(target, (ast.Attribute, ast.Subscript)):
+                target = target.value
+                if isinstance(target, ast.Name) and target.id in names:
+                    changed.add(target.id)
+    return changed
+
+
+def _expects_an_error(expr: ast.AST) -> bool:
+    """`pytest.raises(...)`, `self.assertRaises(...)`: a block that fails on purpose."""
+    if not isinstance(expr, ast.Call):
+        return False
+    name = (dotted(expr.func) or "").rsplit(".", 1)[-1]
+    return name in ("raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp")
+
+
+def _calls_and_loops(function: ast.AST) -> tuple[list[ast.Call], list[ast.AST]]:
+    calls, loops = [], []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            loops.append(node)
+    return calls, loops
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.AST | None:
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return node
+    return None
+
+
+def _enclosing_class(source: SourceFile, function: ast.AST) -> ast.ClassDef | None:
+    """The class whose body defines `function` (top-level classes only)."""
+    owners = source.__dict__.get("_owners")
+    if owners is None:
+        owners = {id(item): cls for cls in source.classes.values() for item in cls.body}
+        source.__dict__["_owners"] = owners
+    return owners.get(id(function))
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    """The block ends by leaving (return, raise, continue, break): its names do not reach the join."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _elements(value: Val | None, count: int) -> list[Val | None]:
+    if value is None:
+        return [None] * count
+    if value.kind == "seq" and value.items is not None and len(value.items) == count:
+        return [item for _, item in value.items]
+    if value.kind == "seq":
+        return [value.item] * count
+    if value.kind == "batch":  # each part of a batch: a tensor, or a dict or list of them
+        return [replace(value, label=None, whole=False)] * count
+    if value.kind == "tensor":
+        return [replace(value, label=None)] * count  # `_, predicted = torch.max(out, 1)`
+    return [None] * count
+
+
+def _flatten(values: Iterable[Val | None]) -> list[Val | None]:
+    out: list[Val | None] = []
+    for value in values:
+        if value is not None and value.kind == "seq" and value.items is not None:
+            out.extend(item for _, item in value.items)
+        elif value is not None and value.kind == "seq" and value.item is not None:
+            out.append(value.item)
+        else:
+            out.append(value)
+    return out
+
+
+def _common(items: list[Val | None]) -> Val | None:
+    if not items:
+        return None
+    result = items[0]
+    for item in items[1:]:
+        result = join(result, item)
+    return result
+
+
+def _result(values: list[Val | None], expr: ast.AST) -> Val | None:
+    """The tensor an operation gives: where its tensor operands are when they agree, else unknown."""
+    # (a value moved whose kind is unknown, in arithmetic or a comparison, is a tensor)
+    tensors = [v for v in _flatten(values) if v is not None and v.kind in ("tensor", "moved")]
+    if not tensors:
+        return None
+    place = tensors[0].place
+    for tensor in tensors[1:]:
+        if not place.same(tensor.place):
+            if place.kind == HOST and tensor.place.kind != UNKNOWN:
+                place = tensor.place
+            elif tensor.place.kind == HOST and place.kind != UNKNOWN:
+                continue
+            else:
+                return Val("tensor", UNKNOWN_PLACE, label=_label(expr))
+    zero = all(t.zero_dim for t in tensors) if all(t.zero_dim is not None for t in tensors) else None
+    created = (
+        tensors[0].created
+        if len(tensors) == 1 or all(t.created == tensors[0].created for t in tensors)
+        else None
+    )
+    batch = all(t.batch for t in tensors)
+    made = place.kind == HOST and any(t.made for t in tensors if t.place.kind == HOST)
+    return Val(
+        "tensor",
+        place,
+        label=_label(expr),
+        zero_dim=zero,
+        batch=batch and place.kind == HOST,
+        made=made,
+        created=created if made else None,
+    )
+
+
+def _dropped(receiver: Val, call: ast.Call):
+    name = receiver.label or _label(call.func.value) or "the tensor"  # type: ignore[attr-defined]
+    return Message_(
+        f"`{name}` {_en(receiver.place.why) if receiver.place.kind != UNKNOWN else 'is a tensor'}, "
+        "and stays where it is",
+        f"`{name}` {_zh(receiver.place.why) if receiver.place.kind != UNKNOWN else '是张量'}，并且留在原处",
+    )
+
+
+#: The rules that the analysis answers.
+FLOW_CODES = ("DK001", "DK002", "DK003", "DK010", "DK011", "DK201")
+
+
+def check_dataflow(ctx) -> None:
+    """Run the device-flow analysis on the file of `ctx` (with its project, when it has one)."""
+    if not ctx.wants(*FLOW_CODES):
+        return
+    project, source = ctx.project, ctx.source
+    if project is None or source is None:
+        project, source = Project.of(ctx.path, ctx.tree, ctx.names)
+    elif source.known_names is None:
+        source.known_names = ctx.names
+    FileAnalysis(ctx, project, source).run()
+
+
+def places(source: str, function: str | None = None, path: str = "<string>") -> dict[str, Val]:
+    """What each name holds at the end of a function of `source` (or of its top level), as the analysis
+    sees it: for tests and for reading what the analysis thinks.
+
+    Args:
+        source: the code.
+        function: `name` of a top-level function, `Class.method` for a method, None for the top level.
+        path: the file name the code is given.
+    """
+    from devicekit.lint.core import Context
+    from devicekit.lint.rules import RULES
+
+    tree = ast.parse(source)
+    ctx = Context(tree=tree, lines=source.splitlines(), codes=frozenset(RULES), path=path)
+    project, file = Project.of(path, tree, ctx.names)
+    analysis = FileAnalysis(ctx, project, file)
+    if function is None:
+        flow = Flow(analysis, file, tree, {})
+        flow.run(tree.body)
+        return flow.env
+    owner_name, _, name = function.rpartition(".")
+    top = Flow(analysis, file, tree, {})
+    top.run(tree.body)
+    analysis.known_globals = {k for k in top.env if "." not in k}
+    if owner_name:
+        cls = file.classes[owner_name]
+        node = _method(cls, name)
+        module = project.is_module_class(file, cls)
+        owner = (cls, module, analysis.attributes(file, cls, module))
+    else:
+        node, owner = file.functions[name], None
+    env = {k: v for k, v in top.env.items() if "." not in k}
+    return analysis._entry(node, env, owner).env

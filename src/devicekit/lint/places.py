@@ -1,0 +1,284 @@
+"""The abstract values of the device-flow analysis: where a value lives, and why the analysis thinks so.
+
+Every expression the analysis understands gets a `Val`: what it is (a tensor, a module, a container, a
+DataLoader ...) and its `Place`:
+
+- `host`: the CPU, for sure (a factory without `device=`, `torch.from_numpy`, `.cpu()`, a DataLoader batch);
+- `device`: an accelerator, or a device variable that names one (`.to(device)`, `.cuda()`, `"cuda:1"`);
+- `input`: where a module's input is, inside the module's own methods (its weights are there too);
+- `unknown`: anything else. Two paths that disagree join to `unknown`, and nothing is reported about it.
+
+Each place carries its origin (`Why`): a short sentence, in English and Chinese, that a finding's message
+quotes ("`noise` is created on the CPU at line 28").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from devicekit.messages import Message
+
+HOST, DEVICE, INPUT, UNKNOWN = "host", "device", "input", "unknown"
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a value lives.
+
+    Attributes:
+        kind: `host`, `device`, `input` or `unknown`.
+        device: for `device`, how the code names it (`"cuda:1"`, `device`, `args.device`).
+        index: the accelerator index when the code writes it.
+        why: where the analysis learned it, for messages.
+    """
+
+    kind: str
+    device: str | None = None
+    index: int | None = None
+    why: Message | None = None
+
+    def same(self, other: Place) -> bool:
+        """The same place, whatever the reasons."""
+        return (self.kind, self.device, self.index) == (other.kind, other.device, other.index)
+
+    def differs(self, other: Place) -> bool:
+        """Surely two different devices: the CPU against an accelerator or a module's device."""
+        kinds = {self.kind, other.kind}
+        return HOST in kinds and bool(kinds & {DEVICE, INPUT})
+
+
+UNKNOWN_PLACE = Place(UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Val:
+    """What an expression holds.
+
+    Attributes:
+        kind: `tensor`, `module`, `seq` (tuple or list), `dict`, `loader`, `device`, `transform`, `optimizer`
+            or `any` (a checkpoint's content).
+        place: where it lives (a module: where its weights are).
+        label: the code that names it (`noise`, `batch["x"]`), for messages.
+        zero_dim: a 0-dim tensor for sure (True), surely not (False), or unknown (None).
+        batch: a tensor straight out of a DataLoader, never moved since.
+        made: a CPU tensor that code made (a factory without `device=`, `torch.from_numpy`, a transform
+            pipeline), and that nothing moved since.
+        created: the `(line, col)` of the factory call that made this CPU tensor in the file being
+            linted (where DK003 is reported), else None.
+        attribute: a plain module attribute (`self.pe = torch.zeros(...)`): DK004 reports it where it is set.
+        moved: a module that was moved (`.to(...)`, `.cuda()`) at least once.
+        items: the elements of a `seq`, when known; for a `dict`, its values by constant key.
+        item: what every element of a container holds, when they all agree.
+        cls: the project class a module was built from (its qualified name).
+        loss: a loss module (`nn.CrossEntropyLoss()`): no weights of its own unless given some.
+        to_tensor: a transform pipeline that makes tensors (`ToTensor`), on the CPU.
+        whole: a DataLoader's whole batch (`for batch in loader`), which may be a dict-like object whose
+            `.to()` moves in place (a tokenizer's `BatchEncoding`): DK002 leaves it alone.
+        node: for a batch, the expression it was last read from (DK001 is reported there).
+    """
+
+    kind: str
+    place: Place = UNKNOWN_PLACE
+    label: str | None = None
+    zero_dim: bool | None = None
+    batch: bool = False
+    made: bool = False
+    created: tuple[int, int] | None = None
+    attribute: bool = False
+    moved: bool = False
+    items: tuple[tuple[object, Val | None], ...] | None = None
+    item: Val | None = None
+    cls: str | None = None
+    to_tensor: bool = False
+    loss: bool = False
+    whole: bool = False
+    node: object = field(default=None, compare=False, repr=False)
+
+    def at(self, place: Place, **changes: object) -> Val:
+        """The same value somewhere else (a move): no longer a fresh batch or a CPU creation."""
+        return replace(self, place=place, batch=False, made=False, created=None, attribute=False, **changes)
+
+    def named(self, label: str | None) -> Val:
+        """The value under a new name (an assignment keeps the first name that is short enough)."""
+        return self if label is None else replace(self, label=label)
+
+
+def join(a: Val | None, b: Val | None) -> Val | None:
+    """What a name holds after two paths (an `if` and its `else`, a loop run or not)."""
+    if a is None or b is None:
+        return None
+    if a is b:
+        return a
+    if a.kind != b.kind:
+        return None
+    place = a.place if a.place.same(b.place) else UNKNOWN_PLACE
+    if a.kind == "module" and a.cls != b.cls:  # one of two modules (a CTC or a cross-entropy loss): unknown
+        place = UNKNOWN_PLACE
+    return Val(
+        a.kind,
+        place,
+        a.label if a.label == b.label else None,
+        a.zero_dim if a.zero_dim == b.zero_dim else None,
+        a.batch and b.batch,
+        a.made and b.made,
+        a.created if a.created == b.created else None,
+        a.attribute and b.attribute,
+        a.moved or b.moved,
+        a.items if a.items == b.items else None,
+        a.item if a.item == b.item else None,
+        a.cls if a.cls == b.cls else None,
+        a.to_tensor and b.to_tensor,
+        a.loss and b.loss and a.cls == b.cls,  # one of two losses: which arguments it compares is unknown
+        a.whole and b.whole,
+    )
+
+
+def join_envs(
+    a: dict[str, Val],
+    b: dict[str, Val],
+    before: dict[str, Val] | None = None,
+    a_set: set[str] | frozenset[str] = frozenset(),
+    b_set: set[str] | frozenset[str] = frozenset(),
+) -> dict[str, Val]:
+    """Two environments joined name by name. A name that both paths know is joined. A name that only one
+    path knows, that was not bound `before` the paths split and that the other path did not set at all
+    (`a_set`, `b_set`: the names each path assigned), keeps that path's value: on the other path it does
+    not exist, and using it there would fail anyway. Otherwise it is dropped (unknown)."""
+    out = {}
+    for key, value in a.items():
+        other = b.get(key)
+        if other is None:
+            if before is not None and key not in before and key not in b_set:
+                out[key] = value
+            continue
+        joined = join(value, other)
+        if joined is not None:
+            out[key] = joined
+    if before is not None:
+        for key, value in b.items():
+            if key not in a and key not in before and key not in a_set:
+                out[key] = value
+    return out
+
+
+# --- why a value is where it is ---------------------------------------------------------------------
+
+
+def created_on_cpu(line: int, where: str | None = None) -> Message:
+    if where:
+        return Message(
+            f"is created on the CPU at line {line}, in `{where}`", f"在 `{where}` 里第 {line} 行创建于 CPU 上"
+        )
+    return Message(f"is created on the CPU at line {line}", f"在第 {line} 行创建于 CPU 上")
+
+
+def from_numpy(line: int) -> Message:
+    return Message(
+        f"is made from a NumPy array at line {line}, on the CPU",
+        f"在第 {line} 行由 NumPy 数组生成，在 CPU 上",
+    )
+
+
+def moved_to_cpu(line: int) -> Message:
+    return Message(f"is moved to the CPU at line {line}", f"在第 {line} 行移到了 CPU 上")
+
+
+def batch_from(loader: str, line: int) -> Message:
+    return Message(
+        f"comes from `{loader}` at line {line} and is never moved", f"来自第 {line} 行的 `{loader}`，从未移动"
+    )
+
+
+def moved_to(device: str, line: int) -> Message:
+    return Message(f"is moved to `{device}` at line {line}", f"在第 {line} 行移到了 `{device}` 上")
+
+
+def made_on(device: str, line: int) -> Message:
+    return Message(f"is created on `{device}` at line {line}", f"在第 {line} 行创建于 `{device}` 上")
+
+
+def output_of(module: str, why: Message | None) -> Message:
+    tail_en = f", which {why.en}" if why is not None else ""
+    tail_zh = f"，而它{why.zh}" if why is not None else ""
+    return Message(f"is the output of `{module}`{tail_en}", f"是 `{module}` 的输出{tail_zh}")
+
+
+def module_input(method: str) -> Message:
+    return Message(
+        f"is an input of `{method}`, on the module's device", f"是 `{method}` 的输入，在模块所在的设备上"
+    )
+
+
+def submodule(name: str) -> Message:
+    return Message(
+        f"goes into `{name}`, a submodule whose weights are on the module's device",
+        f"进入了子模块 `{name}`，它的权重在模块所在的设备上",
+    )
+
+
+def built_here(line: int) -> Message:
+    return Message(
+        f"is built at line {line} and never moved: its weights are on the CPU",
+        f"在第 {line} 行构建，从未移动：它的权重在 CPU 上",
+    )
+
+
+def from_caller(line: int | None, why: Message | None) -> Message:
+    tail_en = f" (it {why.en})" if why is not None else ""
+    tail_zh = f"（它{why.zh}）" if why is not None else ""
+    if line is None:
+        return Message(f"comes from the caller{tail_en}", f"来自调用方{tail_zh}")
+    return Message(f"comes from the caller at line {line}{tail_en}", f"来自第 {line} 行的调用方{tail_zh}")
+
+
+def returned_by(function: str, line: int, why: Message | None) -> Message:
+    tail_en = f": it {why.en}" if why is not None else ""
+    tail_zh = f"：它{why.zh}" if why is not None else ""
+    return Message(
+        f"is returned by `{function}` (called at line {line}){tail_en}",
+        f"是 `{function}`（第 {line} 行调用）的返回值{tail_zh}",
+    )
+
+
+def transform_output(line: int) -> Message:
+    return Message(
+        f"comes out of a transform pipeline at line {line}, on the CPU",
+        f"在第 {line} 行由变换流水线生成，在 CPU 上",
+    )
+
+
+def made_under(device: str, line: int) -> Message:
+    return Message(
+        f"is created under `with torch.device({device})` at line {line}",
+        f"在第 {line} 行的 `with torch.device({device})` 之下创建",
+    )
+
+
+def default_reason(place: Place) -> Message:
+    """What to say about a place whose origin was not recorded."""
+    if place.kind == HOST:
+        return Message("is on the CPU", "在 CPU 上")
+    if place.kind == INPUT:
+        return Message("is on the module's device", "在模块所在的设备上")
+    if place.kind == DEVICE:
+        name = place.device or "the accelerator"
+        return Message(f"is on `{name}`", f"在 `{name}` 上")
+    return Message("is somewhere unknown", "位置未知")
+
+
+def buffer_of(name: str) -> Message:
+    return Message(
+        f"`{name}` is a buffer or a parameter of the module: it moves with it",
+        f"`{name}` 是模块的缓冲区或参数：它随模块一起移动",
+    )
+
+
+def module_device() -> Message:
+    return Message("is the module's own device", "是模块自己所在的设备")
+
+
+def submodule_output(name: str) -> Message:
+    return Message(
+        f"is the output of `{name}`, a submodule on the module's device",
+        f"是子模块 `{name}` 的输出，在模块所在的设备上",
+    )
