@@ -252,7 +252,7 @@ def judge_rotate(seen: dict) -> None:
         if result is None:
             raise Fail(
                 f"({label}) return a tensor: the rotated points (got a {case.get('type')}).",
-                f"（{label_zh}）请返回一个张量，也就是旋转后的点（得到的是 {case.get('type')}）。",
+                f"（{label_zh}）请返回一个张量，也就是旋转后的点（你返回的是 {case.get('type')}）。",
             )
         if result["device"] != x["device"]:
             raise Fail(
@@ -419,7 +419,8 @@ def judge_plain_state_dict(seen: dict) -> None:
         if "keys" not in case:
             raise Fail(
                 f"({label}) return a dict from key to tensor, as state_dict() does (got a {case['type']}).",
-                f"（{label_zh}）请像 state_dict() 那样返回一个从键到张量的字典（得到的是 {case['type']}）。",
+                f"（{label_zh}）请像 state_dict() 那样返回一个从键到张量的字典"
+                f"（你返回的是 {case['type']}）。",
             )
         prefixed = [key for key in case["keys"] if key.startswith(PREFIX)]
         if prefixed:
@@ -431,7 +432,7 @@ def judge_plain_state_dict(seen: dict) -> None:
                 f"（{label_zh}）键 {prefixed[0]!r} 仍然以 {PREFIX!r} 开头：torch.compile 把模型包在一个 "
                 "OptimizedModule 里，模型存放在它的 `_orig_mod` 属性中，"
                 "所以它的 state_dict() 给每个键都加上了这个前缀，普通模型加载不了。"
-                "去掉这个前缀，或者直接取包装里面那个模型的 state_dict()。",
+                "去掉这个前缀，或者直接取包装器里面那个模型的 state_dict()。",
             )
         wanted = case["wanted_keys"]
         missing = [key for key in wanted if key not in case["keys"]]

@@ -246,7 +246,7 @@ def _judge_never_set(case: dict, label: str, label_zh: str) -> None:
             "_reset_parameters(). A model that holds one defines init_weights(), which sets every value: "
             "call it after to_empty.",
             head_zh + "nn.MultiheadAttention 没有 reset_parameters()：它在 _reset_parameters() 里初始化 "
-            "in_proj。包含它的模型会定义 init_weights()，为所有数值赋值：to_empty 之后调用它。",
+            "in_proj。包含它的模型应当定义 init_weights()，为所有数值赋值：to_empty 之后调用它。",
         )
     if owner["owner_is_model"] or not owner["owner_resets"]:
         raise Fail(
@@ -570,7 +570,7 @@ def judge_load_full(seen: dict) -> None:
             f"({label}) this rank's shards are on {', '.join(real['local_devices'])}, not on its device "
             f"{real['device']}: load into the model where it is.",
             f"（{label_zh}）本 rank 的分片在 {'、'.join(real['local_devices'])} 上，不在它的设备 "
-            f"{real['device']} 上：请加载进模型原来所在的位置。",
+            f"{real['device']} 上：请加载到模型原来所在的设备上。",
         )
     if real["digest"] != seen["want"]:
         raise Fail(
@@ -616,7 +616,7 @@ def _judge_where_loaded(entry: dict) -> None:
             raise Fail(
                 f"({label}) torch.load got a map_location the check cannot read ({location.get('repr')}): "
                 'pass map_location="cpu".',
-                f"（{label_zh}）torch.load 收到的 map_location 自测读不懂（{location.get('repr')}）："
+                f"（{label_zh}）torch.load 收到了一个自测无法解析的 map_location（{location.get('repr')}）："
                 '请传 map_location="cpu"。',
             )
         if location["kind"] == "none":
