@@ -18,7 +18,8 @@ error, otherwise the script's own (0, its ``sys.exit`` code, or 1 for an uncaugh
 gives). Usage errors (a script that does not exist or does not parse, a bad ``--gpus``) exit 2.
 
 What it cannot do: a child process the script starts (``subprocess``, ``multiprocessing`` with ``spawn``,
-``torchrun``) runs without the simulation; the dry run says so when the script starts one. ``os._exit``
+``torchrun``) runs without the simulation, on this machine's CPU-only torch, and the dry run does not
+warn when the script starts one. ``os._exit``
 ends the process at once, with the script's status and no report. Everything `devicekit.simulate` cannot
 simulate (timing, memory limits, kernel numerics) it cannot show either.
 """
