@@ -110,6 +110,7 @@ def test_the_script_runs_as_main_with_its_arguments_and_exit_status(tmp_path: Pa
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env={**os.environ, "DEVICEKIT_LANG": "en"},
         timeout=300,
     )
     assert run.returncode == 3, run.stderr

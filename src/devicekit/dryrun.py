@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from devicekit.lang import Lang, current_language
+from devicekit.lang import Lang, current_language, using_language
 from devicekit.messages import Message
 
 __all__ = ["DeviceErrorReport", "console", "main", "report_device_error", "run_script"]
@@ -327,9 +327,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = parser().parse_args(argv)
-    if args.lang:
-        os.environ["DEVICEKIT_LANG"] = args.lang
-    lang = current_language() or _locale_language()
+    # --lang for this run only (the script's environment is left as it was)
+    lang = args.lang or current_language() or _locale_language()
     if isinstance(args.gpus, bool) or args.gpus < 1:
         return _usage_error(
             Message(
@@ -341,7 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = _check_script(args.script)
     if problem is not None:
         return _usage_error(problem, lang)
-    return run_script(args.script, args.args, gpus=args.gpus, profile=args.profile, lang=lang)
+    with using_language(lang) if lang else contextlib.nullcontext():
+        return run_script(args.script, args.args, gpus=args.gpus, profile=args.profile, lang=lang)
 
 
 def console() -> None:
