@@ -130,22 +130,17 @@ def own_lines_text(error: BaseException) -> Message | None:
     """The lines of the user's own code the error went through (`devicekit.frames`), outermost first, the
     last one marked: the call that started it and the line that raised. None when there is none."""
     from devicekit.frames import own_frames
+    from devicekit.ipython import frame_text
 
     frames = own_frames(error)
     if not frames:
         return None
     en, zh = ["In your code:"], ["你的代码："]
     for number, frame in enumerate(frames, 1):
-        name = os.path.basename(frame.filename)
-        code = f": `{frame.line.strip()}`" if frame.line else ""
-        code_zh = f"：`{frame.line.strip()}`" if frame.line else ""
-        last = number == len(frames)
-        en.append(
-            f"  {name}, line {frame.lineno}{code}" + ("  <- raised here" if last and number > 1 else "")
-        )
-        zh.append(
-            f"  {name} 第 {frame.lineno} 行{code_zh}" + ("  <- 在这里出错" if last and number > 1 else "")
-        )
+        where = frame_text(frame)
+        last = number == len(frames) and number > 1
+        en.append(f"  {where.en}" + ("  <- raised here" if last else ""))
+        zh.append(f"  {where.zh}" + ("  <- 在这里出错" if last else ""))
     return Message("\n".join(en), "\n".join(zh))
 
 

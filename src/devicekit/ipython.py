@@ -72,13 +72,23 @@ def where_text(error: BaseException) -> tuple[str, str] | None:
     frame = last_own_frame(error)
     if frame is None:
         return None
+    where = frame_text(frame)
+    return f"In your code: {where.en}", f"你的代码：{where.zh}"
+
+
+def frame_text(frame: Any) -> Any:
+    """One frame of the learner's code, both languages: ``train.py, line 19: `out = model(x)` ``, or
+    ``line 3 of a notebook cell: ...`` (a `devicekit.messages.Message`; `where_text` and the dry run
+    share it)."""
+    from devicekit.messages import Message
+
     code = f": `{frame.line.strip()}`" if frame.line else ""
     code_zh = f"：`{frame.line.strip()}`" if frame.line else ""
     n = frame.lineno
     if "ipykernel_" in frame.filename or "ipython-input" in frame.filename:
-        return f"In your code: line {n} of a notebook cell{code}", f"你的代码：单元格中的第 {n} 行{code_zh}"
+        return Message(f"line {n} of a notebook cell{code}", f"单元格中的第 {n} 行{code_zh}")
     name = frame.filename.replace("\\", "/").rsplit("/", 1)[-1]
-    return f"In your code: {name}, line {n}{code}", f"你的代码：{name} 第 {n} 行{code_zh}"
+    return Message(f"{name}, line {n}{code}", f"{name} 第 {n} 行{code_zh}")
 
 
 def _show_explanation(result: Any) -> None:
