@@ -110,6 +110,12 @@ class DeviceManager:
         if dev.type == "cuda":
             props = torch.cuda.get_device_properties(dev)
             hw = f"{props.name}, {_gib(props.total_memory)}, CUDA {torch.version.cuda}"
+            if torch.version.cuda is None:  # a CPU build answering for CUDA: devicekit.simulate
+                simulated = Message(
+                    f"simulated {props.name}, {_gib(props.total_memory)}",
+                    f"模拟的 {props.name}，{_gib(props.total_memory)}",
+                )
+                hw = simulated.en if (lang or current_language()) != "zh" else simulated.zh
         elif dev.type == "mps":
             hw = "Apple GPU (Metal Performance Shaders)"
         elif dev.type == "xpu":

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from devicekit.frames import is_own_file, last_own_frame, not_learner_code
 from devicekit.lang import Lang, current_language, pick
+from devicekit_labs.machine import use_gpus, with_probe_gpus
 
 __all__ = [
     "CheckResult",
@@ -38,6 +39,7 @@ __all__ = [
     "observe_error",
     "results",
     "run",
+    "use_gpus",
 ]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -254,8 +256,20 @@ def exercise(lab: str, key: str, number: int, title_en: str, title_zh: str, targ
     return register
 
 
-def judged(lab: str, key: str, number: int, title_en: str, title_zh: str, target: str | None = None):
+def judged(
+    lab: str,
+    key: str,
+    number: int,
+    title_en: str,
+    title_zh: str,
+    target: str | None = None,
+    gpus: int = 2,
+):
     """Register a two-part check: decorate the *probe*; the judge is attached with ``.judge``.
+
+    The probe runs on ``gpus`` GPUs, simulated where the machine has none (`machine.probe_gpus`), in the
+    notebook and in the grader alike; ``gpus=0`` runs it as it is (a probe that starts processes of its
+    own, which a simulation cannot follow).
 
     ```python
     @judged(LAB, "move-batch", 1, "return the moved tensor", "返回移动后的张量", target="move_batch")
@@ -267,6 +281,9 @@ def judged(lab: str, key: str, number: int, title_en: str, title_zh: str, target
     """
 
     def register(probe: Callable[..., dict]) -> Callable[..., dict]:
+        if gpus:
+            probe = with_probe_gpus(probe, gpus)
+
         def attach(judge: Callable[[dict], None]) -> Callable[[dict], None]:
             def run_both(*args, **kwargs) -> None:
                 judge(probe(*args, **kwargs))

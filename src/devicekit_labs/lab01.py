@@ -1,16 +1,16 @@
 """Self-checks for lab 01 (devices and ``.device``).
 
-Every check is a probe (runs the learner's function on inputs it plants, on the CPU and on this runner's
-other device: the accelerator, or ``meta``) and a judge (reads what the probe saw, never runs learner code).
+Every check is a probe (runs the learner's function on inputs it plants, on the CPU and on two GPUs, real or
+simulated: `devicekit_labs.machine.probe_devices`) and a judge (reads what the probe saw, never runs learner code).
 """
 
 from __future__ import annotations
 
 import torch
 
-from devicekit.device import mismatch_device
 from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
 from devicekit_labs.drills import judge_drill, probe_drill
+from devicekit_labs.machine import probe_devices
 
 LAB = "01-devices"
 
@@ -30,10 +30,10 @@ def _tensor_or_type(value: object) -> dict:
 
 @judged(LAB, "move-batch", 1, "return the moved tensor", "返回移动后的张量", target="move_batch")
 def probe_move_batch(move_batch) -> dict:
-    # two targets (the other device and the CPU) and two dtypes, so that an answer that ignores `device`, or
-    # converts the dtype on the way, fails on any machine
+    # the GPUs and the CPU as targets and two dtypes, so that an answer that ignores `device`, moves to "cuda"
+    # (cuda:0) whatever it is asked, or converts the dtype on the way, fails
     cases = []
-    for target in (mismatch_device(), torch.device("cpu")):
+    for target in (*probe_devices()[::-1], torch.device("cpu")):
         for dtype in ("float32", "float64"):
             x = _planted(dtype)
             called = observe(move_batch, x, target)
@@ -65,6 +65,14 @@ def judge_move_batch(seen: dict) -> None:
                 f"应当返回一个张量，实际返回的是 {result['type']}。",
             )
         moved = result["tensor"]
+        if moved["device"].startswith("cuda") and target.startswith("cuda") and moved["device"] != target:
+            raise Fail(
+                f"asked for {target}, the returned tensor is on {moved['device']}: `.cuda()` and \"cuda\" "
+                "mean the current GPU (cuda:0 unless you changed it), not the device you were given. Pass "
+                "`device` itself to `.to()`.",
+                f"要求的是 {target}，返回的张量却在 {moved['device']} 上：`.cuda()` 和 \"cuda\" 指的是当前 GPU"
+                "（没改过就是 cuda:0），不是传进来的那个设备。请把 `device` 本身交给 `.to()`。",
+            )
         if moved["device"] != target:
             raise Fail(
                 f"the returned tensor is on {moved['device']}, not on {target}. If you wrote `x.to(device)` "
@@ -102,9 +110,9 @@ def judge_move_batch(seen: dict) -> None:
 
 #: The inputs of exercise 2: (device, (B, T, C)); two devices each way, two sequence lengths on each.
 def _mask_inputs() -> list[tuple[torch.device, tuple[int, int, int]]]:
-    other = mismatch_device()
+    gpus = probe_devices()
     cpu = torch.device("cpu")
-    return [(cpu, (2, 5, 8)), (other, (2, 5, 8)), (cpu, (3, 4, 2)), (other, (1, 3, 2))]
+    return [(cpu, (2, 5, 8)), (gpus[-1], (2, 5, 8)), (cpu, (3, 4, 2)), (gpus[0], (1, 3, 2))]
 
 
 @judged(
@@ -138,6 +146,14 @@ def judge_causal_mask(seen: dict) -> None:
             got = case["result"]["type"]
             raise Fail(f"expected a tensor back, got {got}.", f"应当返回一个张量，实际返回的是 {got}。")
         mask = case["result"]["tensor"]
+        if mask["device"].startswith("cuda") and device.startswith("cuda") and mask["device"] != device:
+            raise Fail(
+                f"for an input on {device} the mask was created on {mask['device']}: \"cuda\" means the "
+                "current GPU (cuda:0 unless you changed it), not the input's. Take the device from the input: "
+                "device=x.device.",
+                f"输入在 {device} 上，掩码却创建在了 {mask['device']} 上：\"cuda\" 指的是当前 GPU"
+                "（没改过就是 cuda:0），不是输入所在的那块。设备应当取自输入：device=x.device。",
+            )
         if mask["device"] != device:
             raise Fail(
                 f"for an input on {device} the mask was created on {mask['device']}. Factory functions such "

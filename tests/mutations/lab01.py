@@ -47,6 +47,14 @@ def move_as_tensor(x, device):
     return torch.as_tensor(x, device=device)
 
 
+def move_cuda(x, device):
+    return x.cuda() if device.type == "cuda" else x.to(device)  # drops the index: always cuda:0
+
+
+def move_cuda_index(x, device):
+    return x.cuda(device.index) if device.type == "cuda" else x.cpu()
+
+
 # --- exercise 2: causal-mask --------------------------------------------------------------------------------
 
 
@@ -57,6 +65,12 @@ def mask_on_cpu(x):
 
 def mask_fixed_size(x):
     return torch.ones(5, 5, dtype=torch.bool, device=x.device).tril()
+
+
+def mask_on_cuda(x):
+    steps = x.shape[-2]
+    device = "cuda" if x.is_cuda else "cpu"  # "cuda" means the current GPU, cuda:0, not x's
+    return torch.ones(steps, steps, dtype=torch.bool, device=device).tril()
 
 
 def mask_upper(x):
@@ -111,6 +125,7 @@ WRONG = {
         ("a new tensor of zeros", move_new_tensor, "holds other values"),
         ("returns nothing", move_returns_nothing, "returns None"),
         ("returns a list", move_list, "expected a tensor back"),
+        ("x.cuda() for any GPU", move_cuda, "cuda:1"),
     ],
     "causal-mask": [
         ("factory without device", mask_on_cpu, "take the device from the input"),
@@ -119,6 +134,7 @@ WRONG = {
         ("float mask", mask_float, "bool mask"),
         ("T taken from the channels", mask_wrong_dim, "second-to-last"),
         ("diagonal excluded", mask_strict_lower, "diagonal included"),
+        ('device="cuda" for an input on a GPU', mask_on_cuda, "cuda:1"),
     ],
     "predict-raises": [
         # the taught bug first: a 0-dim CPU tensor believed to raise (it is exempt in element-wise ops)
@@ -137,6 +153,7 @@ RIGHT = {
         ("x.to(device)", move_to),
         ("to(device=..., copy=True, non_blocking=True)", move_kwargs_copy),
         ("torch.as_tensor(x, device=device)", move_as_tensor),
+        ("x.cuda(device.index) or x.cpu()", move_cuda_index),
     ],
     "causal-mask": [
         ("torch.ones(..., device=x.device).tril()", mask_ones),
