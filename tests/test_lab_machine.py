@@ -1,5 +1,6 @@
-"""The labs' GPUs (`devicekit_labs.machine`, issue 39): a lab's setup cell makes the rest of the notebook run on
-simulated GPUs where the machine has none, and every self-check's probe runs on two GPUs, real or simulated."""
+"""The labs' GPUs (`devicekit_labs.machine`, issue 39): a lab's setup cell makes the rest of the notebook
+run on simulated GPUs where the machine has none, and every self-check's probe runs on two GPUs, real or
+simulated."""
 
 from __future__ import annotations
 
@@ -14,12 +15,18 @@ import devicekit
 from devicekit_labs import _REGISTRY, judged, registered
 from devicekit_labs.machine import gpus_line, probe_devices, probe_gpus, simulating, with_probe_gpus
 
-pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="these tests are about a machine without a GPU")
+NO_GPU = "these tests are about a machine without a GPU"
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason=NO_GPU)
+MIX = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
 
 
 def _run(code: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -48,7 +55,7 @@ def test_use_gpus_makes_the_rest_of_the_session_a_gpu_machine_and_a_rerun_replac
     )
     assert "GPUs for this lab: 1 simulated NVIDIA H200" in out
     assert "after 1: True 1" in out
-    assert "raised: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!" in out
+    assert f"raised: {MIX}" in out
     assert "after 2: 2" in out
     assert "left: False" in out
     assert "Exception ignored" not in out
