@@ -40,6 +40,8 @@ from devicekit.lint.names import (
     looks_like_device_name,
     looks_like_lengths,
     looks_like_loader_name,
+    looks_like_loss_class,
+    looks_like_model_name,
 )
 from devicekit.lint.params import tensor_params
 from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
@@ -81,6 +83,8 @@ _RUNTIME_METHOD = re.compile(
 _LAUNCH_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 _TRANSFORM_MAKERS = re.compile(r"(^|\.)transforms(\.v2)?\.(Compose|ToTensor|PILToTensor|ToImage)$")
 _NUMPY = re.compile(r"^numpy\.")
+#: A dataset class of torchvision (`datasets.FashionMNIST(...)`): it gives CPU samples.
+_DATASETS = re.compile(r"^torchvision\.datasets\.[A-Z]\w*$")
 #: NumPy functions that do not read their argument's data (so a CUDA tensor is fine).
 _NUMPY_HARMLESS = frozenset(
     {"numpy.shape", "numpy.ndim", "numpy.isscalar", "numpy.random.seed", "numpy.dtype"}
@@ -424,7 +428,9 @@ class FileAnalysis:
                     )
                     self.ctx.report(value.node, "DK004", detail)
                 attrs[attr] = replace(value, attribute=module, created=None, label=name)
-            elif value.kind in ("tensor", "device"):
+            elif value.kind in ("tensor", "device") or (
+                not module and value.kind == "moved" and value.place.kind == DEVICE
+            ):  # (a trainer's `self.model = model.to(DEVICE)`: a model on the device for its methods)
                 attrs[attr] = replace(value, created=None, label=name)
         if module:
             for name in registered - set(attrs):  # `self.register_buffer("scale", ...)`
@@ -869,6 +875,14 @@ class Flow:
                     self.env[key] = receiver.at(place, moved=True)
                 elif not self.dtype_only(expr):
                     self.env[key] = receiver.at(UNKNOWN_PLACE, moved=True)
+            elif (
+                receiver is None
+                and place is not None
+                and key is not None
+                and key in self.bound
+                and looks_like_model_name(key)
+            ):  # `model_restoration = MPRNet()` from unread code, then `model_restoration.cuda()`
+                self.env[key] = Val("moved", place, label=key, moved=True)
             elif receiver is not None and receiver.kind in _TENSORS and place is not None:
                 if receiver.whole:  # a whole batch may move in place (a tokenizer's `BatchEncoding`)
                     if key is not None:
@@ -1012,7 +1026,13 @@ class Flow:
             return self.ev(expr.operand)
         if isinstance(expr, ast.IfExp):
             self.ev(expr.test)
-            return join(self.ev(expr.body), self.ev(expr.orelse))
+            body, orelse = self.ev(expr.body), self.ev(expr.orelse)
+            # `"cuda" if torch.cuda.is_available() else "cpu"`: the code is written for the accelerator,
+            # the path on which a device bug shows (as `place_of` reads the same expression)
+            options = [v for v in (body, orelse) if v is not None and v.kind == "device"]
+            if len(options) == 2 and any(v.place.kind == DEVICE for v in options):
+                return next(v for v in options if v.place.kind == DEVICE)
+            return join(body, orelse)
         if isinstance(expr, ast.Subscript):
             return self.subscript(expr)
         if isinstance(expr, (ast.Tuple, ast.List)):
@@ -1059,6 +1079,9 @@ class Flow:
             return replace(base, label=_label(expr), zero_dim=base.zero_dim if slices else None, node=expr)
         if base.kind == "batch":
             return replace(base, kind="tensor", label=_label(expr), node=expr, whole=False)
+        if base.kind == "dataset":  # `test_data[0]`: one sample, as the dataset makes it (on the CPU)
+            reason = why.sample_of(base.label or "the dataset", expr.lineno)
+            return Val("batch", Place(HOST, why=reason), batch=True, node=expr)
         if base.kind in ("seq", "dict"):
             if isinstance(expr.slice, ast.Constant):
                 for key, item in base.items or ():
@@ -1204,7 +1227,10 @@ class Flow:
         if place is None:
             return None
         if place.kind == DEVICE:
-            return replace(place, why=why.moved_to(place.device or "the device", line))
+            named = call.args[0] if call.args else None
+            named = named if isinstance(named, (ast.Name, ast.Attribute)) else None
+            shown = (_label(named) if named is not None else None) or place.device or "the device"
+            return replace(place, why=why.moved_to(shown, line))
         return place
 
     def dtype_only(self, call: ast.Call) -> bool:
@@ -1279,6 +1305,9 @@ class Flow:
             if keyword(call, "collate_fn") is not None:
                 return Val("custom-loader")  # its collate_fn may move the batches: where they are is unknown
             return Val("loader", Place(HOST), label=None)
+        if _DATASETS.match(full):  # a torchvision dataset: its samples are CPU tensors (or images)
+            self.args(call)
+            return Val("dataset", Place(HOST))
         if _TRANSFORM_MAKERS.search(full):
             self.args(call)
             makes = "ToTensor" in full or "PILToTensor" in full or "ToImage" in full
@@ -1298,6 +1327,15 @@ class Flow:
             ):
                 inner = inner.args[0]
             value = self.ev(inner)
+            key = dotted(inner)
+            if (
+                value is None
+                and key is not None
+                and key not in self.bound
+                and looks_like_loader_name(key)
+                and not self.names.imports_torch_geometric
+            ):  # `next(iter(self.valid_dataloader))`: as a loop over it would read it
+                value = Val("loader", Place(HOST), label=key)
             if value is not None and value.kind == "loader":
                 return Val(
                     "batch",
@@ -1323,6 +1361,10 @@ class Flow:
         if self.names.is_loss_constructor(call) or self.names.is_module_constructor(call):
             args, kwargs = self.args(call)
             return self._built(call, full, [*args, *kwargs.values()])
+        if looks_like_loss_class(full) and self._project_target(call) is None:
+            # `losses.CharbonnierLoss()` from code not read: a loss, whose output is where its inputs are
+            self.args(call)
+            return Val("module", UNKNOWN_PLACE, label=_label(func), loss=True, cls=full)
         if isinstance(func, ast.Attribute):
             key = dotted(func)
             if key is not None and key in self.env:  # `self.encoder(x)`: an attribute that holds a module
@@ -1550,7 +1592,7 @@ class Flow:
         if placed is not None:  # `from_pretrained(..., device_map=...)`, `nn.Linear(2, 2, device=...)`
             place = self.place_of(placed, call.lineno) if keyword(call, "device") is not None else None
             return Val("module", place or UNKNOWN_PLACE, label=label, moved=True, cls=cls)
-        if self.names.is_loss_constructor(call):
+        if self.names.is_loss_constructor(call) or (cls is not None and looks_like_loss_class(cls)):
             weighted = keyword(call, "weight") is not None or keyword(call, "pos_weight") is not None
             place = UNKNOWN_PLACE if weighted else Place(HOST)
             return Val("module", place, label=label, loss=not weighted, cls=full)

@@ -76,6 +76,20 @@ def looks_like_lengths(key: str) -> bool:
     return bool(_LENGTHS_NAME.match(last))
 
 
+_MODEL_NAME = re.compile(r"(model|net|encoder|decoder|classifier|backbone|module)\w*$", re.I)
+
+
+def looks_like_model_name(key: str) -> bool:
+    """`model`, `self.net`, `model_restoration`: a name that probably holds a model (its last part)."""
+    return bool(_MODEL_NAME.search(key.rsplit(".", 1)[-1]))
+
+
+def looks_like_loss_class(name: str) -> bool:
+    """`CharbonnierLoss`, `FocalLoss`, `LabelSmoothingCriterion`: a class that computes a loss."""
+    last = name.rsplit(".", 1)[-1]
+    return last[:1].isupper() and last.endswith(("Loss", "Criterion"))
+
+
 def looks_like_loader_name(key: str) -> bool:
     """`loader`, `train_loader`, `self.val_dataloader` ...: a name that probably holds a DataLoader."""
     return bool(_LOADER_NAME.search(key.rsplit(".", 1)[-1]))

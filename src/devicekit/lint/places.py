@@ -189,6 +189,13 @@ def batch_from(loader: str, line: int) -> Message:
     )
 
 
+def sample_of(dataset: str, line: int) -> Message:
+    return Message(
+        f"is a sample of the dataset `{dataset}` taken at line {line}, on the CPU, and is never moved",
+        f"是第 {line} 行从数据集 `{dataset}` 取出的样本，在 CPU 上，从未移动",
+    )
+
+
 def moved_to(device: str, line: int) -> Message:
     return Message(f"is moved to `{device}` at line {line}", f"在第 {line} 行移到了 `{device}` 上")
 
