@@ -138,6 +138,12 @@ class Questions:
             self.meet(flow, node, args, zero_dim_ok=False)
             return
         tensors = [a for a in args if a is not None and a.kind in _TENSORS and a.place.kind != UNKNOWN]
+        if module.place.kind == HOST and module.wrapper is not None:
+            line, col = module.wrapper
+            where = ast.Constant(value=None)
+            where.lineno, where.col_offset = line, col
+            flow.report(where, "DK013", module.place.why)
+            return
         if module.place.kind == HOST and not module.moved and module.created is not None:
             moved = [a for a in tensors if a.place.kind == DEVICE]
             if moved:
@@ -155,6 +161,44 @@ class Questions:
                         self._mismatch(flow, node, arg, stand_in, submodule=True)
                     else:
                         self._mismatch(flow, node, arg, stand_in)
+
+    def wrapped(self, flow: Flow, call: ast.Call, full: str, inner: Val) -> Val | None:
+        """A module on the CPU for sure (built and never moved) wrapped for several GPUs.
+
+        `DistributedDataParallel(module, device_ids=[...])` raises at once for a CPU module ("device_ids
+        and output_device arguments only work with single-device/multiple-device GPU modules or CPU
+        modules", recorded case `ddp-device-ids-cpu-module`). `nn.DataParallel` moves the module itself
+        when it is given one device id, and otherwise raises when it runs on a machine with several GPUs
+        ("module must have its parameters and buffers on device cuda:0 (device_ids[0])",
+        `torch/nn/parallel/data_parallel.py` (v2.13.0), `DataParallel.__init__` and `forward`): the
+        wrapper it returns carries where it was wrapped, and a call of it while it is still on the CPU is
+        reported there (`Flow._module_call`). What it returns is None when the usual rules apply."""
+        if inner.kind != "module" or inner.place.kind != HOST or inner.loss or inner.moved:
+            return None
+        if inner.created is None and inner.place.why is None:
+            return None
+        ids = keyword(call, "device_ids")
+        if ids is None and len(call.args) > 1:
+            ids = call.args[1]
+        name = inner.label or _label(call.args[0]) or "the model"
+        detail = why.wrapped_on_cpu(name, inner.place.why, call.lineno)
+        if "Distributed" in full:
+            if ids is not None and not (isinstance(ids, ast.Constant) and ids.value is None):
+                flow.report(call, "DK013", detail)
+                return replace(inner, place=UNKNOWN_PLACE, created=None)
+            return None
+        if not full.endswith("DataParallel"):
+            return None
+        if isinstance(ids, (ast.List, ast.Tuple)) and len(ids.elts) == 1:
+            return None  # one device id: DataParallel moves the module there itself
+        here = flow.events is None and flow.source is self.analysis.source
+        return replace(
+            inner,
+            created=None,
+            wrapper=(call.lineno, call.col_offset) if here else None,
+            label=None,
+            place=replace(inner.place, why=detail),
+        )
 
     def host_api(self, flow: Flow, node: ast.AST, value: Val | None, api: str) -> None:
         """`.numpy()` or a NumPy function on a tensor that is on an accelerator for sure."""
@@ -1350,6 +1394,9 @@ class Flow:
             inner = args[0]
             if inner is None or inner.kind not in ("module", "moved"):
                 return None
+            wrapped = self.analysis.questions.wrapped(self, call, full, inner)
+            if wrapped is not None:
+                return wrapped
             # DataParallel on a CPU module is DK013's (its own rule and message), not a model never moved
             if full.endswith("DataParallel") and (
                 "Distributed" not in full or keyword(call, "device_ids") is not None or len(call.args) > 1
@@ -1596,7 +1643,12 @@ class Flow:
             weighted = keyword(call, "weight") is not None or keyword(call, "pos_weight") is not None
             place = UNKNOWN_PLACE if weighted else Place(HOST)
             return Val("module", place, label=label, loss=not weighted, cls=full)
-        wraps = any(v is not None and v.kind == "module" for v in args)  # `Wrapper(model, ...)`
+        # `Wrapper(model, ...)`: around a module that is already somewhere (modules built right here and
+        # never moved, `nn.Sequential(nn.Linear(...))`, leave it on the CPU)
+        wraps = any(
+            v is not None and v.kind == "module" and not (v.place.kind == HOST and v.created is not None)
+            for v in _flatten(args)
+        )
         if wraps or (
             target is not None
             and isinstance(target[1], ast.ClassDef)

@@ -74,6 +74,8 @@ class Val:
         to_tensor: a transform pipeline that makes tensors (`ToTensor`), on the CPU.
         whole: a DataLoader's whole batch (`for batch in loader`), which may be a dict-like object whose
             `.to()` moves in place (a tokenizer's `BatchEncoding`): DK002 leaves it alone.
+        wrapper: for a module, the `(line, col)` of the `nn.DataParallel(...)` call in the file being
+            linted that wrapped it while it was on the CPU (DK013 is reported there if it runs so).
         node: for a batch, the expression it was last read from (DK001 is reported there).
     """
 
@@ -92,11 +94,14 @@ class Val:
     to_tensor: bool = False
     loss: bool = False
     whole: bool = False
+    wrapper: tuple[int, int] | None = None
     node: object = field(default=None, compare=False, repr=False)
 
     def at(self, place: Place, **changes: object) -> Val:
         """The same value somewhere else (a move): no longer a fresh batch or a CPU creation."""
-        return replace(self, place=place, batch=False, made=False, created=None, attribute=False, **changes)
+        return replace(
+            self, place=place, batch=False, made=False, created=None, attribute=False, wrapper=None, **changes
+        )
 
     def named(self, label: str | None) -> Val:
         """The value under a new name (an assignment keeps the first name that is short enough)."""
@@ -130,6 +135,7 @@ def join(a: Val | None, b: Val | None) -> Val | None:
         a.to_tensor and b.to_tensor,
         a.loss and b.loss and a.cls == b.cls,  # one of two losses: which arguments it compares is unknown
         a.whole and b.whole,
+        a.wrapper if a.wrapper == b.wrapper else None,
     )
 
 
@@ -193,6 +199,14 @@ def sample_of(dataset: str, line: int) -> Message:
     return Message(
         f"is a sample of the dataset `{dataset}` taken at line {line}, on the CPU, and is never moved",
         f"是第 {line} 行从数据集 `{dataset}` 取出的样本，在 CPU 上，从未移动",
+    )
+
+
+def wrapped_on_cpu(module: str, why: Message | None, line: int) -> Message:
+    reason = why or Message("is on the CPU", "在 CPU 上")
+    return Message(
+        f"`{module}` {reason.en}, and is wrapped at line {line} while it is there",
+        f"`{module}` {reason.zh}，并在第 {line} 行仍在那里时被包装",
     )
 
 
