@@ -473,7 +473,7 @@ class FileAnalysis:
                     self.ctx.report(value.node, "DK004", detail)
                 attrs[attr] = replace(value, attribute=module, created=None, label=name)
             elif value.kind in ("tensor", "device") or (
-                not module and value.kind == "moved" and value.place.kind == DEVICE
+                not module and value.kind in ("moved", "module") and value.place.kind == DEVICE
             ):  # (a trainer's `self.model = model.to(DEVICE)`: a model on the device for its methods)
                 attrs[attr] = replace(value, created=None, label=name)
         if module:
@@ -1790,9 +1790,9 @@ class Flow:
             tuple(sorted((k, _signature(v)) for k, v in kwargs.items())),
             id(self.events) if self.events is not None else None,
         )
-        if signature in self.analysis.summaries:
+        if signature in self.analysis.summaries and not self.quiet:
             return self.analysis.summaries[signature]
-        if not known and not any(True for _ in env):
+        if not known and not any(True for _ in env) and not self.quiet:
             return None
         self.analysis.contexts += 1
         self.analysis.active.add(id(node))
@@ -1814,6 +1814,12 @@ class Flow:
             inner.run(node.body)
         finally:
             self.analysis.active.discard(id(node))
+        if self.quiet and self.self_name is not None and params:
+            # `__init__` calling `self.set_model()`: what the helper puts in `self.x` is there afterwards
+            prefix = params[0].arg + "."
+            for key, value in inner.env.items():
+                if key.startswith(prefix):
+                    self.env[self.self_name + key[len(params[0].arg) :]] = value
         result = inner.returned()
         self.analysis.summaries[signature] = result
         return result
