@@ -121,6 +121,13 @@ class Questions:
         tensors = [v for v in values if v is not None and v.kind in kinds and v.place.kind != UNKNOWN]
         hosts = [v for v in tensors if v.place.kind == HOST and not (zero_dim_ok and v.zero_dim)]
         others = [v for v in tensors if v.place.kind in (DEVICE, INPUT)]
+        if not hosts and others:  # a CPU tensor made on another path (`w = torch.ones(n) if w is None`)
+            for value in values:
+                if value is not None and value.fallback is not None and value.place.kind != HOST:
+                    rest = [o for o in others if o is not value]
+                    if rest and not (zero_dim_ok and value.fallback.zero_dim):
+                        self._mismatch(flow, node, value.fallback, rest[0])
+                        return
         if not hosts or not others:
             return
         other = others[0]
@@ -836,7 +843,7 @@ class Flow:
             self.returns.append(self.ev(stmt.value) if stmt.value is not None else None)
         elif isinstance(stmt, ast.If):
             self.ev(stmt.test)
-            self.branches([stmt.body, stmt.orelse])
+            self.branches([stmt.body, stmt.orelse], fallback=not _about_devices(stmt.test))
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             before = dict(self.env)
             self.bind_loop(stmt.target, stmt.iter)
@@ -885,7 +892,7 @@ class Flow:
                 if isinstance(child, ast.expr):
                     self.ev(child)
 
-    def branches(self, bodies: list[list[ast.stmt]]) -> None:
+    def branches(self, bodies: list[list[ast.stmt]], fallback: bool = False) -> None:
         before, bound = self.env, self.bound
         results: list[tuple[dict[str, Val], set[str]]] = []
         assigned: set[str] = set()
@@ -901,7 +908,7 @@ class Flow:
             return
         self.env, names = results[0]
         for other, other_names in results[1:]:
-            self.env = join_envs(self.env, other, before, names, other_names)
+            self.env = join_envs(self.env, other, before, names, other_names, fallback)
             names = names | other_names
 
     def expression_statement(self, expr: ast.AST) -> None:
@@ -958,6 +965,8 @@ class Flow:
                 del self.env[name]
             return
         label = key if len(key) <= 40 else None
+        if value.fallback is not None and (value.fallback.label is None or "(" in value.fallback.label):
+            value = replace(value, fallback=value.fallback.named(label))  # `w = ... if w is None else w`
         if self.self_name is not None and key.startswith(self.self_name + "."):
             self.env[key] = replace(value, label=label, node=target)  # where an attribute is set (DK004)
         else:
@@ -1076,7 +1085,12 @@ class Flow:
             options = [v for v in (body, orelse) if v is not None and v.kind == "device"]
             if len(options) == 2 and any(v.place.kind == DEVICE for v in options):
                 return next(v for v in options if v.place.kind == DEVICE)
-            return join(body, orelse)
+            if not _about_devices(expr.test):
+                # `torch.ones(n) if w is None else w`: the caller's tensor, or one made on the CPU
+                for made, other in ((body, orelse), (orelse, body)):
+                    if other is None and made is not None and made.kind == "tensor" and made.made:
+                        return Val("tensor", UNKNOWN_PLACE, fallback=made)
+            return join(body, orelse, fallback=not _about_devices(expr.test))
         if isinstance(expr, ast.Subscript):
             return self.subscript(expr)
         if isinstance(expr, (ast.Tuple, ast.List)):
@@ -1845,6 +1859,26 @@ def _changed_params(function: ast.AST) -> set[str]:
     return changed
 
 
+_DEVICE_WORDS = re.compile(r"cpu|cuda|device|gpu|mps|xpu|accelerat", re.I)
+
+
+def _about_devices(test: ast.AST) -> bool:
+    """A test that asks about devices (`x.is_cuda`, `device == "cpu"`, `torch.cuda.is_available()`):
+    its paths are chosen by where things are, so a CPU tensor on one of them may be right."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name) and _DEVICE_WORDS.search(node.id):
+            return True
+        if isinstance(node, ast.Attribute) and _DEVICE_WORDS.search(node.attr):
+            return True
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _DEVICE_WORDS.search(node.value)
+        ):
+            return True
+    return False
+
+
 def _expects_an_error(expr: ast.AST) -> bool:
     """`pytest.raises(...)`, `self.assertRaises(...)`: a block that fails on purpose."""
     if not isinstance(expr, ast.Call):
@@ -1942,6 +1976,7 @@ def _result(values: list[Val | None], expr: ast.AST) -> Val | None:
     )
     batch = all(t.batch for t in tensors)
     made = place.kind == HOST and any(t.made for t in tensors if t.place.kind == HOST)
+    fallback = next((t.fallback for t in tensors if t.fallback is not None), None)
     return Val(
         "tensor",
         place,
@@ -1950,6 +1985,7 @@ def _result(values: list[Val | None], expr: ast.AST) -> Val | None:
         batch=batch and place.kind == HOST,
         made=made,
         created=created if made else None,
+        fallback=fallback if place.kind != HOST else None,
     )
 
 

@@ -44,7 +44,9 @@ DTYPES = frozenset(
 )
 NN_NOT_MODULES = frozenset({"Parameter", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 RNN_CLASSES = frozenset({"RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"})
-_MODULE_BASE = re.compile(r"(^|\.)(Module|LightningModule|Sequential|ModuleList|ModuleDict)$")
+_MODULE_BASE = re.compile(
+    r"(^|\.)(Module|LightningModule|Sequential|ModuleList|ModuleDict)$|^torchmetrics\.(\w+\.)*Metric$"
+)
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda|rank|local_rank|gpu_id|device_id)s?$", re.I)
 _LOADER_NAME = re.compile(r"loader$", re.I)
 _LENGTHS_NAME = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)(_tensor)?$", re.I)

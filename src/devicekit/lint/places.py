@@ -76,6 +76,9 @@ class Val:
             `.to()` moves in place (a tokenizer's `BatchEncoding`): DK002 leaves it alone.
         wrapper: for a module, the `(line, col)` of the `nn.DataParallel(...)` call in the file being
             linted that wrapped it while it was on the CPU (DK013 is reported there if it runs so).
+        fallback: a tensor on some other path, made on the CPU in the file being linted: `w =
+            torch.ones(n) if w is None else w` holds the caller's `w`, or that CPU tensor when the caller
+            gives none. Where it meets a tensor on a device, that path fails (DK003).
         node: for a batch, the expression it was last read from (DK001 is reported there).
     """
 
@@ -95,12 +98,21 @@ class Val:
     loss: bool = False
     whole: bool = False
     wrapper: tuple[int, int] | None = None
+    fallback: Val | None = None
     node: object = field(default=None, compare=False, repr=False)
 
     def at(self, place: Place, **changes: object) -> Val:
         """The same value somewhere else (a move): no longer a fresh batch or a CPU creation."""
         return replace(
-            self, place=place, batch=False, made=False, created=None, attribute=False, wrapper=None, **changes
+            self,
+            place=place,
+            batch=False,
+            made=False,
+            created=None,
+            attribute=False,
+            wrapper=None,
+            fallback=None,
+            **changes,
         )
 
     def named(self, label: str | None) -> Val:
@@ -108,8 +120,16 @@ class Val:
         return self if label is None else replace(self, label=label)
 
 
-def join(a: Val | None, b: Val | None) -> Val | None:
-    """What a name holds after two paths (an `if` and its `else`, a loop run or not)."""
+def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:
+    """What a name holds after two paths (an `if` and its `else`, a loop run or not).
+
+    With `fallback` (two paths of a test that is not about devices), a tensor made on the CPU on one path
+    and a tensor from elsewhere on the other is the other one, keeping the CPU tensor as its `fallback`.
+    """
+    if fallback and a is not None and b is not None and a.kind == b.kind == "tensor":
+        for made, other in ((a, b), (b, a)):
+            if made.place.kind == HOST and made.made and other.place.kind != HOST:
+                return replace(other, fallback=other.fallback or made)
     if a is None or b is None:
         return None
     if a is b:
@@ -136,6 +156,7 @@ def join(a: Val | None, b: Val | None) -> Val | None:
         a.loss and b.loss and a.cls == b.cls,  # one of two losses: which arguments it compares is unknown
         a.whole and b.whole,
         a.wrapper if a.wrapper == b.wrapper else None,
+        a.fallback if a.fallback == b.fallback else None,
     )
 
 
@@ -145,6 +166,7 @@ def join_envs(
     before: dict[str, Val] | None = None,
     a_set: set[str] | frozenset[str] = frozenset(),
     b_set: set[str] | frozenset[str] = frozenset(),
+    fallback: bool = False,
 ) -> dict[str, Val]:
     """Two environments joined name by name. A name that both paths know is joined. A name that only one
     path knows, that was not bound `before` the paths split and that the other path did not set at all
@@ -157,7 +179,9 @@ def join_envs(
             if before is not None and key not in before and key not in b_set:
                 out[key] = value
             continue
-        joined = join(value, other)
+        prior = before.get(key) if before is not None else None
+        # (a CPU tensor that was there before the test, moved on one path, is no tensor made on the other)
+        joined = join(value, other, fallback and (prior is None or prior.place.kind != HOST))
         if joined is not None:
             out[key] = joined
     if before is not None:
@@ -289,8 +313,8 @@ def default_reason(place: Place) -> Message:
 
 def buffer_of(name: str) -> Message:
     return Message(
-        f"`{name}` is a buffer or a parameter of the module: it moves with it",
-        f"`{name}` 是模块的缓冲区或参数：它随模块一起移动",
+        f"is `{name}`, a buffer or a parameter of the module, which moves with it",
+        f"是 `{name}`，模块的缓冲区或参数，随模块一起移动",
     )
 
 
