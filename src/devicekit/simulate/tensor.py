@@ -151,7 +151,10 @@ class SimulatedTensor(torch.Tensor):
         raise exc
 
     def tolist(self) -> Any:  # type: ignore[override]
-        return self._dk_inner.tolist()
+        # through a copy to the host, as PyTorch's own tolist of a GPU tensor (tensor_to_list in
+        # torch/csrc/utils/tensor_list.cpp: data.toBackend(Backend::CPU)), so a dispatch mode that watches
+        # device-to-host copies (a lab's check, a profiler) sees this one as it would on a GPU
+        return self.cpu().tolist()
 
     def __format__(self, format_spec: str) -> str:
         if self.dim() == 0:
