@@ -158,6 +158,15 @@ class SimulatedTensor(torch.Tensor):
         # device-to-host copies (a lab's check, a profiler) sees this one as it would on a GPU
         return self.cpu().tolist()
 
+    def record_stream(self, stream: Any) -> None:  # type: ignore[override]
+        # the caching allocator's note that another stream uses this memory (devicekit's DeviceLoader makes
+        # it for every prefetched batch): a simulated GPU's work has finished when it returns and its memory
+        # is the CPU's, so there is nothing to keep alive; any other argument gets PyTorch's own error
+        from ._streams import SimulatedStream
+
+        if not isinstance(stream, SimulatedStream):
+            torch.Tensor.record_stream(self, stream)
+
     def __format__(self, format_spec: str) -> str:
         if self.dim() == 0:
             return self.item().__format__(format_spec)
