@@ -171,6 +171,29 @@ def test_module_cuda_keeps_parameter_identity_and_an_optimizer_built_before_trai
         assert loss.item() < before
 
 
+def test_module_cpu_after_cuda_keeps_parameter_identity_as_on_a_gpu():
+    """On a GPU ``model.cpu()`` assigns ``param.data`` (CPU and CUDA tensors have compatible shallow-copy
+    types: torch/nn/modules/module.py v2.13.0, ``compute_should_use_set_data``), so the Parameter objects
+    stay and an optimizer built earlier still trains the model; a move to meta replaces them."""
+    torch.manual_seed(0)
+    with simulate():
+        model = nn.Linear(2, 2)
+        weight = model.weight
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)
+        model.cuda()
+        model(torch.ones(3, 2, device="cuda")).sum().backward()
+        opt.step()
+        model.cpu()
+        assert model.weight is weight and type(weight) is nn.Parameter and not is_simulated(weight)
+        assert weight.device == torch.device("cpu") and weight.grad.device == torch.device("cpu")
+        before = weight.detach().clone()
+        model(torch.ones(3, 2)).sum().backward()
+        opt.step()
+        assert not torch.equal(before, weight.detach())  # the optimizer still holds the model's weight
+        model.to("meta")
+        assert model.weight is not weight  # CPU to meta: new objects, as PyTorch does everywhere
+
+
 def test_the_same_training_step_gives_the_same_numbers_as_on_the_cpu():
     def step(device: str) -> list[float]:
         torch.manual_seed(1)

@@ -363,6 +363,33 @@ def comm_functions() -> dict[str, Callable[..., Any]]:
     }
 
 
+def _module_apply(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``Module._apply`` that keeps a simulated parameter's identity when it moves back to the CPU.
+
+    On a GPU, ``model.cpu()`` keeps every ``Parameter`` object (CPU and CUDA tensors have compatible
+    shallow-copy types, so ``_apply`` assigns ``param.data``: torch/nn/modules/module.py, v2.13.0,
+    ``compute_should_use_set_data``), and an optimizer built before the move still updates the model. A
+    simulated parameter is a wrapper subclass whose type is not compatible with a CPU tensor's, so
+    ``_apply`` would make new Parameter objects. For a module holding simulated parameters, ``_apply``
+    runs with PyTorch's own swap path instead (``torch.__future__.set_swap_module_params_on_conversion``,
+    the path a move to the GPU takes here already): the objects stay, their contents change.
+    """
+
+    def _apply(self: torch.nn.Module, fn: Callable[..., Any], recurse: bool = True) -> Any:
+        from .tensor import is_simulated
+
+        get_swap = torch.__future__.get_swap_module_params_on_conversion
+        if get_swap() or not any(is_simulated(p) for p in self._parameters.values()):
+            return original(self, fn, recurse)
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        try:
+            return original(self, fn, recurse)
+        finally:
+            torch.__future__.set_swap_module_params_on_conversion(False)
+
+    return _apply
+
+
 def install(patches: Patches, machine: _state.Machine, thread_start: Callable[..., Any]) -> None:
     """Apply every replacement for ``machine`` to ``patches``."""
     submodules = [m for n, m in list(sys.modules.items()) if n.startswith("torch.cuda.") and m is not None]
@@ -395,3 +422,4 @@ def install(patches: Patches, machine: _state.Machine, thread_start: Callable[..
     # mode makes it a simulated tensor with its values
     patches.flag(torch._C._only_lift_cpu_tensors, torch._C._set_only_lift_cpu_tensors, True)
     patches.set(threading.Thread, "start", thread_start)
+    patches.set(torch.nn.Module, "_apply", _module_apply(torch.nn.Module._apply))
