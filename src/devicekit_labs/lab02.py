@@ -105,7 +105,10 @@ def probe_mask_buffer(causal_scores) -> dict:
         case: dict = {
             "steps": steps,
             "buffers": sorted(name for name, _ in model.named_buffers()),
-            "mask_is_plain_tensor": isinstance(mask, torch.Tensor) and "mask" not in model._buffers,
+            "mask_is_plain_tensor": isinstance(mask, torch.Tensor)
+            and "mask" not in model._buffers
+            and "mask" not in model._parameters,
+            "mask_is_parameter": "mask" in model._parameters,
             "mask": describe_tensor(mask, values=False),
             "cpu": _forward(model, planted_scores(steps)),
             "gpu": str(gpu),
@@ -129,13 +132,24 @@ def judge_mask_buffer(seen: dict) -> None:
     for case in seen["runs"]:
         steps, gpu = case["steps"], case["gpu"]
         if "mask" not in case["buffers"]:
-            plain = case["mask_is_plain_tensor"]
+            plain, parameter = case["mask_is_plain_tensor"], case.get("mask_is_parameter", False)
             raise Fail(
                 "the module has no buffer called 'mask'"
                 + (" (it is a plain tensor attribute, which Module.to skips)" if plain else "")
+                + (
+                    " (it is a parameter: it moves with the module, but parameters are what an optimizer "
+                    "trains, and a constant mask is not)"
+                    if parameter
+                    else ""
+                )
                 + ". Register it in __init__, so that it follows the module.",
                 "模块里没有名为 'mask' 的缓冲区"
                 + ("（它只是普通的张量属性，Module.to 会跳过它）" if plain else "")
+                + (
+                    "（它是参数：会跟着模块移动，但参数是交给优化器训练的，而掩码是常量）"
+                    if parameter
+                    else ""
+                )
                 + "。请在 __init__ 里把它注册为缓冲区，让它跟着模块走。",
             )
         mask = case["mask"]

@@ -12,6 +12,8 @@ The lab tells learners to find the bugs with devicekit first and to read the sou
 
 from __future__ import annotations
 
+import re
+
 import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -413,26 +415,36 @@ def judge_fix_scale(seen: dict) -> None:
 # --- exercise 3 ------------------------------------------------------------------------------------------
 
 
-def _culprit_cases() -> list[tuple[str, nn.Module, torch.Tensor]]:
-    """(label, model, batch): the models the check asks about, built the same way for probe and judge
-    (inside `probe_gpus`: the GPUs are cuda:0 and cuda:1, real or simulated)."""
+def _culprit_cases() -> list[tuple[tuple[str, str], nn.Module, torch.Tensor]]:
+    """((label en, label zh), model, batch): the models the check asks about, built the same way for probe
+    and judge (inside `probe_gpus`: the GPUs are cuda:0 and cuda:1, real or simulated)."""
     first, last = _gpus()
     cpu = torch.device("cpu")
     torch.manual_seed(0)
     cases = [
-        ("MixerTagger", MixerTagger().to(last), token_ids(last)),
-        ("a model you have not seen", _PositionTagger().to(last), token_ids(last)),
-        ("Tagger", Tagger().to(first), token_ids(first)),
-        ("a Tagger without the bug", Tagger(scale_cls=_BufferScale).to(last), token_ids(last)),
-        ("a Tagger on the CPU, batch on the CPU", Tagger(), token_ids(cpu)),
+        (("MixerTagger", "MixerTagger"), MixerTagger().to(last), token_ids(last)),
+        (("a model you have not seen", "一个你没见过的模型"), _PositionTagger().to(last), token_ids(last)),
+        (("Tagger", "Tagger"), Tagger().to(first), token_ids(first)),
         (
-            f"a Tagger without the bug on {last}, batch left on the CPU",
+            ("a Tagger without the bug", "没有这个错误的 Tagger"),
+            Tagger(scale_cls=_BufferScale).to(last),
+            token_ids(last),
+        ),
+        (("a Tagger on the CPU, batch on the CPU", "Tagger 和批次都在 CPU 上"), Tagger(), token_ids(cpu)),
+        (
+            (
+                f"a Tagger without the bug on {last}, batch left on the CPU",
+                f"没有这个错误的 Tagger 在 {last} 上、批次留在 CPU 上",
+            ),
             Tagger(_BufferScale).to(last),
             token_ids(),
         ),
     ]
     if first != last:
-        label = f"a Tagger without the bug on {last}, batch on {first}"
+        label = (
+            f"a Tagger without the bug on {last}, batch on {first}",
+            f"没有这个错误的 Tagger 在 {last} 上、批次在 {first} 上",
+        )
         cases.append((label, Tagger(_BufferScale).to(last), token_ids(first)))
     return cases
 
@@ -463,22 +475,30 @@ def judge_find_culprit(seen: dict) -> None:
             "the check's observations do not match its cases: run the check again.",
             "自测的观察结果与它的用例对不上：请重新运行自测。",
         )
-    for (label, truth), answer in zip(truths, seen["answers"], strict=True):
-        got = _expect_name(answer, f"find_culprit on {label}", f"find_culprit 作用于 {label} 时")
+    for ((label, label_zh), truth), answer in zip(truths, seen["answers"], strict=True):
+        got = _expect_name(answer, f"find_culprit on {label}", f"find_culprit 作用于{label_zh}时")
         if got == truth:
             continue
         if truth is None:
             raise Fail(
                 f"on {label}, where nothing mixes devices, your function answered {got!r}; it should return "
                 "None.",
-                f"在 {label} 上没有任何设备混用，你的函数却回答了 {got!r}，应当返回 None。",
+                f"在{label_zh}的情形下没有任何设备混用，你的函数却回答了 {got!r}，应当返回 None。",
+            )
+        if isinstance(got, str) and truth and re.search(rf"(?<![\w.]){re.escape(truth)}(?![\w.])", got):
+            raise Fail(
+                f"on {label} your function answered with text that names the module ({truth!r}) among other "
+                "words: return the module's name alone (the report's `.module`), not the whole report.",
+                f"在{label_zh}的情形下，你的函数返回的文字里提到了这个模块（{truth!r}），但还夹着别的内容："
+                "只返回模块名本身（报告的 `.module`），不要返回整份报告。",
             )
         raise Fail(
             f"on {label} your function answered {got!r}, which is not the module where the devices mix. "
             "Run the tool on the model and the batch you are given, as they are, and remember that the model "
             "and the batch can be the ones on different devices (two GPUs included).",
-            f"在 {label} 上你的函数回答 {got!r}，但设备混用不是发生在那里。请把传进来的模型和批次原样交给"
-            "工具运行，也别忘了不一致的可能是模型和批次本身（包括分处两块 GPU 的情形）。",
+            f"在{label_zh}的情形下，你的函数回答 {got!r}，但设备混用不是发生在那里。"
+            "请把传进来的模型和批次原样交给工具运行，也别忘了不一致的可能是模型和批次本身"
+            "（包括分处两块 GPU 的情形）。",
         )
 
 

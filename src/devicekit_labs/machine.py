@@ -5,7 +5,9 @@ machine without one (a laptop, a CPU notebook platform, CI) the rest of the note
 ``devicekit.simulate(gpus=...)``, so ``dm.device`` is ``cuda:0``, errors carry CUDA's own messages and values
 are computed for real on the CPU. The self-checks' probes run under `probe_gpus` (two GPUs, so an exercise
 about ``cuda:1`` is checked with a second device), in the notebook and in the grader's kernel alike: a grade
-on a CPU machine means what it would on a GPU machine.
+on a CPU machine means what it would on a machine with two GPUs. On a machine with one real GPU the probes
+run on it alone (simulated and real CUDA tensors must not meet), so an answer that only a second GPU tells
+apart (``x.cuda()`` for ``x.to(device)``) passes there.
 
 Why the notebook enters the simulation without a ``with`` block: each cell is a separate execution, and a
 ``with`` cannot span cells. The simulation's modes live on the kernel's main thread, where IPython runs every

@@ -26,6 +26,12 @@ class ScoresPlain(ScoresOk):  # the taught bug: a plain attribute, which Module.
         self.mask = torch.ones(steps, steps, dtype=torch.bool).tril()
 
 
+class ScoresFrozenParameter(ScoresOk):  # the learner run-through: a parameter that does not train
+    def __init__(self, steps):
+        nn.Module.__init__(self)
+        self.mask = nn.Parameter(torch.ones(steps, steps, dtype=torch.bool).tril(), requires_grad=False)
+
+
 class ScoresFixedSize(ScoresOk):  # reviewers: a buffer hard-coded to (5, 5)
     def __init__(self, steps):
         nn.Module.__init__(self)
@@ -333,6 +339,7 @@ class TwoStageLogs(TwoStageOk):  # reads a value off the GPU every call: .item()
 WRONG = {
     "mask-buffer": [
         ("plain tensor attribute", ScoresPlain, "plain tensor attribute"),
+        ("a frozen nn.Parameter", ScoresFrozenParameter, "it is a parameter"),
         ("buffer hard-coded to (5, 5)", ScoresFixedSize, "built from `steps`"),
         ("upper triangle", ScoresUpper, "above the diagonal must become -inf"),
         ("new CPU mask in forward", ScoresInForward, "do not make a new one in forward"),

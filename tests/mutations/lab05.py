@@ -147,6 +147,11 @@ def culprit_the_report(model, batch):
         return locate_mismatch(model, batch)
 
 
+def culprit_report_text(model, batch):  # the learner run-through: the whole report as text
+    report = locate_mismatch(model, batch)
+    return None if report is None else str(report)
+
+
 def culprit_top_level(model, batch):
     with strict_devices():
         report = locate_mismatch(model, batch)
@@ -262,6 +267,7 @@ WRONG = {
         # the taught skill missed: the lab's own module name, whatever the model
         ("a hard-coded name", culprit_hard_coded, "not the module where the devices mix"),
         ("the report object", culprit_the_report, "as a string"),
+        ("the report as text", culprit_report_text, "the module's name alone"),
         ("the top-level module", culprit_top_level, "not the module where the devices mix"),
         ("always None", culprit_never, "not the module where the devices mix"),
         ("the batch moved to the model first", culprit_batch_moved_first, "batch left on the CPU"),
