@@ -191,8 +191,8 @@ def _mismatch(op: str, seen: dict[str, list[Message]], rejected_scalar: str | No
     parts_zh = "、".join(f"{dev}（{'、'.join(w.zh for w in where)}）" for dev, where in seen.items())
     en = (
         f"strict_devices: {op} got tensors on different devices: {parts_en}. "
-        "Move them to one device first (dm.to(...) / tensor.to(device)); outside strict_devices, some devices "
-        "let such a mix through and silently return a tensor on one of them."
+        "Move them to one device first (dm.to(...) / tensor.to(device)); outside strict_devices, some "
+        "devices let such a mix through and silently return a tensor on one of them."
     )
     zh = (
         f"strict_devices：{op} 收到了不同设备上的张量：{parts_zh}。请先把它们移到同一个设备上"
