@@ -63,14 +63,8 @@ def test_a_correct_submission_gets_full_marks(graded, lab):
     r = row(graded, f"{lab}-correct.ipynb")
     assert (r["status"], r["lab"]) == ("graded", lab), r["reason"]
     assert "published-solution" not in r["flags"]
-    # while a lab still has legacy one-piece checks, an exercise whose check needs the learner's object is
-    # not scored (no replay: learner code never runs where a score is computed) and says so
-    unscored = [e for e in r["exercises"] if not e["passed"]]
-    for e in unscored:
-        assert e["how"] == "not-run" and "legacy one-piece check" in e["en"], e["en"]
-    assert r["score"] == r["max"] - len(unscored) and r["max"] > 0, r["feedback"]
-    if not unscored:
-        assert r["percent"] == 100.0
+    assert all(e["how"] == "judged" for e in r["exercises"]), r["feedback"]
+    assert r["score"] == r["max"] > 0 and r["percent"] == 100.0, r["feedback"]
 
 
 @pytest.mark.parametrize("lab", UNTOUCHED_LABS)

@@ -424,3 +424,31 @@ def test_the_cell_that_stopped_a_run_is_where_the_kernel_died_or_ignored_its_int
     # stopped by the notebook's limit: the first interrupted cell after which no cell finished
     stuck = run({"event": "timeout", "index": 2}, {"event": "timeout", "index": 3}, stopped=True)
     assert fatal_cell(stuck) == 2
+
+
+def test_the_kernel_answers_probes_only_and_as_data():
+    """The one request a grading kernel answers is ``probe``: the legacy operations that handed the
+    evaluator callable stand-ins of the learner's objects (``get``, ``call``, ``getattr``, ``iter``) are gone,
+    a name the notebook lacks is ``missing``, a probe that fails or answers with something that is not plain
+    data is an ``error`` (type and message), and one past its time limit a ``ProbeTimeout``."""
+    from devicekit_grade._kernel import answer
+
+    def slow(fn):
+        time.sleep(5)
+
+    probes = {"ok": lambda fn: {"value": fn(2)}, "raises": lambda fn: fn(None), "object": lambda fn: fn}
+    probes["slow"] = slow
+    namespace = {"double": lambda x: 2 * x}
+
+    def probe(key: str, name: str = "double", timeout: float = 0) -> dict:
+        return answer({"op": "probe", "key": key, "name": name}, namespace, probes, timeout)
+
+    assert probe("ok") == {"kind": "observations", "value": {"value": 4}}
+    assert probe("ok", "absent") == {"kind": "missing"}
+    assert probe("raises")["type"] == "TypeError"
+    assert probe("object")["type"] == "ProbeError"
+    late = probe("slow", timeout=0.2)
+    assert late["type"] == "ProbeTimeout" and "0 s" in late["message"], late
+    for op in ("get", "call", "getattr", "iter", "next"):
+        reply = answer({"op": op, "name": "double", "id": 1}, namespace, probes, 0)
+        assert reply["kind"] == "error" and "unknown request" in reply["message"], reply

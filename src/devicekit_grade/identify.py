@@ -123,9 +123,7 @@ def loads(raw: bytes) -> nbformat.NotebookNode:
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
     except RecursionError:
-        raise BadSubmission(
-            "not-a-notebook", "a notebook whose JSON is nested too deeply to read"
-        ) from None
+        raise BadSubmission("not-a-notebook", "a notebook whose JSON is nested too deeply to read") from None
     except Exception as exc:
         why = f"valid JSON but not a readable notebook: {exc}"[:300]
         raise BadSubmission("not-a-notebook", why) from None

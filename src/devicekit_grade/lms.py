@@ -217,9 +217,16 @@ def missing_rows(grades: list[Grade], roster: list[Student] | None, labs: list[s
             )
             out.append(
                 Grade(
-                    file="", lab=lab, lang=student.lang if student.lang in ("en", "zh") else "en",
-                    status="missing", score=0, max=None, reason=reason, student=student.id,
-                    student_name=student.name, canvas_id=student.canvas_id,
+                    file="",
+                    lab=lab,
+                    lang=student.lang if student.lang in ("en", "zh") else "en",
+                    status="missing",
+                    score=0,
+                    max=None,
+                    reason=reason,
+                    student=student.id,
+                    student_name=student.name,
+                    canvas_id=student.canvas_id,
                 )  # fmt: skip
             )
     return out

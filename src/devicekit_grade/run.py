@@ -6,7 +6,7 @@ or writes a score.
    `devicekit_grade.sandbox.Box` (``_worker.py`` drives it, one cell at a time, with a per-cell and a
    per-notebook time limit). This run gives the feedback about cells: errors, time limits, a dead kernel.
 2. **Answer.** The copy ends with one cell added by the grader: the kernel connects to a socket the grader
-   opened and answers questions about the notebook's final state (`devicekit_grade._kernel`).
+   opened and runs each exercise's probe on request (`devicekit_grade._kernel`).
 3. **Score.** The evaluator (`devicekit_grade._evaluator`), a fresh ``python -I -S`` process that loads
    devicekit from the copy the grader took when it started, asks the kernel to run each exercise's probe
    (the grader's copy of the lab module, placed in the box) on the lab's ``target``; the observations come
@@ -110,9 +110,8 @@ class ExerciseGrade:
     number: int
     key: str
     passed: bool
-    #: "judged": the public (and hidden) judges read the probe's observations; "legacy": a one-piece
-    #: check ran on remote calls into the kernel; "not-reached": the run stopped before the answer existed;
-    #: "not-run": no answer for another reason (the feedback says which)
+    #: "judged": the public (and hidden) judges read the probe's observations; "not-reached": the run
+    #: stopped before the answer existed; "not-run": no answer for another reason (the feedback says which)
     how: str
     en: str
     zh: str
@@ -1225,13 +1224,10 @@ def _score(
         head_en, head_zh = f"✗ Exercise {number}: ", f"✗ 练习 {number}："
         if row.get("flag") and row["flag"] not in grade.flags:
             grade.flags.append(str(row["flag"]))
-        if row.get("legacy") and "legacy-check" not in grade.flags:
-            grade.flags.append("legacy-check")
         if row.get("status") == "checked":
             en, zh = str(row["en"]), str(row["zh"])
-            how = "judged" if row.get("how") == "judged" else "legacy"
             seconds = float(row.get("seconds") or 0.0)
-            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), how, en, zh, seconds))
+            grade.exercises.append(ExerciseGrade(number, key, bool(row["passed"]), "judged", en, zh, seconds))
             continue
         how, en, zh = unchecked(row, target, stopped=fatal is not None)
         grade.exercises.append(ExerciseGrade(number, key, False, how, head_en + en, head_zh + zh))
