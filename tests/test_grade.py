@@ -158,25 +158,9 @@ def test_a_submission_that_kills_its_parents_only_ends_itself(graded):
     assert len(graded["rows"]) >= len(graded["names"]), "the run went on"
 
 
-def _kernels_line(graded) -> str:
-    """The run's "Kernels: F of O forked" line: present when the grader forked its kernels
-    (`devicekit_grade.warm_kernels`: root, bubblewrap, a user per submission)."""
-    return next((x for x in graded["stdout"].splitlines() if x.startswith("Kernels: ")), "")
-
-
-def test_every_kernel_of_the_class_is_forked_warm_when_the_grader_is_root(graded):
-    line = _kernels_line(graded)
-    if not line:
-        pytest.skip("kernels are forked only when the grader runs as root, under bubblewrap")
-    forked, _, rest = line.removeprefix("Kernels: ").partition(" of ")
-    offered = rest.split(" ", 1)[0]
-    assert int(forked) == int(offered) >= len(LABS), line
-
-
-def test_a_forked_kernel_is_the_submissions_own_user_without_privileges_or_a_way_out(graded):
+def test_a_kernel_is_the_submissions_own_user_without_privileges_or_a_way_out(graded):
     """What the kernel of ``inspects-its-kernel.ipynb`` saw (raised as its cell's error): a user of its own
-    with no capability and no new privileges, no root process but the sandbox's first, no socket of the
-    zygote (SEQPACKET) among its descriptors, no kernel socket left in its gate, and its own limits."""
+    with no capability, no root process but the sandbox's first, and its own limits."""
     if TRUST:
         pytest.skip("no user per notebook and no sandbox here: the class ran with --trust-submissions")
     reason = row(graded, "inspects-its-kernel.ipynb")["reason"]
@@ -186,12 +170,7 @@ def test_a_forked_kernel_is_the_submissions_own_user_without_privileges_or_a_way
         assert seen["uid"] == seen["euid"] != 0
         assert seen["nproc"] == sandbox.Limits().processes
     assert int(seen["cap_eff"], 16) == 0 and seen["root_owned"] == [], seen
-    assert "0005" not in seen["unix_types"], "a SEQPACKET socket (the zygote's control) reached the kernel"
-    assert not [name for name in seen["gate"] if name.endswith(".kernel.sock")], seen["gate"]
     assert seen["tmp_is_env"] and seen["fsize"] == sandbox.Limits().file_mb * sandbox.MiB
-    if _kernels_line(graded):
-        assert seen["ppid"] == 0, "a forked kernel's parent (the zygote) is outside its PID namespace"
-        assert seen["no_new_privs"] == "1"
     assert row(graded, "inspects-its-kernel.ipynb")["score"] == 3
 
 

@@ -11,17 +11,11 @@ the observations come back as `torch.save` bytes, loaded with ``weights_only=Tru
 ``HIDDEN = {key: judge}`` in ``labNN.py``) read them *here*. No learner object ever reaches this process.
 
 Prints one JSON object on stdout: ``{"results": [...], "versions": {...}, "modules": [...]}``.
-
-**Zygote** (``--zygote FD``, `serve_forks`): the grader starts this module once per run; it imports torch,
-devicekit, every lab's checks and the hidden judges, answers ``--probe``, then forks one fresh child per
-submission on request. Each child is the same fresh, submission-free process a new ``python -I -S`` would be,
-without paying for Python and torch to start again (about 2 s of CPU per submission on a laptop).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import socket
@@ -78,15 +72,10 @@ class Channel:
         raise KernelGone(en, zh) from None
 
 
-_HIDDEN_LOADED: dict[str, dict[str, dict[str, Any]]] = {}
-
-
 def load_hidden(folder: str | None) -> dict[str, dict[str, Any]]:
     """{lab: {key: hidden judge}} from the ``labNN.py`` files in ``folder`` (each declares ``LAB`` and
     ``HIDDEN = {key: judge}``). A file that does not load is an error: grading without it would be wrong.
-    Loaded once per process (the zygote loads them before it forks)."""
-    if folder and folder in _HIDDEN_LOADED:
-        return _HIDDEN_LOADED[folder]
+    """
     import importlib.util
     import re
     from pathlib import Path
@@ -109,7 +98,6 @@ def load_hidden(folder: str | None) -> dict[str, dict[str, Any]]:
 
             lab = next((k for k in known_labs() if match and k.startswith(match.group(1) + "-")), path.stem)
         out[lab] = {str(k): v for k, v in hidden.items() if callable(v)}
-    _HIDDEN_LOADED[folder] = out
     return out
 
 
@@ -246,10 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connect-timeout", type=float, default=60)
     parser.add_argument("--probe", action="store_true", help="load every lab's checks, list the modules")
     parser.add_argument("--hidden", help="folder of the hidden judges (labNN.py with HIDDEN)")
-    parser.add_argument("--zygote", type=int, help="answer --probe, then fork a child per request on this fd")
     args = parser.parse_args(argv)
-    if args.zygote is not None:
-        return serve_forks(args.zygote, args.hidden)
     result: dict[str, Any] = {}
     if args.probe:
         from devicekit_labs import exercises_for, known_labs
@@ -303,69 +288,6 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     sys.stdout.flush()
     return 0
-
-
-#: The placeholder for the listening socket's descriptor in a request to the zygote (its number differs
-#: between the grader and the zygote, which receives a copy of it).
-FD_PLACEHOLDER = "@listener"
-
-
-def serve_forks(control_fd: int, hidden: str | None) -> int:
-    """The zygote's loop: answer ``--probe`` on stdout (one JSON line: this loads torch, every lab's checks
-    and the hidden judges), then, for each request on the ``AF_UNIX`` ``SOCK_SEQPACKET`` socket
-    ``control_fd`` (``{"args": [...]}`` plus three descriptors: the listening socket, and the write ends of
-    the child's stdout and stderr pipes), fork a child that runs `main` with those arguments and exits.
-
-    The child writes its pid as the first line of its stdout (the grader kills it when it runs out of time),
-    then `main`'s JSON. The zygote never runs a request itself and never talks to a kernel; it exits when
-    the grader closes its end of the socket."""
-    import signal
-    import traceback
-
-    main(["--probe", *(["--hidden", hidden] if hidden else [])])
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel, never zombies
-    control = socket.socket(fileno=control_fd)
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
-        except (OSError, InterruptedError):
-            message, fds = b"", []
-        if not message:  # the grader is done: end at once (torch's interpreter teardown takes seconds)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
-        try:
-            request = json.loads(message)
-            listener, out, err = fds
-        except (ValueError, TypeError):
-            for fd in fds:
-                os.close(fd)
-            continue
-        pid = os.fork()
-        if pid == 0:  # the child: a fresh evaluator for one submission
-            code = 1
-            try:
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                control.close()
-                os.dup2(out, 1)
-                os.dup2(err, 2)
-                os.close(out)
-                os.close(err)
-                os.write(1, f"{os.getpid()}\n".encode())
-                import torch
-
-                torch.set_num_threads(1)  # tiny tensors; and no OpenMP pool inherited across the fork
-                args = [str(listener) if a == FD_PLACEHOLDER else str(a) for a in request["args"]]
-                code = main(args)
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                with contextlib.suppress(Exception):
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                os._exit(code)
-        for fd in fds:
-            os.close(fd)
 
 
 if __name__ == "__main__":

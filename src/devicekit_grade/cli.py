@@ -516,8 +516,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         merged = f" (merged with {len(earlier)} earlier row(s))" if earlier else ""
         print(f"{len(final)} row(s){merged}: {counts}.")
         print(f"Grades in {out}: grades.csv, grades.json, report.html, canvas.csv, moodle.csv, feedback/")
-        if ctx.kernels is not None:
-            print(f"Kernels: {ctx.kernels.summary()}")
     if ctx.tampered:
         print(
             f"devicekit-grade: the grading environment was modified during the run ({ctx.tampered}); "

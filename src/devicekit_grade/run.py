@@ -32,7 +32,6 @@ import re
 import secrets
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -46,8 +45,7 @@ from typing import Any
 
 import nbformat
 
-from devicekit_grade import failures, sandbox, warm_kernels
-from devicekit_grade._evaluator import FD_PLACEHOLDER
+from devicekit_grade import failures, sandbox
 from devicekit_grade._kernel import INJECTED
 from devicekit_grade.discover import Submission
 from devicekit_grade.failures import GraderError, GraderFailure
@@ -221,26 +219,12 @@ class Context:
                 "notebook 单独的 PID 命名空间（util-linux 的 unshare、用户命名空间）：notebook 能在 /proc "
                 "中看到评分器的进程"
             )
-        self._zygote: subprocess.Popen | None = None
-        self._control: socket.socket | None = None
-        self._zygote_lock = threading.Lock()
-        self._zygote_hidden: list[str] = []
-        self.kernels: warm_kernels.KernelZygote | None = None
         try:
             preflight(self)
         except BaseException:
             self.close()
             raise
-        # bubblewrap as root only: under --isolation user, forked kernels passed the class tests on an idle
-        # and on a busy machine, but in one rehearsal of CI (two whole suites at once) a correct notebook's
-        # answer cell failed unexplained (an error the grader then dropped; it is now reported in the row)
-        if warm_kernels.available(self.as_root and self.mode == "bwrap", options.kernel):
-            env = sandbox.make_box(self.root, None).env({})
-            self.kernels = warm_kernels.KernelZygote(env, self.root / "kernel-zygote.log")
-            self.kernels.start()
-        probe = self._start_zygote() if os.name == "posix" and hasattr(socket, "send_fds") else {}
-        if "labs" not in probe:
-            probe = self.evaluate(["--probe"], timeout=600)
+        probe = self.evaluate(["--probe"], timeout=600)
         if "labs" not in probe:
             self.close()
             detail = str(probe.get("error", probe))[-1500:]
@@ -250,18 +234,13 @@ class Context:
             )
         self.labs: dict[str, list[dict[str, Any]]] = probe["labs"]
         self.versions: dict[str, str] = probe["versions"]
-        if self.kernels is not None and not self.kernels.wait_ready():
-            self.kernels = None
         self.fingerprint = _fingerprint(probe["modules"], self.site)
         self.digest = _run_digest(self.snapshot, self.hidden, options)
 
     def close(self) -> None:
-        self.stop_zygote()
-        if self.kernels is not None:
-            self.kernels.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
-    # --- the evaluator: a zygote that forks a fresh one per submission, or a new process each time ---------
+    # --- the evaluator: a new ``python -I -S`` process for each submission ---------------------------------
 
     def _boot(self, private: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
         """The command and environment of an evaluator process whose code is the copy in ``private``."""
@@ -272,6 +251,7 @@ class Context:
         env = {k: os.environ[k] for k in sandbox.PASSTHROUGH if k in os.environ}
         env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(private), PYTHONIOENCODING="utf-8")
         env.update(TMPDIR=str(private), PYTHONDONTWRITEBYTECODE="1")
+        env.setdefault("OMP_NUM_THREADS", "1")  # tiny tensors; -j N evaluators must not oversubscribe the CPU
         if self.hidden:
             (private / "hidden").mkdir()
             for name, data in self.hidden.items():
@@ -288,98 +268,6 @@ class Context:
             target.write_bytes(data)
         return private
 
-    def _start_zygote(self) -> dict[str, Any]:
-        """Start the zygote (`devicekit_grade._evaluator.serve_forks`) and return its ``--probe`` answer;
-        ``{}`` when it does not start (then every evaluation starts a process of its own)."""
-        private = self._private_copy()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        cmd, env = self._boot(private, ["--zygote", str(theirs.fileno())])
-        try:
-            with open(private / "zygote.err", "wb") as err:
-                self._zygote = subprocess.Popen(
-                    cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=private,
-                    pass_fds=(theirs.fileno(),),
-                )  # fmt: skip
-        except OSError:
-            ours.close()
-            return {}
-        finally:
-            theirs.close()
-        self._zygote_hidden = ["--hidden", str(private / "hidden")] if self.hidden else []
-        assert self._zygote.stdout is not None
-        line = _read_line(self._zygote.stdout.fileno(), timeout=600)
-        try:
-            probe = json.loads(line)
-        except ValueError:
-            probe = {}
-        if "labs" not in probe:
-            ours.close()
-            self.stop_zygote()
-            return {}
-        self._control = ours
-        return probe
-
-    @property
-    def forks(self) -> bool:
-        """Whether evaluations are forked from the zygote now (False: a new process each time)."""
-        return self._control is not None and self._zygote is not None and self._zygote.poll() is None
-
-    def stop_zygote(self) -> None:
-        """Stop the zygote (at the end of the run); later evaluations start a process of their own."""
-        if self._control is not None:
-            with contextlib.suppress(OSError):
-                self._control.close()
-            self._control = None
-        if self._zygote is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._zygote.wait(timeout=10)
-            if self._zygote.poll() is None:
-                self._zygote.kill()
-                self._zygote.wait()
-            if self._zygote.stdout is not None:
-                self._zygote.stdout.close()
-            self._zygote = None
-
-    def _evaluate_forked(
-        self, args: list[str], timeout: float, fds: tuple[int, ...]
-    ) -> dict[str, Any] | None:
-        """`evaluate` by a child of the zygote; None when the zygote is gone (the caller starts a process)."""
-        if self._control is None:
-            return None
-        listener = fds[0] if fds else -1
-        request = [FD_PLACEHOLDER if a == str(listener) and i and args[i - 1] == "--fd" else a
-                   for i, a in enumerate(args)]  # fmt: skip
-        request += self._zygote_hidden
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        dummy = os.open(os.devnull, os.O_RDONLY) if listener < 0 else -1
-        try:
-            with self._zygote_lock:
-                socket.send_fds(
-                    self._control, [json.dumps({"args": request}).encode()],
-                    [listener if listener >= 0 else dummy, out_w, err_w],
-                )  # fmt: skip
-        except OSError:
-            for fd in (out_r, err_r):
-                os.close(fd)
-            return None
-        finally:
-            for fd in (out_w, err_w, dummy):
-                if fd >= 0:
-                    os.close(fd)
-        out, err, finished = _read_pipes(out_r, err_r, timeout)
-        lines = out.decode("utf-8", "replace").strip().splitlines()
-        if finished and not lines:
-            return None  # the zygote died before it forked: the caller starts a process of its own
-        if not finished:
-            with contextlib.suppress(ValueError, IndexError, OSError):
-                os.kill(int(lines[0]), signal.SIGKILL)
-            return {"error": f"the grader's evaluator took longer than {timeout:.0f} s"}
-        try:
-            return json.loads(lines[-1]) if len(lines) > 1 else _no_json(err)
-        except ValueError:
-            return _no_json(err)
-
     def check_environment(self) -> str:
         """ "" when nothing the evaluator loads has changed since the start, else the first changed file."""
         if not self.tampered:
@@ -391,11 +279,8 @@ class Context:
         return self.tampered
 
     def evaluate(self, args: list[str], timeout: float, fds: tuple[int, ...] = ()) -> dict[str, Any]:
-        """Run the evaluator (a fresh child of the zygote, else a fresh process with a fresh copy of the
-        snapshot); its JSON answer (or ``{"error": ...}``)."""
-        forked = self._evaluate_forked(args, timeout, fds)
-        if forked is not None:
-            return forked
+        """Run the evaluator, a new process loading a fresh copy of the snapshot; its JSON answer (or
+        ``{"error": ...}``)."""
         private = self._private_copy()
         try:
             cmd, env = self._boot(private, args)
@@ -419,42 +304,6 @@ def _no_json(stderr: bytes, code: int | None = None) -> dict[str, Any]:
     tail = stderr.decode("utf-8", "replace").strip()[-600:]
     status = f" (exit {code})" if code is not None else ""
     return {"error": f"the grader's evaluator failed{status}: {tail}"}
-
-
-def _read_line(fd: int, timeout: float) -> str:
-    """The first line written to ``fd`` within ``timeout`` seconds ("" if none)."""
-    deadline, data = time.monotonic() + timeout, b""
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            break
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        data += chunk
-    return data.split(b"\n", 1)[0].decode("utf-8", "replace")
-
-
-def _read_pipes(out_fd: int, err_fd: int, timeout: float) -> tuple[bytes, bytes, bool]:
-    """Everything written to two pipes until both are closed (True) or ``timeout`` runs out (False)."""
-    deadline = time.monotonic() + timeout
-    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
-    open_fds = [out_fd, err_fd]
-    try:
-        while open_fds:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            for fd in select.select(open_fds, [], [], left)[0]:
-                chunk = os.read(fd, 1 << 16)
-                if chunk:
-                    chunks[fd].append(chunk)
-                else:
-                    open_fds.remove(fd)
-    finally:
-        os.close(out_fd)
-        os.close(err_fd)
-    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])[-4000:], not open_fds
 
 
 def _run_digest(snapshot: dict[str, bytes], hidden: dict[str, bytes], options: Options) -> str:
@@ -715,7 +564,7 @@ def preflight(ctx: Context) -> None:
     uid = ctx.uids.take() if ctx.as_root else None
     box = sandbox.make_box(ctx.root, uid)
     try:
-        files = [str(_WORKER), str(warm_kernels._SCRIPT)]
+        files = [str(_WORKER)]
         cmd, drop = _isolated(ctx, box, [sys.executable, "-c", _PREFLIGHT, *files])
         try:
             done = subprocess.run(
@@ -763,31 +612,6 @@ def preflight(ctx: Context) -> None:
         raise GraderFailure(en, zh)
 
 
-def _kernel_socket(ctx: Context, box: sandbox.Box, gate: Path) -> socket.socket | None:
-    """The socket where this sandbox's kernel client asks for a forked kernel (`warm_kernels`), with the
-    kernelspec that names it; None when this run starts each kernel as a Python of its own."""
-    if ctx.kernels is None or box.uid is None or not ctx.kernels.alive:
-        return None
-    address = str(gate / f"{secrets.token_hex(6)}.kernel.sock")
-    forks = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    forks.bind(address)
-    os.chown(address, box.uid, box.uid)
-    os.chmod(address, 0o600)
-    forks.listen(1)
-    ctx.kernels.kernelspec(box.home, address)
-    sandbox.chown_tree(box.home, box.uid)
-    return forks
-
-
-def _hand_over_kernel(ctx: Context, forks: socket.socket, worker: int, box: sandbox.Box) -> None:
-    """Pass the client's connection to the zygote; ``forks`` is closed and removed once it accepted."""
-    assert ctx.kernels is not None and box.uid is not None
-    limits = ctx.options.limits
-    rlimits = sandbox.rlimits(limits, sandbox.nproc_limit(limits, box.uid))
-    ctx.kernels.hand_over(forks, worker, box.uid, rlimits, ctx.mode == "bwrap" or ctx.namespaces)
-    forks.close()
-
-
 def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) -> Execution:
     options = ctx.options
     gate = box.root / "gate"
@@ -804,12 +628,9 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
     log_path = box.run / "worker.log"
     if box.uid is not None:
         sandbox.chown_tree(box.work, box.uid)
-    kernel, forks = options.kernel, _kernel_socket(ctx, box, gate)
-    if forks is not None:
-        kernel = warm_kernels.KERNEL_NAME
     cmd = [
         sys.executable, "-c", _RUN_WORKER, str(_WORKER), str(notebook), str(events),
-        "--cell-timeout", str(options.cell_timeout), "--kernel", kernel,
+        "--cell-timeout", str(options.cell_timeout), "--kernel", options.kernel,
         "--setup-timeout", str(max(300, options.cell_timeout)),
         "--max-cell-chars", str(options.max_cell_chars),
         "--max-notebook-chars", str(options.max_notebook_chars),
@@ -833,11 +654,7 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
         try:
             deadline = time.monotonic() + options.notebook_timeout
             while True:
-                ready_fds, _, _ = select.select([listener, *([forks] if forks else [])], [], [], 0.25)
-                if forks is not None and forks in ready_fds:
-                    _hand_over_kernel(ctx, forks, proc.pid, box)
-                    forks = None  # one kernel per sandbox: the socket is gone before the kernel exists
-                    ready_fds = [fd for fd in ready_fds if fd is listener]
+                ready_fds, _, _ = select.select([listener], [], [], 0.25)
                 if ready_fds:
                     break
                 if proc.poll() is not None:
@@ -865,8 +682,6 @@ def _execute(ctx: Context, ready: Any, box: sandbox.Box, lab: str, lang: str) ->
         finally:
             watchdog.stop()
             listener.close()
-            if forks is not None:
-                forks.close()
             _stop(proc, box.uid)
             with _RUNNING_LOCK:
                 _RUNNING.pop(proc.pid, None)

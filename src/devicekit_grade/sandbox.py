@@ -289,7 +289,7 @@ def _threads_of(uid: int) -> int:
 
 def rlimits(limits: Limits, nproc: int) -> list[tuple[int, int]]:
     """The ``(RLIMIT_*, value)`` pairs every process of a submission gets (no core files; 0 = no limit, left
-    out); ``nproc``: the `nproc_limit`. Also what a forked kernel applies (`devicekit_grade.kernel_forks`)."""
+    out); ``nproc``: the `nproc_limit`."""
     import resource
 
     pairs = [
