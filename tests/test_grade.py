@@ -35,7 +35,7 @@ from grade_attacks.classroom import (
 )
 
 from course_tools.submissions import as_student_work, lab_notebook, solution_notebook, write
-from devicekit_grade import sandbox, zh
+from devicekit_grade import sandbox
 
 pytestmark = pytest.mark.integration  # the grader runs every notebook in kernels of its own
 
@@ -178,7 +178,7 @@ def test_an_error_in_the_graders_answer_cell_is_reported_not_dropped(graded):
     r = row(graded, "breaks-answer-cell.ipynb")
     assert r["score"] == 0 and "check-not-run" in r["flags"], r
     assert "the grader's answer cell failed: OSError: answer cell blocked by the notebook" in r["reason"]
-    assert "评分器的收集单元格出错：OSError: answer cell blocked by the notebook" in zh.reason_zh(r["reason"])
+    assert "评分器的收集单元格出错：OSError: answer cell blocked by the notebook" in r["reason_zh"]
 
 
 def test_overwriting_a_classmates_file_changes_not_their_grade(graded):

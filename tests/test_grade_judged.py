@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration  # the grader runs every notebook in kernel
 
 
 def _mode() -> str:
-    from devicekit_grade.run import kernel_private
+    from devicekit_grade.context import kernel_private
 
     as_root = sandbox.running_as_root()
     private = kernel_private() if as_root else ""

@@ -26,10 +26,12 @@ from course_tools.submissions import (
     solved_lab,
     write,
 )
+from devicekit.messages import Message
 from devicekit_grade import discover, lms, sandbox
+from devicekit_grade.records import ExerciseGrade, Grade
 from devicekit_grade.released import CHECK_CALL, Released, expected_error_cells, integrity
 from devicekit_grade.report import MergeError, atomic_write, load, to_csv, to_html, write_all
-from devicekit_grade.run import ExerciseGrade, Grade, unchecked
+from devicekit_grade.scoring import unchecked
 
 LABS = graded_labs()
 RELEASED = Released(LABS_DIR, SOLUTIONS)
@@ -58,7 +60,7 @@ def test_the_published_solution_is_recognised_by_metadata_and_by_its_cells(lab):
     copied = solution_notebook(lab)
     copied.metadata["devicekit"]["role"] = "student"
     flags, reasons, published = integrity(copied, lab, RELEASED)
-    assert published and "published-solution" in flags and "BEGIN SOLUTION" in reasons[0]
+    assert published and "published-solution" in flags and "BEGIN SOLUTION" in reasons[0].en
     assert not integrity(as_student_work(solution_notebook(lab)), lab, RELEASED)[2]
 
 
@@ -96,7 +98,7 @@ def test_find_reads_every_file_refuses_links_and_lists_the_rest(tmp_path):
     assert set(found) == {"alice.ipynb", "link.ipynb", ".x.ipynb", "bob.ipynb.txt"}
     assert found["alice.ipynb"].data == (subs / "alice.ipynb").read_bytes()
     assert (found["link.ipynb"].status, found["link.ipynb"].data) == ("refused", None)
-    assert "alice.ipynb" in found["link.ipynb"].reason
+    assert "alice.ipynb" in found["link.ipynb"].reason.en and "符号链接" in found["link.ipynb"].reason.zh
     assert found[".x.ipynb"].status == found["bob.ipynb.txt"].status == "ignored"
 
 
@@ -175,9 +177,8 @@ def test_a_roster_without_ids_is_refused(tmp_path):
 
 
 def test_csv_cells_cannot_become_spreadsheet_formulas():
-    text = to_csv([Grade(file='=HYPERLINK("http://x")', status="invalid-json", reason="-1")]).decode(
-        "utf-8-sig"
-    )
+    row = Grade(file='=HYPERLINK("http://x")', status="invalid-json", reasons=[Message("-1", "-1")])
+    text = to_csv([row]).decode("utf-8-sig")
     assert "'=HYPERLINK" in text and ",'-1," in text
 
 
@@ -317,45 +318,52 @@ def test_the_command_line_of_the_running_grader_names_no_folder(tmp_path):
         proc.wait()
 
 
-@pytest.mark.integration  # a whole grading run: the evaluator zygote imports torch in its own process
-def test_the_grading_process_itself_never_imports_torch_or_devicekit(tmp_path):
-    # torch's import is about three seconds of CPU per run; only the evaluator and the kernels need it
+@pytest.mark.integration  # a whole grading run: the evaluator imports torch in its own process
+def test_the_grading_process_itself_never_imports_torch_or_the_checks(tmp_path):
+    """torch's import is about three seconds of CPU per run; only the evaluator and the kernels need it.
+    Of devicekit the grader's own process loads its two-language texts only (`devicekit.messages`, which
+    imports no torch), never the checks."""
     (tmp_path / "broken.ipynb").write_text("{not json", encoding="utf-8")
     script = (
         "import json, sys\n"
         "from devicekit_grade import cli\n"
         f"code = cli.main(['--out', 'out', '-q', *{TRUST!r}, 'broken.ipynb'])\n"
-        "print(json.dumps([code, sorted({'torch', 'devicekit', 'devicekit_labs'} & set(sys.modules))]))\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('torch', 'devicekit', 'devicekit_labs')]\n"
+        "print(json.dumps([code, sorted(loaded)]))\n"
     )
     env = {**os.environ, "DEVICEKIT_GRADE_NO_REEXEC": "1"}
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
-    assert json.loads(done.stdout.splitlines()[-1]) == [0, []], done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == [
+        0,
+        ["devicekit", "devicekit.lang", "devicekit.messages"],
+    ], done.stderr[-2000:]
     rows = json.loads((tmp_path / "out" / "grades.json").read_text(encoding="utf-8"))
     assert [(r["file"], r["status"]) for r in rows] == [("broken.ipynb", "invalid-json")]
 
 
 def test_lab_titles_come_from_the_installed_manifest_without_the_notebooks():
-    from devicekit_grade import zh
+    from devicekit_grade.report import lab_titles
 
-    titles = zh.lab_titles(None, ["01-devices", "09-capstone", "99-unknown"])
+    titles = lab_titles(None, ["01-devices", "09-capstone", "99-unknown"])
     assert titles["01-devices"] == ("Lab 1 · Devices and `.device`", "实验 1：设备与 `.device`")
     assert titles["09-capstone"][1].startswith("实验 9：") and "99-unknown" not in titles
 
 
 def test_sandbox_without_bubblewrap_says_what_to_do(monkeypatch):
-    from devicekit_grade import run
+    from devicekit_grade import context
 
     monkeypatch.setattr(sandbox, "bwrap_works", lambda: False)
-    with pytest.raises(RuntimeError, match="apt install bubblewrap"):
-        run.Context(run.Options(isolation="bwrap"))
+    with pytest.raises(RuntimeError, match="apt install bubblewrap") as refused:
+        context.Context(context.Options(isolation="bwrap"))
+    assert "bubblewrap" in refused.value.message.zh
 
 
 def test_checks_given_with_dash_dash_checks_replace_the_installed_ones(tmp_path):
     """``--checks DIR``: an instructor trying new checks; the grader's snapshot (what the kernel's probes
     and the evaluator's judges load) takes DIR's ``labNN.py`` instead of the installed one, the rest as is."""
-    from devicekit_grade.run import snapshot_sources
+    from devicekit_grade.context import snapshot_sources
 
     (tmp_path / "lab01.py").write_text("# new checks for lab 1\n", encoding="utf-8")
     (tmp_path / "notes.py").write_text("# not a lab module\n", encoding="utf-8")
@@ -376,10 +384,10 @@ def test_an_evaluator_without_a_kernel_says_why_in_both_languages(tmp_path):
     connects, every exercise is "not-evaluated", and the learner reads why in both languages."""
     import socket
 
-    from devicekit_grade import run
+    from devicekit_grade import context
     from devicekit_grade.released import Released
 
-    ctx = run.Context(run.Options(released=Released(None, None), trust=True, isolation="none"))
+    ctx = context.Context(context.Options(released=Released(None, None), trust=True, isolation="none"))
     try:
         assert ctx.labs and not hasattr(ctx, "forks"), "no zygote: the labs came from a process of its own"
         listener = socket.socket(socket.AF_UNIX)
@@ -389,15 +397,15 @@ def test_an_evaluator_without_a_kernel_says_why_in_both_languages(tmp_path):
         answer = ctx.evaluate(args, timeout=300, fds=(listener.fileno(),))
         listener.close()
         assert [r["status"] for r in answer["results"]] == ["not-evaluated"] * 3, answer
-        how, en, zh = unchecked(answer["results"][0], "move_batch", stopped=False)
-        assert how == "not-run" and "never reached the end" in en
-        assert zh == "无法检查：notebook 没有运行到最后，所以收集不到它的答案。"
+        how, why = unchecked(answer["results"][0], "move_batch", stopped=False)
+        assert how == "not-run" and "never reached the end" in why.en
+        assert why.zh == "无法检查：notebook 没有运行到最后，所以收集不到它的答案。"
     finally:
         ctx.close()
 
 
 def test_the_cell_that_stopped_a_run_is_where_the_kernel_died_or_ignored_its_interrupt():
-    from devicekit_grade.run import Execution, fatal_cell
+    from devicekit_grade.box import Execution, fatal_cell
 
     def run(*events: dict, stopped: bool = False) -> Execution:
         cells = [{"event": "cell", "index": i} for i in range(4)]

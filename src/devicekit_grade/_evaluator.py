@@ -23,19 +23,17 @@ import struct
 import sys
 from typing import Any, NoReturn
 
+from devicekit.messages import Message
 from devicekit_grade import wire
 
 
 class KernelGone(Exception):
-    """The kernel stopped answering (time limit, crash, or a reply that is not plain data); ``args``: why,
-    in English and in Chinese."""
+    """The kernel stopped answering (time limit, crash, or a reply that is not plain data); ``message``
+    says why."""
 
-    def __init__(self, en: str, zh: str) -> None:
-        super().__init__(en, zh)
-        self.en, self.zh = en, zh
-
-    def __str__(self) -> str:
-        return self.en
+    def __init__(self, message: Message) -> None:
+        super().__init__(message.en)
+        self.message = message
 
 
 class Channel:
@@ -43,33 +41,37 @@ class Channel:
 
     def __init__(self, sock: socket.socket, timeout: float) -> None:
         self.sock, self.timeout = sock, timeout
-        self.broken, self.broken_zh = "", ""  # why the channel broke (en, zh); empty while it works
+        self.broken: Message | None = None  # why the channel broke; None while it works
 
     def probe(self, key: str, name: str) -> dict[str, Any]:
         """The kernel's reply to running the probe of exercise ``key`` on its variable ``name``: a dict
         whose ``kind`` is ``observations`` (with ``value``), ``missing`` or ``error`` (``type``,
         ``message``); `KernelGone` when the kernel does not answer with one of those."""
-        if self.broken:
-            raise KernelGone(self.broken, self.broken_zh)
+        if self.broken is not None:
+            raise KernelGone(self.broken)
         try:
             wire.send(self.sock, {"op": "probe", "key": key, "name": name})
             reply = wire.receive(self.sock)
         except TimeoutError:
             self._break(
-                f"the notebook's code did not answer within {self.timeout:.0f} s",
-                f"notebook 的代码在 {self.timeout:.0f} 秒内没有应答",
+                Message(
+                    f"the notebook's code did not answer within {self.timeout:.0f} s",
+                    f"notebook 的代码在 {self.timeout:.0f} 秒内没有应答",
+                )
             )
         except (OSError, wire.WireError) as exc:
-            self._break(f"the kernel stopped answering ({exc})", f"内核不再应答（{exc}）")
+            self._break(Message(f"the kernel stopped answering ({exc})", f"内核不再应答（{exc}）"))
         if isinstance(reply, dict) and reply.get("kind") in ("observations", "missing", "error"):
             return reply
         self._break(
-            "the kernel sent an answer the grader does not understand", "内核发来了评分器无法理解的应答"
+            Message(
+                "the kernel sent an answer the grader does not understand", "内核发来了评分器无法理解的应答"
+            )
         )
 
-    def _break(self, en: str, zh: str) -> NoReturn:
-        self.broken, self.broken_zh = en, zh
-        raise KernelGone(en, zh) from None
+    def _break(self, message: Message) -> NoReturn:
+        self.broken = message
+        raise KernelGone(message) from None
 
 
 def load_hidden(folder: str | None) -> dict[str, dict[str, Any]]:
@@ -159,10 +161,10 @@ def _accept(listener: socket.socket, uid: int | None, timeout: float) -> socket.
 
 
 def evaluate(
-    lab: str, channel: Channel | None, why_not: tuple[str, str], hidden: dict[str, Any] | None = None
+    lab: str, channel: Channel | None, why_not: Message, hidden: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """Each exercise of ``lab`` judged through ``channel``; without one, every exercise is not evaluated,
-    for the reason ``why_not`` (en, zh). A row's ``why`` and ``why_zh`` say why it could not be checked."""
+    for the reason ``why_not``. A row's ``why`` and ``why_zh`` say why it could not be checked."""
     import time
 
     from devicekit_labs import exercises_for
@@ -175,13 +177,13 @@ def evaluate(
         if not ex.target or ex.probe is None or ex.judge is None:
             row["status"] = "no-target"
         elif channel is None:
-            row["status"], row["why"], row["why_zh"] = "not-evaluated", *why_not
+            row["status"], row["why"], row["why_zh"] = "not-evaluated", why_not.en, why_not.zh
         else:
             try:
                 reply = channel.probe(ex.key, ex.target)
             except KernelGone as gone:
                 reply = {"kind": "gone"}
-                row["status"], row["why"], row["why_zh"] = "not-evaluated", gone.en, gone.zh
+                row["status"], row["why"], row["why_zh"] = "not-evaluated", gone.message.en, gone.message.zh
             if reply["kind"] == "missing":
                 row["status"] = "target-missing"
             elif reply["kind"] == "error":
@@ -263,18 +265,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         listener = socket.socket(fileno=args.fd)
-        channel, why = None, ("", "")
+        channel, why = None, Message("", "")
         try:
             conn = _accept(listener, args.uid, args.connect_timeout)
             conn.settimeout(args.timeout)
             channel = Channel(conn, args.timeout)
         except TimeoutError:
-            why = (
+            why = Message(
                 "the notebook never reached the end of its run, so its answers could not be collected",
                 "notebook 没有运行到最后，所以收集不到它的答案",
             )
         except OSError as exc:
-            why = (f"no connection from the kernel ({exc})", f"内核没有连上评分器（{exc}）")
+            why = Message(f"no connection from the kernel ({exc})", f"内核没有连上评分器（{exc}）")
         result["results"] = evaluate(args.lab, channel, why, load_hidden(args.hidden).get(args.lab, {}))
         if channel is not None:
             try:

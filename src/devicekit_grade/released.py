@@ -21,6 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from devicekit.messages import Message
+
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([\w.-]+)["']""")
 TOUCHES = re.compile(
     r"devicekit_labs|devicekit\.exercises|\bCheckResult\b|_REGISTRY|\bresults\s*\.\s*(append|extend|insert|clear)\b"
@@ -97,18 +99,23 @@ class Released:
         return release
 
 
-def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[str], bool]:
+def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[Message], bool]:
     """(flags, reasons, is the published solution) for a submission of ``lab``; with the released labs,
     also copies of the solution without markers, deleted or faked check cells, reads of course files and
     imports of check internals (`devicekit_grade.integrity`)."""
     from devicekit_grade import integrity as more
 
     flags: list[str] = []
-    reasons: list[str] = []
+    reasons: list[Message] = []
     meta = nb.metadata.get("devicekit", {})
     published = isinstance(meta, dict) and meta.get("role") == "solution"
     if published:
-        reasons.append("this is the published solution notebook (its metadata says role: solution)")
+        reasons.append(
+            Message(
+                "this is the published solution notebook (its metadata says role: solution)",
+                "这是公开的参考答案 notebook（元数据写着 role: solution）",
+            )
+        )
     if not released.available:
         return (["published-solution"] if published else []), reasons, published
     release = released.lab(lab)
@@ -117,7 +124,10 @@ def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[st
     if copied and not published:
         published = True
         reasons.append(
-            f"cell {copied[0] + 1} is the published solution's cell, ### BEGIN SOLUTION marker included"
+            Message(
+                f"cell {copied[0] + 1} is the published solution's cell, ### BEGIN SOLUTION marker included",
+                f"第 {copied[0] + 1} 个单元格就是参考答案的单元格（连 ### BEGIN SOLUTION 标记都在）",
+            )
         )
     edited = [
         i
@@ -129,16 +139,29 @@ def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[st
     if edited:
         flags.append("check-cell-edited")
         reasons.append(
-            f"check cell {edited[0] + 1} differs from the released lab (the score does not use it)"
+            Message(
+                f"check cell {edited[0] + 1} differs from the released lab (the score does not use it)",
+                f"第 {edited[0] + 1} 个单元格是检查单元格，与发布的实验不同（得分不依赖它）",
+            )
         )
     touching = [i for i, c in code if TOUCHES.search(c.source) and normalise(c.source) not in release.cells]
     if touching:
         flags.append("touches-checks")
-        reasons.append(f"cell {touching[0] + 1} reaches into the self-checks (the score does not use them)")
+        reasons.append(
+            Message(
+                f"cell {touching[0] + 1} reaches into the self-checks (the score does not use them)",
+                f"第 {touching[0] + 1} 个单元格动了自测代码（得分不依赖自测）",
+            )
+        )
     own = more.own_code(nb.cells, release.cells, normalise)
     if not published and more.is_solution_copy(own, release.solution_cells):
         flags.append("solution-copy")
-        reasons.append("the code of the published solution, without its markers")
+        reasons.append(
+            Message(
+                "the code of the published solution, without its markers",
+                "代码与公开的参考答案相同（去掉了标记）",
+            )
+        )
     checks = {m for cell in release.check_cells for m in more.CHECK_CALL.findall(cell)}
     extra, why = more.static_flags(nb.cells, lab, own, checks)
     flags += [f for f in extra if f not in flags]
