@@ -62,7 +62,8 @@ def passed(r: dict) -> list[bool]:
 def test_a_correct_submission_gets_full_marks(graded, lab):
     r = row(graded, f"{lab}-correct.ipynb")
     assert (r["status"], r["lab"]) == ("graded", lab), r["reason"]
-    assert "published-solution" not in r["flags"]
+    # the tests' correct work is the published solution's code without its markers: flagged, not zeroed
+    assert "published-solution" in r["flags"]
     assert all(e["how"] == "judged" for e in r["exercises"]), r["feedback"]
     assert r["score"] == r["max"] > 0 and r["percent"] == 100.0, r["feedback"]
 
@@ -91,10 +92,13 @@ def test_faked_checks_score_nothing_and_are_flagged(graded, name, flag):
     assert flag in r["flags"]
 
 
-def test_the_published_solution_scores_zero_and_is_named(graded):
-    r = row(graded, "published-solution.ipynb")
-    assert r["score"] == 0 and "published-solution" in r["flags"]
-    assert "published solution" in r["reason"]
+def test_the_published_solution_is_flagged_and_scored_as_its_copies_are(graded):
+    """One policy for copies of the published solution: the notebook itself gets the same flag and the
+    same score (the judges') as its code without the marker lines (the class's correct submission)."""
+    r, copy = row(graded, "published-solution.ipynb"), row(graded, f"{LAB}-correct.ipynb")
+    assert "published-solution" in r["flags"] and "published-solution" in copy["flags"]
+    assert r["score"] == copy["score"] == r["max"], (r["feedback"], copy["feedback"])
+    assert "published solution notebook" in r["reason"] and "公开的参考答案" in r["reason_zh"]
 
 
 @pytest.mark.parametrize("name", ["ignores-device.ipynb", "empty-tensor.ipynb"])

@@ -56,6 +56,30 @@ def test_canvas_takes_the_id_from_the_roster_and_leaves_another_lab_out(tmp_path
     assert cli._lms_notes(rows) and "left out" in cli._lms_notes(rows)[0].en
 
 
+def test_a_notebook_of_another_lab_is_never_in_the_labs_column_even_in_a_tie(tmp_path):
+    """A lab-2 notebook left in the lab-1 folder: reported, never in lab 1's Canvas or Moodle column. With as
+    many notebooks of each lab, the LMS files stay empty until --lab names the assignment's lab."""
+
+    def rows() -> list[Grade]:
+        return [_grade("subs/carol_01-devices.ipynb", lab="02-models"), _grade("subs/alice.ipynb")]
+
+    tie = rows()
+    cli.finish(tie, _roster(tmp_path), ["01-devices", "02-models"], {}, None, None)
+    assert [r for r in csv.reader(to_canvas(tie, "Lab 1").decode("utf-8-sig").splitlines())][2:] == []
+    (note,) = cli._lms_notes(tie)
+    assert "--lab" in note.en and "--lab" in note.zh and "empty" in note.en
+    named = rows()
+    cli.finish(named, _roster(tmp_path), ["01-devices", "02-models"], {}, None, None, "01-devices")
+    table = list(csv.reader(to_canvas(named, "Lab 1", "01-devices").decode("utf-8-sig").splitlines()))
+    points = {r[2]: r[5] for r in table[2:]}
+    assert points == {"alice": "2", "bob": "0", "carol": "0"}, "carol's lab-2 notebook is not her lab-1 grade"
+    assert all(g.lab == "01-devices" for g in named if g.status == "missing")
+    (note,) = cli._lms_notes(named, "01-devices")
+    assert "carol_01-devices.ipynb" in note.en and "carol_01-devices.ipynb" in note.zh
+    moodle = list(csv.reader(to_moodle(named, "01-devices").decode("utf-8-sig").splitlines()))
+    assert {r[0]: r[2] for r in moodle[1:]} == points
+
+
 def test_every_roster_student_gets_a_row_and_a_feedback_file(tmp_path):
     bad = Grade(file="subs/carol.ipynb", status="invalid-json")
     bad.reasons = [Message("not valid JSON (x at line 1, column 2)", "不是有效的 JSON（第 1 行第 2 列：x）")]

@@ -19,7 +19,6 @@ from grade_attacks.classroom import TRUST
 from course_tools.paths import LABS as LABS_DIR
 from course_tools.paths import SOLUTIONS
 from course_tools.submissions import (
-    as_student_work,
     graded_labs,
     lab_notebook,
     solution_notebook,
@@ -45,23 +44,30 @@ def test_the_course_has_labs_to_grade():
 
 
 @pytest.mark.parametrize("lab", LABS)
-def test_a_correct_or_untouched_lab_raises_no_flag(lab):
+def test_a_correct_lab_is_flagged_as_the_solutions_code_and_an_untouched_one_raises_no_flag(lab):
     # the tests' "correct" work is the published solution's code without its markers: flagged as such
     for nb in (solved_lab(lab), solved_lab(lab, "zh")):
-        flags, reasons, published = integrity(nb, lab, RELEASED)
-        assert (flags, published) == (["solution-copy"], False), reasons
-    flags, reasons, published = integrity(lab_notebook(lab), lab, RELEASED)
-    assert (flags, published) == ([], False), reasons
+        flags, reasons = integrity(nb, lab, RELEASED)
+        assert flags == ["published-solution"], reasons
+        assert "without its markers" in reasons[0].en and "去掉了标记行" in reasons[0].zh
+    flags, reasons = integrity(lab_notebook(lab), lab, RELEASED)
+    assert (flags, reasons) == ([], [])
 
 
 @pytest.mark.parametrize("lab", LABS)
-def test_the_published_solution_is_recognised_by_metadata_and_by_its_cells(lab):
-    assert integrity(solution_notebook(lab), lab, RELEASED)[2]
-    copied = solution_notebook(lab)
-    copied.metadata["devicekit"]["role"] = "student"
-    flags, reasons, published = integrity(copied, lab, RELEASED)
-    assert published and "published-solution" in flags and "BEGIN SOLUTION" in reasons[0].en
-    assert not integrity(as_student_work(solution_notebook(lab)), lab, RELEASED)[2]
+def test_one_policy_for_copies_of_the_published_solution_with_or_without_markers(lab):
+    """The solution notebook, its code with the marker lines kept, and without them: the same one flag,
+    and nothing that changes a score (`run._grade` keeps the judges' score for every row)."""
+    kept = solution_notebook(lab)
+    kept.metadata["devicekit"]["role"] = "student"
+    copies = {"notebook": solution_notebook(lab), "markers kept": kept, "markers removed": solved_lab(lab)}
+    seen = {name: integrity(nb, lab, RELEASED) for name, nb in copies.items()}
+    assert {name: flags for name, (flags, _) in seen.items()} == dict.fromkeys(copies, ["published-solution"])
+    assert "role: solution" in seen["notebook"][1][0].en
+    assert (
+        "marker lines kept" in seen["markers kept"][1][0].en
+        and "连标记行都在" in seen["markers kept"][1][0].zh
+    )
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -446,3 +452,35 @@ def test_the_kernel_answers_probes_only_and_as_data():
     for op in ("get", "call", "getattr", "iter", "next"):
         reply = answer({"op": op, "name": "double", "id": 1}, namespace, probes, 0)
         assert reply["kind"] == "error" and "unknown request" in reply["message"], reply
+
+
+def test_the_evaluator_reads_a_forged_kernel_reply_as_data_and_caps_its_text():
+    """A kernel that answers with whatever it likes (a huge exception name, observations no judge accepts,
+    a legacy handle) gets a failed or not-evaluated exercise, with bounded text: never a pass or a crash."""
+    import socket
+    import threading
+
+    from devicekit_grade import _evaluator, wire
+
+    replies = [
+        {"kind": "error", "type": "E" * 100_000, "message": "m" * 100_000},
+        {"kind": "observations", "value": {"nested": "not what the judge expects"}},
+        {"kind": "handle", "id": 1, "type": "function", "callable": True},  # the legacy channel: gone
+    ]
+    ours, theirs = socket.socketpair()
+
+    def kernel() -> None:
+        for reply in replies:
+            wire.receive(theirs)
+            wire.send(theirs, reply)
+        theirs.close()
+
+    thread = threading.Thread(target=kernel, daemon=True)
+    thread.start()
+    ours.settimeout(30)
+    rows = _evaluator.evaluate("01-devices", _evaluator.Channel(ours, 30), Message("", ""), {})
+    thread.join(30)
+    assert [r.get("passed") for r in rows] == [False, False, None], rows
+    assert len(rows[0]["en"]) < 600 and len(rows[0]["zh"]) < 600, len(rows[0]["en"])
+    assert rows[2]["status"] == "not-evaluated" and "does not understand" in rows[2]["why"], rows[2]
+    assert "无法理解" in rows[2]["why_zh"]

@@ -187,7 +187,7 @@ def evaluate(
             if reply["kind"] == "missing":
                 row["status"] = "target-missing"
             elif reply["kind"] == "error":
-                row.update(_probe_failed(ex, str(reply.get("type")), str(reply.get("message"))))
+                row.update(_probe_failed(ex, str(reply.get("type"))[:100], str(reply.get("message"))[:1000]))
             elif reply["kind"] == "observations":
                 row.update(judge_observations(ex, reply.get("value"), hidden))
         row["seconds"] = round(time.monotonic() - started, 2)

@@ -134,6 +134,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
     add(
+        "--lab",
+        metavar="LAB",
+        help="the lab of canvas.csv and moodle.csv, e.g. 01-devices (default: the lab most notebooks are of)",
+    )
+    add(
         "--timeout",
         type=int,
         default=120,
@@ -329,6 +334,7 @@ def merge_main(argv: Sequence[str]) -> int:
     parser.add_argument("--points", type=float)
     parser.add_argument("--weights")
     parser.add_argument("--assignment", default="Lab")
+    parser.add_argument("--lab")
     parser.add_argument("--due")
     args = parser.parse_args(argv)
     try:
@@ -348,14 +354,16 @@ def merge_main(argv: Sequence[str]) -> int:
         roster = lms.read_roster(args.roster) if args.roster else None
         weights = lms.parse_weights(args.weights)
         due = lms.parse_due(args.due)
+        lab = _lab(args.lab)
     except (UsageError, MergeError, lms.RosterError, lms.OptionError) as exc:
         say(exc.message, "devicekit-grade merge: ")
         return USAGE_ERROR
     merged = list(rows.values())
     labs = sorted({g.lab for g in merged if g.lab})
-    finish(merged, roster, labs, weights, args.points, due)
+    finish(merged, roster, labs, weights, args.points, due, lab)
     titles = lab_titles(default_folders(Path.cwd())[0], labs)
-    write_all(args.out, merged, assignment=args.assignment, notes=_lms_notes(merged), titles=titles)
+    notes = _lms_notes(merged, lab)
+    write_all(args.out, merged, assignment=args.assignment, notes=notes, titles=titles, lab=lab)
     print(f"{len(merged)} row(s) from {len(args.parts)} folder(s) in {args.out}")
     print(f"{args.out} 中共 {len(merged)} 行，合并自 {len(args.parts)} 个文件夹")
     return 0
@@ -368,26 +376,57 @@ def finish(
     weights: dict,
     points: float | None,
     due: float | None,
+    lab: str | None = None,
 ) -> None:
     """Everything computed over the whole class, in place: students, latest files, copies, lateness,
-    missing roster students, points."""
+    missing roster students (of the LMS files' lab, `report.main_lab`), points."""
+    from devicekit_grade.report import main_lab
+
     merged[:] = [g for g in merged if g.status != "missing"]
     lms.attribute(merged, roster, labs)
     lms.keep_latest(merged)
     integrity.class_flags(merged)
     lms.mark_late(merged, due)
-    merged += lms.missing_rows(merged, roster, labs)
+    target = main_lab(merged, lab) or (labs[0] if len(labs) == 1 else None)
+    merged += lms.missing_rows(merged, roster, [target] if target else [])
     lms.assign_points(merged, weights, points)
 
 
-def _lms_notes(grades: list[Grade]) -> list[Message]:
-    from devicekit_grade.report import left_out, main_lab
+def _lab(text: str | None) -> str | None:
+    """``--lab``: a lab with checks in this devicekit, or `lms.OptionError`."""
+    from devicekit_grade.identify import known_labs
 
-    others = left_out(grades)
+    if text is None or text in known_labs():
+        return text
+    known = known_labs()
+    raise lms.OptionError(
+        Message(
+            f"--lab {text!r}: no such lab with checks (labs: {', '.join(known)})",
+            f"--lab {text!r}：没有这个带检查的实验（实验有：{'、'.join(known)}）",
+        )
+    )
+
+
+def _lms_notes(grades: list[Grade], lab: str | None = None) -> list[Message]:
+    """What the LMS files leave out, and why: notebooks of another lab than theirs, or all of them when
+    two labs have as many notebooks and ``--lab`` does not say which one the column is for."""
+    from devicekit_grade.report import COUNTED, left_out, main_lab
+
+    others = left_out(grades, lab)
     if not others:
         return []
     files = sorted({g.file for g in others})[:5]
-    lab = main_lab(grades)
+    lab = main_lab(grades, lab)
+    if lab is None:
+        labs = sorted({g.lab for g in grades if g.status in COUNTED and g.lab})
+        return [
+            Message(
+                f"canvas.csv and moodle.csv are empty: the notebooks are of {', '.join(labs)}, as many of "
+                "each; name the lab of the assignment with --lab.",
+                f"canvas.csv 和 moodle.csv 是空的：这些 notebook 分属 {'、'.join(labs)}，各占一样多；"
+                "请用 --lab 指明这次作业是哪个实验。",
+            )
+        ]
     return [
         Message(
             f"canvas.csv and moodle.csv hold lab {lab} only: {len(others)} row(s) of another lab left out "
@@ -396,6 +435,57 @@ def _lms_notes(grades: list[Grade]) -> list[Message]:
             f"（{'、'.join(files)}）。",
         )
     ]
+
+
+def _from_display_root(args: argparse.Namespace) -> None:
+    """Make the paths the instructor typed absolute: the re-executed grader runs in ``/`` (`entry`)."""
+    base = Path(args.display_root)
+    args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
+    args.out = base / args.out if not args.out.is_absolute() else args.out
+    for name in ("roster", "labs", "solutions", "hidden", "checks"):
+        value = getattr(args, name)
+        if value is not None and not value.is_absolute():
+            setattr(args, name, base / value)
+
+
+def _options(args: argparse.Namespace) -> Options:
+    """How this run grades, from the command line."""
+    where = Path(args.display_root) if args.display_root else None
+    default_labs, default_solutions = default_folders(where)
+    return Options(
+        cell_timeout=args.timeout,
+        notebook_timeout=args.notebook_timeout or 10 * args.timeout,
+        kernel=args.kernel,
+        limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
+        same_user=args.same_user,
+        isolation="bwrap" if args.sandbox else args.isolation,
+        released=Released(args.labs or default_labs, args.solutions or default_solutions),
+        hidden=args.hidden or default_hidden(where),
+        checks=args.checks,
+        trust=args.trust_submissions,
+        hide=[args.out, *(Path(p) if Path(p).is_dir() else Path(p).parent for p in args.inputs)],
+    )
+
+
+def _start(options: Options) -> Context | int:
+    """The run's `Context`, or the exit status when the grader cannot run here (said in both languages)."""
+    try:
+        return Context(options)
+    except sandbox.Refused as refused:
+        print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
+        return USAGE_ERROR
+    except GraderFailure as failed:  # the grader cannot run notebooks here: nothing is graded
+        print(
+            f"devicekit-grade: {failed.message.en}\n\ndevicekit-grade：{failed.message.zh}", file=sys.stderr
+        )
+        return GRADER_ERROR
+    except sandbox.NoSandbox as missing:
+        say(missing.message)
+        return USAGE_ERROR
+    except Exception as exc:
+        what = f"{type(exc).__name__}: {exc}"
+        say(Message(f"cannot start: {what}", f"无法启动：{what}"))
+        return USAGE_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -412,13 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--display-root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.display_root:
-        base = Path(args.display_root)
-        args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
-        args.out = base / args.out if not args.out.is_absolute() else args.out
-        for name in ("roster", "labs", "solutions", "hidden", "checks"):
-            value = getattr(args, name)
-            if value is not None and not value.is_absolute():
-                setattr(args, name, base / value)
+        _from_display_root(args)
     if args.timeout < 1 or (args.notebook_timeout is not None and args.notebook_timeout < 1) or args.jobs < 1:
         say(
             Message(
@@ -436,47 +520,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         weights = lms.parse_weights(args.weights)
         due = lms.parse_due(args.due)
         shard = _shard(args.shard)
+        lab = _lab(args.lab)
     except (UsageError, MergeError, lms.RosterError, lms.OptionError) as exc:
         say(exc.message)
         return USAGE_ERROR
     if shard is not None:
         k, n = shard
         submissions = [s for i, s in enumerate(sorted(submissions, key=lambda s: s.shown)) if i % n == k - 1]
-    default_labs, default_solutions = default_folders(Path(args.display_root) if args.display_root else None)
-    options = Options(
-        cell_timeout=args.timeout,
-        notebook_timeout=args.notebook_timeout or 10 * args.timeout,
-        kernel=args.kernel,
-        limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
-        same_user=args.same_user,
-        isolation="bwrap" if args.sandbox else args.isolation,
-        released=Released(args.labs or default_labs, args.solutions or default_solutions),
-        hidden=args.hidden or default_hidden(Path(args.display_root) if args.display_root else None),
-        checks=args.checks,
-        trust=args.trust_submissions,
-        hide=[out, *(Path(p) if Path(p).is_dir() else Path(p).parent for p in args.inputs)],
-    )
+    options = _options(args)
     if args.display_root:
         for sub in submissions:  # show the names as the instructor typed them
             base = args.display_root.rstrip("/") + "/"
             sub.shown = sub.shown[len(base) :] if sub.shown.startswith(base) else sub.shown
-    try:
-        ctx = Context(options)
-    except sandbox.Refused as refused:
-        print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
-        return USAGE_ERROR
-    except GraderFailure as failed:  # the grader cannot run notebooks here: nothing is graded
-        print(
-            f"devicekit-grade: {failed.message.en}\n\ndevicekit-grade：{failed.message.zh}", file=sys.stderr
-        )
-        return GRADER_ERROR
-    except sandbox.NoSandbox as missing:
-        say(missing.message)
-        return USAGE_ERROR
-    except Exception as exc:
-        what = f"{type(exc).__name__}: {exc}"
-        say(Message(f"cannot start: {what}", f"无法启动：{what}"))
-        return USAGE_ERROR
+    ctx = _start(options)
+    if isinstance(ctx, int):
+        return ctx
     warnings = list(ctx.isolation.warnings)
     for warning in warnings:
         if not args.quiet:
@@ -496,14 +554,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = [g for g in fresh if g is not None]
         names = {g.file for g in done}
         merged = [g for g in earlier if g.file not in names] + done
-        finish(merged, roster if shard is None else None, labs, weights, args.points, due)
+        finish(merged, roster if shard is None else None, labs, weights, args.points, due, lab)
         return merged
 
     titles = lab_titles(options.released.labs, labs)
 
     def save() -> None:
         final = rows()
-        write_all(out, final, assignment=args.assignment, notes=notes + _lms_notes(final), titles=titles)
+        notes_now = notes + _lms_notes(final, lab)
+        write_all(out, final, assignment=args.assignment, notes=notes_now, titles=titles, lab=lab)
 
     pending = []
     older = _superseded(submissions, roster, labs) if shard is None else {}
@@ -561,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(_cannot_write(out, exc))
         return USAGE_ERROR
     final = rows()
-    for note in _lms_notes(final):
+    for note in _lms_notes(final, lab):
         say(Message(f"warning: {note.en}", f"警告：{note.zh}"))
     if not args.quiet:
         counts = ", ".join(f"{s} {n}" for s, n in Counter(g.status for g in final).most_common())

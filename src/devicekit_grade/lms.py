@@ -222,8 +222,6 @@ def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: f
             w = [1.0] * len(grade.exercises)
         possible = sum(w) or 1.0
         earned = sum(wi for wi, e in zip(w, grade.exercises, strict=True) if e.passed)
-        if grade.score == 0:
-            earned = 0.0  # e.g. the published solution: zero whatever the exercises say
         scale = (total / possible) if total else 1.0
         grade.points = round(earned * scale, 2)
         grade.points_possible = round(possible * scale, 2)
@@ -237,7 +235,8 @@ def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: f
 
 def missing_rows(grades: list[Grade], roster: list[Student] | None, labs: list[str]) -> list[Grade]:
     """A ``missing`` row (score 0 and the reason) for every roster student without a graded submission of
-    a lab this run graded; students whose file could not be graded keep that row, scored 0 too."""
+    each of ``labs`` (the LMS files' lab); students whose file could not be graded keep that row, scored 0
+    too."""
     if not roster:
         return []
     graded_labs = sorted({g.lab for g in grades if g.lab} & set(labs)) or labs[:1]

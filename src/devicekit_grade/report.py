@@ -199,45 +199,53 @@ def to_json(grades: Sequence[Grade]) -> bytes:
     return (json.dumps([g.to_dict() for g in grades], ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
-def main_lab(grades: Sequence[Grade]) -> str | None:
-    """The lab of the LMS files: the one most counted rows are of."""
-    labs = Counter(g.lab for g in grades if g.status in COUNTED and g.lab)
-    return labs.most_common(1)[0][0] if labs else None
+def main_lab(grades: Sequence[Grade], lab: str | None = None) -> str | None:
+    """The lab of the LMS files: ``lab`` (``--lab``) when given, else the one most counted rows are of;
+    None when two labs have as many (a folder of one assignment holds notebooks of another: which one the
+    column is for is the instructor's to say)."""
+    if lab:
+        return lab
+    top = Counter(g.lab for g in grades if g.status in COUNTED and g.lab).most_common(2)
+    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None
+    return top[0][0]
 
 
-def _counted(grades: Sequence[Grade]) -> list[Grade]:
-    """The rows of the LMS files: counted rows of the main lab (`main_lab`), and missing students."""
-    lab = main_lab(grades)
+def _counted(grades: Sequence[Grade], lab: str | None = None) -> list[Grade]:
+    """The rows of the LMS files: counted rows of the lab's own notebooks (`main_lab`), and its missing
+    students; none when the lab is not known."""
+    lab = main_lab(grades, lab)
     return [
         g
         for g in grades
-        if (g.status in COUNTED and g.points is not None or g.status == "missing")
-        and (lab is None or g.lab == lab)
+        if (g.status in COUNTED and g.points is not None or g.status == "missing") and lab and g.lab == lab
     ]
 
 
-def left_out(grades: Sequence[Grade]) -> list[Grade]:
-    """Counted rows of another lab than the LMS files' (`main_lab`): not exported, with a warning."""
-    lab = main_lab(grades)
+def left_out(grades: Sequence[Grade], lab: str | None = None) -> list[Grade]:
+    """Counted rows of another lab than the LMS files' (`main_lab`): not exported, and reported."""
+    lab = main_lab(grades, lab)
     return [g for g in grades if g.status in COUNTED and g.lab and g.lab != lab]
 
 
-def to_canvas(grades: Sequence[Grade], assignment: str) -> bytes:
-    """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment."""
-    rows = [[g.student_name, g.canvas_id, g.student, "", "", _points(g)] for g in _counted(grades)]
-    possible = max((g.points_possible or 0 for g in _counted(grades)), default=0)
+def to_canvas(grades: Sequence[Grade], assignment: str, lab: str | None = None) -> bytes:
+    """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment (the
+    rows of ``lab``'s own notebooks, `main_lab`)."""
+    counted = _counted(grades, lab)
+    rows = [[g.student_name, g.canvas_id, g.student, "", "", _points(g)] for g in counted]
+    possible = max((g.points_possible or 0 for g in counted), default=0)
     return _csv(
         ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment],
         [["Points Possible", "", "", "", "", shown_number(possible)], *rows],
     )
 
 
-def to_moodle(grades: Sequence[Grade]) -> bytes:
+def to_moodle(grades: Sequence[Grade], lab: str | None = None) -> bytes:
     """Moodle grade import (Grades → Import → CSV file): map "ID number" to the user, "Grade" and
-    "Feedback" to the assignment."""
+    "Feedback" to the assignment (the rows of ``lab``'s own notebooks, `main_lab`)."""
     rows = [
         [g.student, g.student_name, _points(g), " | ".join(g.feedback()) or g.in_lang(g.reason_message())]
-        for g in _counted(grades)
+        for g in _counted(grades, lab)
     ]
     return _csv(["ID number", "Full name", "Grade", "Feedback"], rows)
 
@@ -417,15 +425,16 @@ def write_all(
     assignment: str = "Lab",
     notes: Sequence[Message] = (),
     titles: dict[str, tuple[str, str]] | None = None,
+    lab: str | None = None,
 ) -> list[Path]:
     """Write every output file into ``out`` (atomically) and return their paths. ``titles``: {lab: (en,
-    zh)} for headers (`lab_titles`); "Lab N" where a lab has none."""
+    zh)} for headers (`lab_titles`); "Lab N" where a lab has none. ``lab``: the LMS files' (`main_lab`)."""
     files = {
         "grades.csv": to_csv(grades),
         "grades.json": to_json(grades),
         "report.html": to_html(grades, notes, titles),
-        "canvas.csv": to_canvas(grades, assignment),
-        "moodle.csv": to_moodle(grades),
+        "canvas.csv": to_canvas(grades, assignment, lab),
+        "moodle.csv": to_moodle(grades, lab),
     }
     paths = []
     for name, data in files.items():

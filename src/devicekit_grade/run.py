@@ -96,7 +96,7 @@ def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
     executed = meta.get("executed", {}) if isinstance(meta, dict) else {}
     if isinstance(executed, dict) and executed.get("torch"):
         grade.versions["notebook_torch"] = str(executed.get("torch"))[:40]
-    flags, reasons, published = integrity(nb, lab, released)
+    flags, reasons = integrity(nb, lab, released)
     grade.code_hash, grade.code_sig = code_fingerprint(nb, lab, released)
     expected = expected_error_cells(nb, lab, released)
     first = run_notebook(ctx, sub.folder, nb, lab, identity.lang, expected, None)
@@ -114,11 +114,3 @@ def _grade(sub: Submission, grade: Grade, ctx: Context) -> None:
     grade.reasons = reasons
     score(grade, nb, ctx.options, first, second, fatal)
     grade.flags = flags + [f for f in grade.flags if f not in flags]
-    if published:
-        grade.score = 0
-        grade.notes.append(
-            Message(
-                "0 points: this is the published solution, not your own work.",
-                "0 分：提交的是公开的参考答案，而不是你自己的作业。",
-            )
-        )
