@@ -608,12 +608,6 @@ def _stat(pid: int) -> tuple[int, int] | None:
         return None
 
 
-def real_uid(pid: int) -> int | None:
-    """The real user id of process ``pid`` (None when it is gone)."""
-    info = _stat(pid)
-    return None if info is None else info[1]
-
-
 def _processes() -> dict[int, tuple[int, int]]:
     table = {}
     with contextlib.suppress(OSError):
