@@ -32,9 +32,6 @@ import nbformat
 from course_tools.paths import ROOT
 from course_tools.submissions import graded_labs, lab_notebook, solution_notebook, solved_lab, write
 
-#: The grader's switch for kernels started as a Python of their own (the peer of ``--peer-fresh-kernels``).
-FRESH_KERNELS = "DEVICEKIT_GRADE_FRESH_KERNELS"
-PEER = "fresh kernels"
 HANG = "while True:\n    pass"
 DIE = "import os\nos._exit(1)"
 PATCH = "import devicekit_labs as _E\n_E._outcome = lambda ex, a, k: (True, 'passed.', '通过。')"
@@ -98,8 +95,6 @@ def grade(subs: Path, out: Path, args: argparse.Namespace, env: dict[str, str]) 
     if done.returncode != 0:
         print(done.stdout, done.stderr, sep="\n")
         return done.returncode
-    kernels = [line for line in done.stdout.splitlines() if line.startswith("Kernels: ")]
-    print(f"  {kernels[0].split(' · ')[0] if kernels else 'Kernels: each started as a Python of its own'}")
     return json.loads((out / "grades.json").read_text(encoding="utf-8")), wall
 
 
@@ -127,11 +122,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", type=Path, default=ROOT / "src", help="the grader's src/ folder")
     parser.add_argument("--only", help="comma-separated lab numbers, e.g. 01,07 (default: every lab)")
     parser.add_argument("--extra", default="", help="more grader arguments, e.g. --trust-submissions")
-    parser.add_argument(
-        "--peer-fresh-kernels", action="store_true",
-        help=f"grade the class a second time with {FRESH_KERNELS}=1 (each kernel a Python of its own, "
-        "as before kernels were forked) and print both and their ratio",
-    )  # fmt: skip
     args = parser.parse_args(argv)
     temp = Path(tempfile.gettempdir()).resolve()
     if args.src.resolve().is_relative_to(temp):
@@ -144,22 +134,11 @@ def main(argv: list[str] | None = None) -> int:
         kinds = build_class(subs, args.size, args.only.split(",") if args.only else None)
         print(f"class of {sum(kinds.values())}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
         env = {**os.environ, "PYTHONPATH": str(args.src.resolve())}
-        env.pop(FRESH_KERNELS, None)
-        runs = {"this grader": env}
-        if args.peer_fresh_kernels:
-            runs[PEER] = {**env, FRESH_KERNELS: "1"}
-        results: dict[str, list[dict]] = {}
-        for n, (name, run_env) in enumerate(runs.items()):
-            print(f"{name}:")
-            graded = grade(subs, root / f"grades-{n}", args, run_env)
-            if isinstance(graded, int):
-                return graded
-            summary(*graded, args.jobs)
-            results[name] = graded[0]
-    print(per_lab_table(results["this grader"], args.jobs))
-    if PEER in results:
-        print()
-        print(ratio_table(results["this grader"], results[PEER], args.jobs))
+        graded = grade(subs, root / "grades", args, env)
+        if isinstance(graded, int):
+            return graded
+        summary(*graded, args.jobs)
+    print(per_lab_table(graded[0], args.jobs))
     return 0
 
 
@@ -170,19 +149,6 @@ def _per_submission(rows: list[dict], jobs: int) -> dict[str, float]:
         normal = [r["duration_s"] for r in group if not any(k in r["file"] for k in ("hangs", "dies"))]
         out[lab] = statistics.mean(normal or [r["duration_s"] for r in group]) / jobs
     return out
-
-
-def ratio_table(rows: list[dict], peer: list[dict], jobs: int) -> str:
-    """Markdown table: per lab, seconds per submission at ``-j jobs`` for this grader and for the peer
-    (fresh kernels), and their ratio (below 1: this grader is faster)."""
-    mine, theirs = _per_submission(rows, jobs), _per_submission(peer, jobs)
-    lines = [
-        f"| lab | s per submission at -j {jobs} | {PEER} | ratio |",
-        "|---|---:|---:|---:|",
-    ]
-    for lab in sorted(mine.keys() & theirs.keys()):
-        lines.append(f"| {lab} | {mine[lab]:.1f} | {theirs[lab]:.1f} | {mine[lab] / theirs[lab]:.2f} |")
-    return "\n".join(lines)
 
 
 def _by_lab(rows: list[dict]) -> dict[str, list[dict]]:

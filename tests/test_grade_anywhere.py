@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from devicekit_grade import cli, failures, installed, run, sandbox, zh
+from devicekit.messages import Message
+from devicekit_grade import box, cli, context, failures, installed, run, sandbox
+from devicekit_grade.box import Execution, grader_failure
 from devicekit_grade.failures import GraderError, GraderFailure
-from devicekit_grade.run import Execution, Grade, grader_failure
+from devicekit_grade.records import STATUSES, Grade
 
 BWRAP = pytest.mark.skipif(
     not sandbox.bwrap_works(), reason="bubblewrap is not installed or cannot start here"
@@ -174,20 +177,17 @@ def test_a_hidden_folder_outside_the_emptied_ones_is_emptied_and_what_it_holds_i
 # --- the check before anything runs ---------------------------------------------------------------------
 
 
-def _context(tmp_path: Path, needs: installed.Needs, hide: list[str] = ()) -> types.SimpleNamespace:
-    """The parts of a `run.Context` that `run.preflight` uses, for a bubblewrap run."""
-    as_root = sandbox.running_as_root()
+def _preflight(tmp_path: Path, needs: installed.Needs, hide: list[str] = ()) -> None:
+    """`box.preflight` of a bubblewrap run that shows ``needs`` and hides ``hide``."""
+    isolation = sandbox.Isolation("bwrap", sandbox.running_as_root(), False, tuple(needs.paths), tuple(hide))
     root = tmp_path / "grader"
     root.mkdir(mode=0o711)
-    return types.SimpleNamespace(
-        mode="bwrap", as_root=as_root, root=root, needs=needs, hide=list(hide), namespaces=False,
-        uids=sandbox.UidPool(1_990_000_000, tmp_path / "uids"), options=run.Options(),
-    )  # fmt: skip
+    box.preflight(isolation, root, sandbox.UidPool(1_990_000_000, tmp_path / "uids"), sandbox.Limits())
 
 
 @BWRAP
 def test_the_preflight_passes_where_the_sandbox_shows_what_the_kernel_needs(tmp_path):
-    run.preflight(_context(tmp_path, installed.kernel_needs()))
+    _preflight(tmp_path, installed.kernel_needs())
 
 
 @BWRAP
@@ -199,11 +199,12 @@ def test_the_preflight_stops_the_run_where_the_sandbox_hides_the_course_in_both_
     course = [p for p in needs.packages if Path(p).name in installed.GRADER_PACKAGES]
     without = installed.Needs(needs.trees, tuple(p for p in needs.packages if p not in course))
     with pytest.raises(GraderFailure) as failed:
-        run.preflight(_context(tmp_path, without, hide=course))
-    assert "devicekit_labs" in failed.value.en and "Nothing was graded" in failed.value.en
-    assert str(Path(grader) / "_worker.py") in failed.value.en
-    assert "devicekit_labs" in failed.value.zh and "没有评分任何作业" in failed.value.zh
-    assert "（bwrap）" in failed.value.zh
+        _preflight(tmp_path, without, hide=course)
+    message = failed.value.message
+    assert "devicekit_labs" in message.en and "Nothing was graded" in message.en
+    assert str(Path(grader) / "_worker.py") in message.en
+    assert "devicekit_labs" in message.zh and "没有评分任何作业" in message.zh
+    assert "（bwrap）" in message.zh
 
 
 # --- the grader's own failures ----------------------------------------------------------------------------
@@ -245,33 +246,38 @@ def test_a_run_that_reached_the_notebook_is_judged_as_before():
 def test_a_grader_error_row_has_no_score_and_its_cause_in_both_languages():
     failed = GraderError("worker-ended", "FileNotFoundError: [Errno 2] No such file; really")
     grade = Grade(file="subs/a.ipynb", lab="01-devices", status="graded", score=0, max=3)
-    run._grader_error(grade, failed)
+    run.grader_error(grade, failed)
     assert (grade.status, grade.score) == ("grader-error", None)
     assert grade.reason == (
         "grader error: its worker ended before the notebook's first cell: "
         "FileNotFoundError: [Errno 2] No such file, really"
     )
-    assert zh.reason_zh(grade.reason) == (
+    assert grade.reason_zh == (
         "评分器出错：运行 notebook 的进程在第一个单元格之前就结束了："
         "FileNotFoundError: [Errno 2] No such file, really"
     )
-    ((en, zh_note),) = grade.notes
+    ((note,),) = [grade.notes]
+    en, zh_note = note.en, note.zh
     assert en.startswith("Not graded: the grader failed, not your notebook (its worker ended")
     assert zh_note.startswith("未评分：出错的是评分器，不是你的 notebook（运行 notebook 的进程")
     assert grade.feedback() == [en]
     for cause in failures.CAUSES:
-        assert not zh.untranslated(GraderError(cause, "detail").reason()), cause
+        reason = GraderError(cause, "detail").reason()
+        words = reason.zh.removesuffix("：detail").replace(
+            "notebook", ""
+        )  # (the course's word in Chinese too)
+        assert reason.zh.startswith("评分器出错：") and not re.search(r"[A-Za-z]{3}", words), reason
     with pytest.raises(ValueError, match="未知的评分器故障"):
         GraderError("no-such-cause")
 
 
 class _FakeContext:
-    """What `cli.main` reads of a `run.Context`, without starting an evaluator or a kernel."""
+    """What `cli.main` reads of a `context.Context`, without starting an evaluator or a kernel."""
 
-    mode, warnings, kernels, tampered, digest = "bwrap", [], None, "", "fake"
+    isolation, tampered, digest = sandbox.Isolation("bwrap", False, False), "", "fake"
     labs = {"01-devices": [{"key": "move-batch"}, {"key": "causal-mask"}, {"key": "predict-raises"}]}
 
-    def __init__(self, options: run.Options) -> None:
+    def __init__(self, options: context.Options) -> None:
         self.options = options
 
     def close(self) -> None:
@@ -283,7 +289,7 @@ def _grade_like(failed: str):
         grade = Grade(file=sub.shown, lab="01-devices", lang="en", status="graded", score=3, max=3)
         grade.sha256, grade.graded_with = hashlib.sha256(sub.data).hexdigest(), ctx.digest
         if Path(sub.shown).name == failed:
-            run._grader_error(grade, GraderError("kernel-did-not-start", "NoSuchKernel: python3"))
+            run.grader_error(grade, GraderError("kernel-did-not-start", "NoSuchKernel: python3"))
         return grade
 
     return grade_submission
@@ -326,7 +332,7 @@ def test_a_grader_that_cannot_run_notebooks_stops_with_status_4_in_both_language
     write(solved_lab("01-devices"), tmp_path / "subs" / "alice.ipynb")
 
     def cannot(options):
-        raise GraderFailure("the kernel cannot find devicekit", "内核找不到 devicekit")
+        raise GraderFailure(Message("the kernel cannot find devicekit", "内核找不到 devicekit"))
 
     monkeypatch.setattr(cli, "Context", cannot)
     assert cli.main(["--out", str(tmp_path / "out"), str(tmp_path / "subs")]) == 4
@@ -347,7 +353,7 @@ def test_the_help_documents_every_exit_status(capsys):
 def test_the_status_is_explained_in_the_report_and_the_guide():
     from devicekit_grade.report import STATUS_HELP
 
-    assert set(STATUS_HELP) == set(run.STATUSES)
+    assert set(STATUS_HELP) == set(STATUSES)
     root = Path(__file__).resolve().parents[1]
     for page, words in (("grading.md", "grader-error"), ("grading.zh.md", "grader-error")):
         text = (root / "docs" / "instructors" / page).read_text(encoding="utf-8")

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration  # the grader runs every notebook in kernel
 
 
 def _mode() -> str:
-    from devicekit_grade.run import kernel_private
+    from devicekit_grade.context import kernel_private
 
     as_root = sandbox.running_as_root()
     private = kernel_private() if as_root else ""
@@ -81,7 +81,8 @@ def test_identical_and_renamed_copies_are_flagged_on_both_sides(graded):
 
 def test_the_solution_without_its_markers_is_flagged(graded):
     r = row(graded, "erin-copied-solution.ipynb")
-    assert "solution-copy" in r["flags"] and r["score"] == 3
+    assert "published-solution" in r["flags"] and r["score"] == 3
+    assert "without its markers" in r["reason"] and "去掉了标记行" in r["reason_zh"]
 
 
 def test_reading_the_solutions_through_the_package_path_is_flagged_and_finds_nothing(graded):

@@ -19,17 +19,18 @@ from grade_attacks.classroom import TRUST
 from course_tools.paths import LABS as LABS_DIR
 from course_tools.paths import SOLUTIONS
 from course_tools.submissions import (
-    as_student_work,
     graded_labs,
     lab_notebook,
     solution_notebook,
     solved_lab,
     write,
 )
+from devicekit.messages import Message
 from devicekit_grade import discover, lms, sandbox
+from devicekit_grade.records import ExerciseGrade, Grade
 from devicekit_grade.released import CHECK_CALL, Released, expected_error_cells, integrity
 from devicekit_grade.report import MergeError, atomic_write, load, to_csv, to_html, write_all
-from devicekit_grade.run import ExerciseGrade, Grade, unchecked
+from devicekit_grade.scoring import unchecked
 
 LABS = graded_labs()
 RELEASED = Released(LABS_DIR, SOLUTIONS)
@@ -43,23 +44,30 @@ def test_the_course_has_labs_to_grade():
 
 
 @pytest.mark.parametrize("lab", LABS)
-def test_a_correct_or_untouched_lab_raises_no_flag(lab):
+def test_a_correct_lab_is_flagged_as_the_solutions_code_and_an_untouched_one_raises_no_flag(lab):
     # the tests' "correct" work is the published solution's code without its markers: flagged as such
     for nb in (solved_lab(lab), solved_lab(lab, "zh")):
-        flags, reasons, published = integrity(nb, lab, RELEASED)
-        assert (flags, published) == (["solution-copy"], False), reasons
-    flags, reasons, published = integrity(lab_notebook(lab), lab, RELEASED)
-    assert (flags, published) == ([], False), reasons
+        flags, reasons = integrity(nb, lab, RELEASED)
+        assert flags == ["published-solution"], reasons
+        assert "without its markers" in reasons[0].en and "去掉了标记行" in reasons[0].zh
+    flags, reasons = integrity(lab_notebook(lab), lab, RELEASED)
+    assert (flags, reasons) == ([], [])
 
 
 @pytest.mark.parametrize("lab", LABS)
-def test_the_published_solution_is_recognised_by_metadata_and_by_its_cells(lab):
-    assert integrity(solution_notebook(lab), lab, RELEASED)[2]
-    copied = solution_notebook(lab)
-    copied.metadata["devicekit"]["role"] = "student"
-    flags, reasons, published = integrity(copied, lab, RELEASED)
-    assert published and "published-solution" in flags and "BEGIN SOLUTION" in reasons[0]
-    assert not integrity(as_student_work(solution_notebook(lab)), lab, RELEASED)[2]
+def test_one_policy_for_copies_of_the_published_solution_with_or_without_markers(lab):
+    """The solution notebook, its code with the marker lines kept, and without them: the same one flag,
+    and nothing that changes a score (`run._grade` keeps the judges' score for every row)."""
+    kept = solution_notebook(lab)
+    kept.metadata["devicekit"]["role"] = "student"
+    copies = {"notebook": solution_notebook(lab), "markers kept": kept, "markers removed": solved_lab(lab)}
+    seen = {name: integrity(nb, lab, RELEASED) for name, nb in copies.items()}
+    assert {name: flags for name, (flags, _) in seen.items()} == dict.fromkeys(copies, ["published-solution"])
+    assert "role: solution" in seen["notebook"][1][0].en
+    assert (
+        "marker lines kept" in seen["markers kept"][1][0].en
+        and "连标记行都在" in seen["markers kept"][1][0].zh
+    )
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -96,7 +104,7 @@ def test_find_reads_every_file_refuses_links_and_lists_the_rest(tmp_path):
     assert set(found) == {"alice.ipynb", "link.ipynb", ".x.ipynb", "bob.ipynb.txt"}
     assert found["alice.ipynb"].data == (subs / "alice.ipynb").read_bytes()
     assert (found["link.ipynb"].status, found["link.ipynb"].data) == ("refused", None)
-    assert "alice.ipynb" in found["link.ipynb"].reason
+    assert "alice.ipynb" in found["link.ipynb"].reason.en and "符号链接" in found["link.ipynb"].reason.zh
     assert found[".x.ipynb"].status == found["bob.ipynb.txt"].status == "ignored"
 
 
@@ -175,9 +183,8 @@ def test_a_roster_without_ids_is_refused(tmp_path):
 
 
 def test_csv_cells_cannot_become_spreadsheet_formulas():
-    text = to_csv([Grade(file='=HYPERLINK("http://x")', status="invalid-json", reason="-1")]).decode(
-        "utf-8-sig"
-    )
+    row = Grade(file='=HYPERLINK("http://x")', status="invalid-json", reasons=[Message("-1", "-1")])
+    text = to_csv([row]).decode("utf-8-sig")
     assert "'=HYPERLINK" in text and ",'-1," in text
 
 
@@ -317,45 +324,52 @@ def test_the_command_line_of_the_running_grader_names_no_folder(tmp_path):
         proc.wait()
 
 
-@pytest.mark.integration  # a whole grading run: the evaluator zygote imports torch in its own process
-def test_the_grading_process_itself_never_imports_torch_or_devicekit(tmp_path):
-    # torch's import is about three seconds of CPU per run; only the evaluator and the kernels need it
+@pytest.mark.integration  # a whole grading run: the evaluator imports torch in its own process
+def test_the_grading_process_itself_never_imports_torch_or_the_checks(tmp_path):
+    """torch's import is about three seconds of CPU per run; only the evaluator and the kernels need it.
+    Of devicekit the grader's own process loads its two-language texts only (`devicekit.messages`, which
+    imports no torch), never the checks."""
     (tmp_path / "broken.ipynb").write_text("{not json", encoding="utf-8")
     script = (
         "import json, sys\n"
         "from devicekit_grade import cli\n"
         f"code = cli.main(['--out', 'out', '-q', *{TRUST!r}, 'broken.ipynb'])\n"
-        "print(json.dumps([code, sorted({'torch', 'devicekit', 'devicekit_labs'} & set(sys.modules))]))\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('torch', 'devicekit', 'devicekit_labs')]\n"
+        "print(json.dumps([code, sorted(loaded)]))\n"
     )
     env = {**os.environ, "DEVICEKIT_GRADE_NO_REEXEC": "1"}
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
-    assert json.loads(done.stdout.splitlines()[-1]) == [0, []], done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == [
+        0,
+        ["devicekit", "devicekit.lang", "devicekit.messages"],
+    ], done.stderr[-2000:]
     rows = json.loads((tmp_path / "out" / "grades.json").read_text(encoding="utf-8"))
     assert [(r["file"], r["status"]) for r in rows] == [("broken.ipynb", "invalid-json")]
 
 
 def test_lab_titles_come_from_the_installed_manifest_without_the_notebooks():
-    from devicekit_grade import zh
+    from devicekit_grade.report import lab_titles
 
-    titles = zh.lab_titles(None, ["01-devices", "09-capstone", "99-unknown"])
+    titles = lab_titles(None, ["01-devices", "09-capstone", "99-unknown"])
     assert titles["01-devices"] == ("Lab 1 · Devices and `.device`", "实验 1：设备与 `.device`")
     assert titles["09-capstone"][1].startswith("实验 9：") and "99-unknown" not in titles
 
 
 def test_sandbox_without_bubblewrap_says_what_to_do(monkeypatch):
-    from devicekit_grade import run
+    from devicekit_grade import context
 
     monkeypatch.setattr(sandbox, "bwrap_works", lambda: False)
-    with pytest.raises(RuntimeError, match="apt install bubblewrap"):
-        run.Context(run.Options(isolation="bwrap"))
+    with pytest.raises(RuntimeError, match="apt install bubblewrap") as refused:
+        context.Context(context.Options(isolation="bwrap"))
+    assert "bubblewrap" in refused.value.message.zh
 
 
 def test_checks_given_with_dash_dash_checks_replace_the_installed_ones(tmp_path):
     """``--checks DIR``: an instructor trying new checks; the grader's snapshot (what the kernel's probes
     and the evaluator's judges load) takes DIR's ``labNN.py`` instead of the installed one, the rest as is."""
-    from devicekit_grade.run import snapshot_sources
+    from devicekit_grade.context import snapshot_sources
 
     (tmp_path / "lab01.py").write_text("# new checks for lab 1\n", encoding="utf-8")
     (tmp_path / "notes.py").write_text("# not a lab module\n", encoding="utf-8")
@@ -370,48 +384,34 @@ def test_checks_given_with_dash_dash_checks_replace_the_installed_ones(tmp_path)
         snapshot_sources(tmp_path / "missing")
 
 
-@pytest.mark.integration  # starts the evaluator zygote and forks evaluators from it
-def test_the_zygote_forks_fresh_evaluators_and_falls_back_when_it_is_gone(tmp_path):
-    """The evaluator's zygote answers the probe once, then forks a child per evaluation, and keeps serving;
-    when the zygote is gone, evaluations start a process of their own and still answer."""
+@pytest.mark.integration  # starts the evaluator: a Python that imports torch
+def test_an_evaluator_without_a_kernel_says_why_in_both_languages(tmp_path):
+    """Each evaluation is a new ``python -I -S`` process (the one way the evaluator starts): when no kernel
+    connects, every exercise is "not-evaluated", and the learner reads why in both languages."""
     import socket
 
-    from devicekit_grade import run
+    from devicekit_grade import context
     from devicekit_grade.released import Released
 
-    ctx = run.Context(run.Options(released=Released(None, None), trust=True, isolation="none"))
+    ctx = context.Context(context.Options(released=Released(None, None), trust=True, isolation="none"))
     try:
-        assert ctx.forks and ctx.labs, "the zygote started and listed the labs"
-        answers = []
-        for _ in range(2):
-            listener = socket.socket(socket.AF_UNIX)
-            listener.bind(str(tmp_path / f"s{len(answers)}"))
-            listener.listen(1)
-            args = ["--lab", "01-devices", "--fd", str(listener.fileno()), "--connect-timeout", "0.01"]
-            answers.append(ctx.evaluate(args, timeout=300, fds=(listener.fileno(),)))
-            listener.close()
-        assert ctx.forks, "the zygote serves the next evaluation"
-        for answer in answers:
-            assert [r["status"] for r in answer["results"]] == ["not-evaluated"] * 3, answer
-            assert "never reached the end" in answer["results"][0]["why"]
-            how, en, zh = unchecked(answer["results"][0], "move_batch", stopped=False)
-            assert how == "not-run" and "never reached the end" in en
-            assert zh == "无法检查：notebook 没有运行到最后，所以收集不到它的答案。"
-        ctx.stop_zygote()
-        assert not ctx.forks
+        assert ctx.labs and not hasattr(ctx, "forks"), "no zygote: the labs came from a process of its own"
         listener = socket.socket(socket.AF_UNIX)
-        listener.bind(str(tmp_path / "after"))
+        listener.bind(str(tmp_path / "s"))
         listener.listen(1)
         args = ["--lab", "01-devices", "--fd", str(listener.fileno()), "--connect-timeout", "0.01"]
-        after = ctx.evaluate(args, timeout=300, fds=(listener.fileno(),))
+        answer = ctx.evaluate(args, timeout=300, fds=(listener.fileno(),))
         listener.close()
-        assert [r["status"] for r in after["results"]] == ["not-evaluated"] * 3, after
+        assert [r["status"] for r in answer["results"]] == ["not-evaluated"] * 3, answer
+        how, why = unchecked(answer["results"][0], "move_batch", stopped=False)
+        assert how == "not-run" and "never reached the end" in why.en
+        assert why.zh == "无法检查：notebook 没有运行到最后，所以收集不到它的答案。"
     finally:
         ctx.close()
 
 
 def test_the_cell_that_stopped_a_run_is_where_the_kernel_died_or_ignored_its_interrupt():
-    from devicekit_grade.run import Execution, fatal_cell
+    from devicekit_grade.box import Execution, fatal_cell
 
     def run(*events: dict, stopped: bool = False) -> Execution:
         cells = [{"event": "cell", "index": i} for i in range(4)]
@@ -424,3 +424,63 @@ def test_the_cell_that_stopped_a_run_is_where_the_kernel_died_or_ignored_its_int
     # stopped by the notebook's limit: the first interrupted cell after which no cell finished
     stuck = run({"event": "timeout", "index": 2}, {"event": "timeout", "index": 3}, stopped=True)
     assert fatal_cell(stuck) == 2
+
+
+def test_the_kernel_answers_probes_only_and_as_data():
+    """The one request a grading kernel answers is ``probe``: the legacy operations that handed the
+    evaluator callable stand-ins of the learner's objects (``get``, ``call``, ``getattr``, ``iter``) are gone,
+    a name the notebook lacks is ``missing``, a probe that fails or answers with something that is not plain
+    data is an ``error`` (type and message), and one past its time limit a ``ProbeTimeout``."""
+    from devicekit_grade._kernel import answer
+
+    def slow(fn):
+        time.sleep(5)
+
+    probes = {"ok": lambda fn: {"value": fn(2)}, "raises": lambda fn: fn(None), "object": lambda fn: fn}
+    probes["slow"] = slow
+    namespace = {"double": lambda x: 2 * x}
+
+    def probe(key: str, name: str = "double", timeout: float = 0) -> dict:
+        return answer({"op": "probe", "key": key, "name": name}, namespace, probes, timeout)
+
+    assert probe("ok") == {"kind": "observations", "value": {"value": 4}}
+    assert probe("ok", "absent") == {"kind": "missing"}
+    assert probe("raises")["type"] == "TypeError"
+    assert probe("object")["type"] == "ProbeError"
+    late = probe("slow", timeout=0.2)
+    assert late["type"] == "ProbeTimeout" and "0 s" in late["message"], late
+    for op in ("get", "call", "getattr", "iter", "next"):
+        reply = answer({"op": op, "name": "double", "id": 1}, namespace, probes, 0)
+        assert reply["kind"] == "error" and "unknown request" in reply["message"], reply
+
+
+def test_the_evaluator_reads_a_forged_kernel_reply_as_data_and_caps_its_text():
+    """A kernel that answers with whatever it likes (a huge exception name, observations no judge accepts,
+    a legacy handle) gets a failed or not-evaluated exercise, with bounded text: never a pass or a crash."""
+    import socket
+    import threading
+
+    from devicekit_grade import _evaluator, wire
+
+    replies = [
+        {"kind": "error", "type": "E" * 100_000, "message": "m" * 100_000},
+        {"kind": "observations", "value": {"nested": "not what the judge expects"}},
+        {"kind": "handle", "id": 1, "type": "function", "callable": True},  # the legacy channel: gone
+    ]
+    ours, theirs = socket.socketpair()
+
+    def kernel() -> None:
+        for reply in replies:
+            wire.receive(theirs)
+            wire.send(theirs, reply)
+        theirs.close()
+
+    thread = threading.Thread(target=kernel, daemon=True)
+    thread.start()
+    ours.settimeout(30)
+    rows = _evaluator.evaluate("01-devices", _evaluator.Channel(ours, 30), Message("", ""), {})
+    thread.join(30)
+    assert [r.get("passed") for r in rows] == [False, False, None], rows
+    assert len(rows[0]["en"]) < 600 and len(rows[0]["zh"]) < 600, len(rows[0]["en"])
+    assert rows[2]["status"] == "not-evaluated" and "does not understand" in rows[2]["why"], rows[2]
+    assert "无法理解" in rows[2]["why_zh"]

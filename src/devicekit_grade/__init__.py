@@ -1,12 +1,13 @@
 """``devicekit-grade``: grade lab submissions an instructor can trust (its own package; the runtime library
 ``devicekit`` knows nothing of grading). Install with ``pip install "devicekit[grade]"``.
 
-Each submission runs sealed off (`devicekit_grade.sandbox`: a user of its own, or bubblewrap, or a
-refusal) and its kernel runs each exercise's probe on the answer; the observations, plain data, are judged
-by the public and the instructor's hidden judges in a process that holds no submission code
-(`devicekit_grade._evaluator`); `devicekit_grade.integrity` flags copies and tampering; the reports are
-made for people and for learning-management systems (`devicekit_grade.report`, `devicekit_grade.lms`,
-`devicekit_grade.zh`). Run ``devicekit-grade --help`` or ``python -m devicekit_grade --help``.
+One submission's way through the grader (`devicekit_grade.run`), each module once: `discover` reads it,
+`identify` names its lab and language, `released` compares it with the released lab, `box` runs it sealed
+off (`sandbox`) in a kernel that runs each exercise's probe (`_kernel`), and the evaluator, a process that
+holds no submission code (`_evaluator`, started by `context`), judges the observations, plain data
+(`wire`, `observations`); `scoring` turns that into a row (`records`). Over the class: `integrity` flags
+copies, `lms` names students and points, `report` writes the files. Every text is a
+`devicekit.messages.Message`, in English and Chinese. Run ``devicekit-grade --help``.
 """
 
 from __future__ import annotations

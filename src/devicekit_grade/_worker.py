@@ -1,4 +1,4 @@
-"""Execute one prepared notebook copy in a fresh kernel (started by `devicekit_grade.run`, once per
+"""Execute one prepared notebook copy in a fresh kernel (started by `devicekit_grade.box`, once per
 submission, inside the submission's `devicekit_grade.sandbox.Box`):
 ``_worker.py NOTEBOOK EVENTS --cell-timeout SECONDS``.
 

@@ -28,17 +28,19 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from devicekit.messages import Message
 from devicekit_grade import failures, integrity, lms, sandbox
+from devicekit_grade.context import Context, Options, default_hidden
 from devicekit_grade.discover import UsageError, find
 from devicekit_grade.failures import GraderFailure
+from devicekit_grade.records import STATUS_ZH, Grade
 from devicekit_grade.released import Released, default_folders
-from devicekit_grade.report import MergeError, load, write_all
-from devicekit_grade.run import Context, Grade, Options, default_hidden, grade_submission, kill_all
-from devicekit_grade.zh import lab_titles
+from devicekit_grade.report import MergeError, lab_titles, load, write_all
+from devicekit_grade.run import grade_submission
 
 USAGE_ERROR, TAMPERED, GRADER_ERROR = 2, 3, failures.GRADER_ERROR
-#: The exit statuses, for ``--help`` (en, zh).
-EXIT_STATUS = (
+#: The exit statuses, for ``--help``.
+EXIT_STATUS = Message(
     "exit status: 0 every file got a row, whatever its status or score; 2 the grader could not run as "
     "asked (no submissions, a missing input, --out not writable, a bad roster); 3 the grading environment "
     "was modified during the run; 4 the grader itself failed: it could not run notebooks here and graded "
@@ -52,13 +54,21 @@ EXIT_STATUS = (
 _ARGS_FD = "--args-fd"
 
 
+def say(message: Message, prefix: str = "devicekit-grade: ") -> None:
+    """Print ``message`` on stderr in both languages: the English, then the Chinese."""
+    print(f"{prefix}{message.en}\n{prefix.rstrip(': ')}：{message.zh}", file=sys.stderr, flush=True)
+
+
 def _prepare_out(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+        why = exc.strerror or str(exc)
+        raise UsageError(
+            Message(f"--out {out}: cannot write there ({why})", f"--out {out}：无法写入（{why}）")
+        ) from None
 
 
 class Progress:
@@ -91,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
         # English, then Chinese (wrapped at its few spaces only: a CJK character is two columns wide)
         epilog="\n".join(
-            [textwrap.fill(EXIT_STATUS[0], 100), textwrap.fill(EXIT_STATUS[1], 50, break_long_words=False)]
+            [textwrap.fill(EXIT_STATUS.en, 100), textwrap.fill(EXIT_STATUS.zh, 50, break_long_words=False)]
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -123,6 +133,11 @@ def _parser() -> argparse.ArgumentParser:
         help="exercise weights: 1,1,2 or 01-devices=1,1,2;04-data=1,2 (default 1 each)",
     )
     add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
+    add(
+        "--lab",
+        metavar="LAB",
+        help="the lab of canvas.csv and moodle.csv, e.g. 01-devices (default: the lab most notebooks are of)",
+    )
     add(
         "--timeout",
         type=int,
@@ -216,6 +231,10 @@ def entry() -> int:
     return 0  # not reached
 
 
+def _cannot_write(out: Path, exc: OSError) -> Message:
+    return Message(f"cannot write the grades to {out}: {exc}", f"无法把成绩写入 {out}：{exc}")
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -231,9 +250,16 @@ def _shard(text: str | None) -> tuple[int, int] | None:
     try:
         k, n = (int(x) for x in text.split("/"))
     except ValueError:
-        raise ValueError(f"--shard {text!r}: K/N with whole numbers, e.g. 2/8") from None
+        raise lms.OptionError(
+            Message(
+                f"--shard {text!r}: K/N with whole numbers, e.g. 2/8",
+                f"--shard {text!r}：应写成整数 K/N，例如 2/8",
+            )
+        ) from None
     if not 1 <= k <= n:
-        raise ValueError(f"--shard {text!r}: K must be between 1 and N")
+        raise lms.OptionError(
+            Message(f"--shard {text!r}: K must be between 1 and N", f"--shard {text!r}：K 必须在 1 和 N 之间")
+        )
     return k, n
 
 
@@ -259,8 +285,7 @@ def _from_cache(sub, earlier: list[Grade], digest: str) -> Grade | None:
             again.folder = sub.folder.name if sub.folder else ""
             again.flags = [f for f in again.flags if f not in CLASS_FLAGS]
             computed = ("identical ", "near identical", "submitted late", "marked LATE")
-            parts = [p for p in again.reason.split("; ") if not p.startswith(computed)]
-            again.reason = "; ".join(parts)
+            again.reasons = [m for m in again.reasons if not m.en.startswith(computed)]
             again.duration_s = 0.0
             return again
     return None
@@ -294,7 +319,7 @@ def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict
         newest = group[-1][1]
         for i, row in group[:-1]:
             row.status = "superseded"
-            row.reason = f"an older submission by the same student: {newest.file} counts"
+            row.reasons = [lms.superseded_by(newest.file)]
             out[i] = row
     return out
 
@@ -309,13 +334,19 @@ def merge_main(argv: Sequence[str]) -> int:
     parser.add_argument("--points", type=float)
     parser.add_argument("--weights")
     parser.add_argument("--assignment", default="Lab")
+    parser.add_argument("--lab")
     parser.add_argument("--due")
     args = parser.parse_args(argv)
     try:
         rows: dict[str, Grade] = {}
         for part in args.parts:
             if not (part / "grades.json").is_file():
-                raise UsageError(f"{part}: no grades.json (is it the --out of a devicekit-grade run?)")
+                raise UsageError(
+                    Message(
+                        f"{part}: no grades.json (is it the --out of a devicekit-grade run?)",
+                        f"{part}：没有 grades.json（它是某次 devicekit-grade 运行的 --out 吗？）",
+                    )
+                )
             for grade in load(part):
                 if grade.status != "missing":
                     rows[grade.file] = grade
@@ -323,15 +354,18 @@ def merge_main(argv: Sequence[str]) -> int:
         roster = lms.read_roster(args.roster) if args.roster else None
         weights = lms.parse_weights(args.weights)
         due = lms.parse_due(args.due)
-    except (UsageError, MergeError, lms.RosterError, ValueError) as exc:
-        print(f"devicekit-grade merge: {exc}", file=sys.stderr)
+        lab = _lab(args.lab)
+    except (UsageError, MergeError, lms.RosterError, lms.OptionError) as exc:
+        say(exc.message, "devicekit-grade merge: ")
         return USAGE_ERROR
     merged = list(rows.values())
     labs = sorted({g.lab for g in merged if g.lab})
-    finish(merged, roster, labs, weights, args.points, due)
+    finish(merged, roster, labs, weights, args.points, due, lab)
     titles = lab_titles(default_folders(Path.cwd())[0], labs)
-    write_all(args.out, merged, assignment=args.assignment, notes=_lms_notes(merged), titles=titles)
+    notes = _lms_notes(merged, lab)
+    write_all(args.out, merged, assignment=args.assignment, notes=notes, titles=titles, lab=lab)
     print(f"{len(merged)} row(s) from {len(args.parts)} folder(s) in {args.out}")
+    print(f"{args.out} 中共 {len(merged)} 行，合并自 {len(args.parts)} 个文件夹")
     return 0
 
 
@@ -342,30 +376,116 @@ def finish(
     weights: dict,
     points: float | None,
     due: float | None,
+    lab: str | None = None,
 ) -> None:
     """Everything computed over the whole class, in place: students, latest files, copies, lateness,
-    missing roster students, points."""
+    missing roster students (of the LMS files' lab, `report.main_lab`), points."""
+    from devicekit_grade.report import main_lab
+
     merged[:] = [g for g in merged if g.status != "missing"]
     lms.attribute(merged, roster, labs)
     lms.keep_latest(merged)
     integrity.class_flags(merged)
     lms.mark_late(merged, due)
-    merged += lms.missing_rows(merged, roster, labs)
+    target = main_lab(merged, lab) or (labs[0] if len(labs) == 1 else None)
+    merged += lms.missing_rows(merged, roster, [target] if target else [])
     lms.assign_points(merged, weights, points)
 
 
-def _lms_notes(grades: list[Grade]) -> list[str]:
-    from devicekit_grade.report import left_out, main_lab
+def _lab(text: str | None) -> str | None:
+    """``--lab``: a lab with checks in this devicekit, or `lms.OptionError`."""
+    from devicekit_grade.identify import known_labs
 
-    others = left_out(grades)
+    if text is None or text in known_labs():
+        return text
+    known = known_labs()
+    raise lms.OptionError(
+        Message(
+            f"--lab {text!r}: no such lab with checks (labs: {', '.join(known)})",
+            f"--lab {text!r}：没有这个带检查的实验（实验有：{'、'.join(known)}）",
+        )
+    )
+
+
+def _lms_notes(grades: list[Grade], lab: str | None = None) -> list[Message]:
+    """What the LMS files leave out, and why: notebooks of another lab than theirs, or all of them when
+    two labs have as many notebooks and ``--lab`` does not say which one the column is for."""
+    from devicekit_grade.report import COUNTED, left_out, main_lab
+
+    others = left_out(grades, lab)
     if not others:
         return []
-    shown = ", ".join(sorted({g.file for g in others})[:5])
+    files = sorted({g.file for g in others})[:5]
+    lab = main_lab(grades, lab)
+    if lab is None:
+        labs = sorted({g.lab for g in grades if g.status in COUNTED and g.lab})
+        return [
+            Message(
+                f"canvas.csv and moodle.csv are empty: the notebooks are of {', '.join(labs)}, as many of "
+                "each; name the lab of the assignment with --lab.",
+                f"canvas.csv 和 moodle.csv 是空的：这些 notebook 分属 {'、'.join(labs)}，各占一样多；"
+                "请用 --lab 指明这次作业是哪个实验。",
+            )
+        ]
     return [
-        f"canvas.csv and moodle.csv hold lab {main_lab(grades)} only: {len(others)} row(s) of another lab "
-        f"left out ({shown}). · canvas.csv 和 moodle.csv 只包含实验 {main_lab(grades)}："
-        f"另有 {len(others)} 行属于其他实验，未导出（{shown}）。"
+        Message(
+            f"canvas.csv and moodle.csv hold lab {lab} only: {len(others)} row(s) of another lab left out "
+            f"({', '.join(files)}).",
+            f"canvas.csv 和 moodle.csv 只包含实验 {lab}：另有 {len(others)} 行属于其他实验，未导出"
+            f"（{'、'.join(files)}）。",
+        )
     ]
+
+
+def _from_display_root(args: argparse.Namespace) -> None:
+    """Make the paths the instructor typed absolute: the re-executed grader runs in ``/`` (`entry`)."""
+    base = Path(args.display_root)
+    args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
+    args.out = base / args.out if not args.out.is_absolute() else args.out
+    for name in ("roster", "labs", "solutions", "hidden", "checks"):
+        value = getattr(args, name)
+        if value is not None and not value.is_absolute():
+            setattr(args, name, base / value)
+
+
+def _options(args: argparse.Namespace) -> Options:
+    """How this run grades, from the command line."""
+    where = Path(args.display_root) if args.display_root else None
+    default_labs, default_solutions = default_folders(where)
+    return Options(
+        cell_timeout=args.timeout,
+        notebook_timeout=args.notebook_timeout or 10 * args.timeout,
+        kernel=args.kernel,
+        limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
+        same_user=args.same_user,
+        isolation="bwrap" if args.sandbox else args.isolation,
+        released=Released(args.labs or default_labs, args.solutions or default_solutions),
+        hidden=args.hidden or default_hidden(where),
+        checks=args.checks,
+        trust=args.trust_submissions,
+        hide=[args.out, *(Path(p) if Path(p).is_dir() else Path(p).parent for p in args.inputs)],
+    )
+
+
+def _start(options: Options) -> Context | int:
+    """The run's `Context`, or the exit status when the grader cannot run here (said in both languages)."""
+    try:
+        return Context(options)
+    except sandbox.Refused as refused:
+        print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
+        return USAGE_ERROR
+    except GraderFailure as failed:  # the grader cannot run notebooks here: nothing is graded
+        print(
+            f"devicekit-grade: {failed.message.en}\n\ndevicekit-grade：{failed.message.zh}", file=sys.stderr
+        )
+        return GRADER_ERROR
+    except sandbox.NoSandbox as missing:
+        say(missing.message)
+        return USAGE_ERROR
+    except Exception as exc:
+        what = f"{type(exc).__name__}: {exc}"
+        say(Message(f"cannot start: {what}", f"无法启动：{what}"))
+        return USAGE_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -382,15 +502,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--display-root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.display_root:
-        base = Path(args.display_root)
-        args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
-        args.out = base / args.out if not args.out.is_absolute() else args.out
-        for name in ("roster", "labs", "solutions", "hidden", "checks"):
-            value = getattr(args, name)
-            if value is not None and not value.is_absolute():
-                setattr(args, name, base / value)
+        _from_display_root(args)
     if args.timeout < 1 or (args.notebook_timeout is not None and args.notebook_timeout < 1) or args.jobs < 1:
-        print("devicekit-grade: --timeout, --notebook-timeout and --jobs must be at least 1", file=sys.stderr)
+        say(
+            Message(
+                "--timeout, --notebook-timeout and --jobs must be at least 1",
+                "--timeout、--notebook-timeout 和 --jobs 至少为 1",
+            )
+        )
         return USAGE_ERROR
     out: Path = args.out
     try:
@@ -401,48 +520,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         weights = lms.parse_weights(args.weights)
         due = lms.parse_due(args.due)
         shard = _shard(args.shard)
-    except (UsageError, MergeError, lms.RosterError, ValueError) as exc:
-        print(f"devicekit-grade: {exc}", file=sys.stderr)
+        lab = _lab(args.lab)
+    except (UsageError, MergeError, lms.RosterError, lms.OptionError) as exc:
+        say(exc.message)
         return USAGE_ERROR
     if shard is not None:
         k, n = shard
         submissions = [s for i, s in enumerate(sorted(submissions, key=lambda s: s.shown)) if i % n == k - 1]
-    default_labs, default_solutions = default_folders(Path(args.display_root) if args.display_root else None)
-    options = Options(
-        cell_timeout=args.timeout,
-        notebook_timeout=args.notebook_timeout or 10 * args.timeout,
-        kernel=args.kernel,
-        limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
-        same_user=args.same_user,
-        isolation="bwrap" if args.sandbox else args.isolation,
-        released=Released(args.labs or default_labs, args.solutions or default_solutions),
-        hidden=args.hidden or default_hidden(Path(args.display_root) if args.display_root else None),
-        checks=args.checks,
-        trust=args.trust_submissions,
-        hide=[out, *(Path(p) if Path(p).is_dir() else Path(p).parent for p in args.inputs)],
-    )
+    options = _options(args)
     if args.display_root:
         for sub in submissions:  # show the names as the instructor typed them
             base = args.display_root.rstrip("/") + "/"
             sub.shown = sub.shown[len(base) :] if sub.shown.startswith(base) else sub.shown
-    try:
-        ctx = Context(options)
-    except sandbox.Refused as refused:
-        print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
-        return USAGE_ERROR
-    except GraderFailure as failed:  # the grader cannot run notebooks here: nothing is graded
-        print(f"devicekit-grade: {failed.en}\n\ndevicekit-grade：{failed.zh}", file=sys.stderr)
-        return GRADER_ERROR
-    except Exception as exc:
-        print(f"devicekit-grade: cannot start: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    for warning in ctx.warnings:
+    ctx = _start(options)
+    if isinstance(ctx, int):
+        return ctx
+    warnings = list(ctx.isolation.warnings)
+    for warning in warnings:
         if not args.quiet:
-            print(f"devicekit-grade: warning: {warning}", file=sys.stderr)
-    notes = [" ".join(sandbox.MODES[ctx.mode]), *ctx.warnings]
+            say(Message(f"warning: {warning.en}", f"警告：{warning.zh}"))
+    notes = [ctx.isolation.note, *warnings]
     if not options.released.available:
         notes.append(
-            "No released labs found (--labs): edited check cells and copied solutions are not flagged."
+            Message(
+                "No released labs found (--labs): edited check cells and copied solutions are not flagged.",
+                "没有找到发布的实验（--labs）：不会标记被改动的检查单元格和抄袭的参考答案。",
+            )
         )
     fresh: list[Grade | None] = [None] * len(submissions)
     labs = list(ctx.labs)
@@ -451,14 +554,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = [g for g in fresh if g is not None]
         names = {g.file for g in done}
         merged = [g for g in earlier if g.file not in names] + done
-        finish(merged, roster if shard is None else None, labs, weights, args.points, due)
+        finish(merged, roster if shard is None else None, labs, weights, args.points, due, lab)
         return merged
 
     titles = lab_titles(options.released.labs, labs)
 
     def save() -> None:
         final = rows()
-        write_all(out, final, assignment=args.assignment, notes=notes + _lms_notes(final), titles=titles)
+        notes_now = notes + _lms_notes(final, lab)
+        write_all(out, final, assignment=args.assignment, notes=notes_now, titles=titles, lab=lab)
 
     pending = []
     older = _superseded(submissions, roster, labs) if shard is None else {}
@@ -473,10 +577,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             pending.append((i, sub))
     cached_count = len(submissions) - len(pending) - len(older)
     if cached_count and not args.quiet:
-        print(
-            f"devicekit-grade: {cached_count} file(s) already graded in {out} "
-            "(same bytes, same checks): not run again (--no-cache to run them)",
-            file=sys.stderr,
+        say(
+            Message(
+                f"{cached_count} file(s) already graded in {out} (same bytes, same checks): not run again "
+                "(--no-cache to run them)",
+                f"{out} 中已有 {cached_count} 个文件的成绩（文件相同、检查相同）：不再运行"
+                "（加 --no-cache 可重新运行）",
+            )
         )
     progress = Progress(len(pending), args.quiet)
     pool = ThreadPoolExecutor(max_workers=args.jobs)
@@ -489,16 +596,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress.update(grade)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
-        kill_all()
+        sandbox.kill_all()
         save()
         ctx.close()
-        print(f"\ndevicekit-grade: interrupted; the grades finished so far are in {out}", file=sys.stderr)
+        say(
+            Message(
+                f"interrupted; the grades finished so far are in {out}", f"已中断；已完成的成绩在 {out} 中"
+            )
+        )
         return 130
     except OSError as exc:
         pool.shutdown(wait=False, cancel_futures=True)
-        kill_all()
+        sandbox.kill_all()
         ctx.close()
-        print(f"devicekit-grade: cannot write the grades to {out}: {exc}", file=sys.stderr)
+        say(_cannot_write(out, exc))
         return USAGE_ERROR
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
@@ -506,35 +617,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         save()
     except OSError as exc:
-        print(f"devicekit-grade: cannot write the grades to {out}: {exc}", file=sys.stderr)
+        say(_cannot_write(out, exc))
         return USAGE_ERROR
     final = rows()
-    for note in _lms_notes(final):
-        print(f"devicekit-grade: warning: {note}", file=sys.stderr)
+    for note in _lms_notes(final, lab):
+        say(Message(f"warning: {note.en}", f"警告：{note.zh}"))
     if not args.quiet:
         counts = ", ".join(f"{s} {n}" for s, n in Counter(g.status for g in final).most_common())
         merged = f" (merged with {len(earlier)} earlier row(s))" if earlier else ""
+        counts_zh = "，".join(
+            f"{STATUS_ZH.get(s, s)} {n} 个" for s, n in Counter(g.status for g in final).most_common()
+        )
+        merged_zh = f"（含之前的 {len(earlier)} 行）" if earlier else ""
+        files = "grades.csv, grades.json, report.html, canvas.csv, moodle.csv, feedback/"
         print(f"{len(final)} row(s){merged}: {counts}.")
-        print(f"Grades in {out}: grades.csv, grades.json, report.html, canvas.csv, moodle.csv, feedback/")
-        if ctx.kernels is not None:
-            print(f"Kernels: {ctx.kernels.summary()}")
+        print(f"共 {len(final)} 行{merged_zh}：{counts_zh}。")
+        print(f"Grades in {out}: {files}")
+        print(f"成绩在 {out} 中：{files}")
     if ctx.tampered:
-        print(
-            f"devicekit-grade: the grading environment was modified during the run ({ctx.tampered}); "
-            "reinstall it and grade the rows marked 'error' again",
-            file=sys.stderr,
+        say(
+            Message(
+                f"the grading environment was modified during the run ({ctx.tampered}); reinstall it and "
+                "grade the rows marked 'error' again",
+                f"运行期间评分环境被改动了（{ctx.tampered}）；请重新安装，再对标为 error 的行重新评分",
+            )
         )
         return TAMPERED
     failed = [g for g in fresh if g is not None and g.status == failures.STATUS]
     if failed:
         shown = ", ".join(g.file for g in failed[:5]) + (", …" if len(failed) > 5 else "")
-        print(
-            f"devicekit-grade: the grader itself failed on {len(failed)} file(s) ({shown}): their rows say "
-            f"{failures.STATUS} and why; fix the cause and run again with the same --out (only those are "
-            f"graded again) · devicekit-grade：评分器自身在 {len(failed)} 个文件上出错（{shown}）："
-            f"这些行的状态是 {failures.STATUS}，并写明了原因；排除原因后用同一个 --out 再运行一次"
-            "（只会重新评分这些文件）",
-            file=sys.stderr,
+        say(
+            Message(
+                f"the grader itself failed on {len(failed)} file(s) ({shown}): their rows say "
+                f"{failures.STATUS} and why; fix the cause and run again with the same --out (only those are "
+                "graded again)",
+                f"评分器自身在 {len(failed)} 个文件上出错（{shown}）：这些行的状态是 {failures.STATUS}，"
+                "并写明了原因；排除原因后用同一个 --out 再运行一次（只会重新评分这些文件）",
+            )
         )
         return GRADER_ERROR
     return 0

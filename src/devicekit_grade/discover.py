@@ -14,11 +14,17 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devicekit.messages import Message
+
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 class UsageError(Exception):
-    """The grader cannot run as asked; the message says why and what to do."""
+    """The grader cannot run as asked; ``message`` says why and what to do, in both languages."""
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        super().__init__(message.en)
 
 
 @dataclass
@@ -29,7 +35,7 @@ class Submission:
     shown: str
     data: bytes | None = None
     status: str = "pending"  # or "ignored", "refused", "error"
-    reason: str = ""
+    reason: Message | None = None
     mtime: float = 0.0
     #: the student's own sub-folder (``submissions/alice/``), whose data files the notebook may read
     folder: Path | None = None
@@ -44,20 +50,28 @@ def _read(path: Path, shown: str, top: Path | None) -> Submission:
         if stat.S_ISLNK(info.st_mode):
             target = os.readlink(path)
             sub.status = "refused"
-            sub.reason = f"a symbolic link (to {target}), not a file: not graded. Submit the file itself."
+            sub.reason = Message(
+                f"a symbolic link (to {target}), not a file: not graded. Submit the file itself.",
+                f"这是符号链接（指向 {target}），不是文件：不评分。请提交文件本身。",
+            )
             return sub
         if not stat.S_ISREG(info.st_mode):
-            sub.status, sub.reason = "ignored", "not a regular file"
+            sub.status, sub.reason = "ignored", Message("not a regular file", "不是普通文件")
             return sub
         if info.st_size > MAX_FILE_BYTES:
             sub.status = "error"
-            sub.reason = f"the file is {info.st_size / 2**20:.0f} MiB, too large to be a lab notebook"
+            size = f"{info.st_size / 2**20:.0f}"
+            sub.reason = Message(
+                f"the file is {size} MiB, too large to be a lab notebook",
+                f"文件有 {size} MiB，太大，不可能是实验 notebook",
+            )
             return sub
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as handle:
             sub.data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        sub.status, sub.reason = "error", f"cannot read the file: {exc.strerror or exc}"
+        why = exc.strerror or str(exc)
+        sub.status, sub.reason = "error", Message(f"cannot read the file: {why}", f"无法读取文件：{why}")
     return sub
 
 
@@ -68,7 +82,7 @@ def find(inputs: list[str], exclude: list[Path]) -> list[Submission]:
     for text in inputs:
         given = Path(text)
         if not given.exists() and not given.is_symlink():
-            raise UsageError(f"{text}: no such file or folder")
+            raise UsageError(Message(f"{text}: no such file or folder", f"{text}：没有这个文件或文件夹"))
         if given.is_symlink() or not given.is_dir():
             found.append(_read(given, text, None))  # named on the command line: graded whatever its name
             continue
@@ -83,7 +97,11 @@ def find(inputs: list[str], exclude: list[Path]) -> list[Submission]:
                 if sub_dir.is_symlink():
                     dirnames.remove(name)
                     row = Submission(sub_dir, str(sub_dir), status="refused")
-                    row.reason = f"a symbolic link to a folder (to {os.readlink(sub_dir)}): not followed"
+                    target = os.readlink(sub_dir)
+                    row.reason = Message(
+                        f"a symbolic link to a folder (to {target}): not followed",
+                        f"指向文件夹的符号链接（指向 {target}）：不跟随",
+                    )
                     found.append(row)
             for name in sorted(filenames):
                 path = folder / name
@@ -94,34 +112,30 @@ def find(inputs: list[str], exclude: list[Path]) -> list[Submission]:
                     found.append(_read(path, shown, given))
                 elif hidden:
                     why = (
-                        "in a Jupyter checkpoint folder"
+                        Message("in a Jupyter checkpoint folder", "位于 Jupyter 检查点文件夹中")
                         if ".ipynb_checkpoints" in relative.parts
-                        else f"hidden ({hidden[0]!r} starts with a dot)"
+                        else Message(
+                            f"hidden ({hidden[0]!r} starts with a dot)", f"隐藏文件（{hidden[0]!r} 以点开头）"
+                        )
                     )
-                    found.append(
-                        Submission(
-                            path,
-                            shown,
-                            status="ignored",
-                            reason=f"not graded: {why}; name it on the command line to grade it",
-                        )  # fmt: skip
+                    reason = Message(
+                        f"not graded: {why.en}; name it on the command line to grade it",
+                        f"不评分：{why.zh}；在命令行里单独指定即可评分",
                     )
+                    found.append(Submission(path, shown, status="ignored", reason=reason))
                 elif "__pycache__" in relative.parts:
-                    found.append(Submission(path, shown, status="ignored", reason="Python cache file"))
+                    reason = Message("Python cache file", "Python 缓存文件")
+                    found.append(Submission(path, shown, status="ignored", reason=reason))
                 elif path.suffix != ".ipynb":
-                    found.append(
-                        Submission(
-                            path,
-                            shown,
-                            status="ignored",
-                            reason=(
-                                f"not graded: not an .ipynb file ({path.suffix or 'no extension'}); a "
-                                "notebook"
-                                " "
-                                "uploaded under another name can be graded by naming it on the command line"
-                            ),
-                        )  # fmt: skip
+                    kind = path.suffix or "no extension"
+                    kind_zh = path.suffix or "没有扩展名"
+                    reason = Message(
+                        f"not graded: not an .ipynb file ({kind}); a notebook uploaded under another name "
+                        "can be graded by naming it on the command line",
+                        f"不评分：不是 .ipynb 文件（{kind_zh}）；"
+                        "以其他名字上传的 notebook 可以在命令行里单独指定来评分",
                     )
+                    found.append(Submission(path, shown, status="ignored", reason=reason))
                 else:
                     sub = _read(path, shown, given)
                     if len(relative.parts) > 1:
@@ -129,8 +143,10 @@ def find(inputs: list[str], exclude: list[Path]) -> list[Submission]:
                     found.append(sub)
     if not any(s.status != "ignored" for s in found):
         raise UsageError(
-            "no submissions found in "
-            + ", ".join(inputs)
-            + ": give notebooks (.ipynb) or folders that hold them"
+            Message(
+                f"no submissions found in {', '.join(inputs)}: "
+                "give notebooks (.ipynb) or folders that hold them",
+                f"在 {'、'.join(inputs)} 中没有找到提交的作业：请给出 notebook（.ipynb）或存放它们的文件夹",
+            )
         )
     return found

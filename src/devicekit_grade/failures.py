@@ -6,49 +6,39 @@ the notebook's (the evaluator failed), gets the status ``grader-error``: no scor
 languages, never exported to an LMS, never taken from the cache; and the run's exit status is
 `GRADER_ERROR`. When the grader cannot run notebooks at all (its sandbox hides what the kernel needs, its
 evaluator does not start), the run stops before grading anything (`GraderFailure`), with the same status.
-
-The grader's own process never imports devicekit (which imports torch): the texts here are ``(en, zh)``
-pairs, as everywhere in the grader, and the report translates a row's ``reason`` part by part
-(`devicekit_grade.zh`), with `CAUSES` as the templates of these.
 """
 
 from __future__ import annotations
+
+from devicekit.messages import Message, localised
 
 #: The exit status of a run in which the grader itself failed (see the module docstring).
 GRADER_ERROR = 4
 #: The status of a row whose submission the grader failed to run or to check.
 STATUS = "grader-error"
-#: How a row's ``reason`` starts when the grader failed (its Chinese template: `devicekit_grade.zh`).
-PREFIX = ("grader error", "评分器出错")
 
-#: Each way the grader can fail on a submission: (en, zh) of the cause.
-CAUSES: dict[str, tuple[str, str]] = {
-    "kernel-did-not-start": ("the kernel did not start", "内核没有启动"),
-    "worker-ended": (
+#: Each way the grader can fail on a submission: its cause in both languages.
+CAUSES: dict[str, Message] = {
+    "kernel-did-not-start": Message("the kernel did not start", "内核没有启动"),
+    "worker-ended": Message(
         "its worker ended before the notebook's first cell",
         "运行 notebook 的进程在第一个单元格之前就结束了",
     ),
-    "kernel-died-early": (
+    "kernel-died-early": Message(
         "the kernel ended before the notebook's first cell",
         "内核在 notebook 的第一个单元格之前就退出了",
     ),
-    "setup-failed": ("the grader's setup cell failed in the kernel", "评分器的准备单元格在内核中出错"),
-    "stopped-early": (
+    "setup-failed": Message("the grader's setup cell failed in the kernel", "评分器的准备单元格在内核中出错"),
+    "stopped-early": Message(
         "the run was stopped before the notebook's first cell",
         "notebook 的第一个单元格还没开始，运行就被终止了",
     ),
-    "answers": (
+    "answers": Message(
         "the answers could not be collected, for a reason that is not the notebook's",
         "收集不到答案，原因不在 notebook",
     ),
-    "crashed": ("the grader failed on this file", "评分器处理这个文件时出错"),
+    "crashed": Message("the grader failed on this file", "评分器处理这个文件时出错"),
 }
-
-#: What the learner's feedback says instead of a score (en, zh): {cause} is the cause in that language.
-NOTE = (
-    "Not graded: the grader failed, not your notebook ({cause}). Your instructor will grade it again.",
-    "未评分：出错的是评分器，不是你的 notebook（{cause}）。老师会重新评分。",
-)
 
 
 def _detail(text: str) -> str:
@@ -64,27 +54,38 @@ class GraderError(Exception):
     def __init__(self, cause: str, detail: str = "") -> None:
         if cause not in CAUSES:
             known = ", ".join(CAUSES)
-            raise ValueError(
-                f"unknown grader failure {cause!r}: one of {known} · "
-                f"未知的评分器故障 {cause!r}：应为 {known} 之一"
+            raise localised(
+                ValueError,
+                Message(
+                    f"unknown grader failure {cause!r}: one of {known}",
+                    f"未知的评分器故障 {cause!r}：应为 {'、'.join(CAUSES)} 之一",
+                ),
             )
         self.cause, self.detail = cause, _detail(detail)
-        self.en, self.zh = CAUSES[cause]
-        super().__init__(self.reason())
+        super().__init__(self.reason().en)
 
-    def reason(self) -> str:
-        """The row's ``reason`` (English; `devicekit_grade.zh.reason_zh` gives the Chinese)."""
-        return f"{PREFIX[0]}: {self.en}" + (f": {self.detail}" if self.detail else "")
+    def reason(self) -> Message:
+        """The row's reason: the cause, then what the grader saw (a technical detail, as it was)."""
+        cause = CAUSES[self.cause]
+        return Message(
+            f"grader error: {cause.en}" + (f": {self.detail}" if self.detail else ""),
+            f"评分器出错：{cause.zh}" + (f"：{self.detail}" if self.detail else ""),
+        )
 
-    def note(self) -> tuple[str, str]:
-        """The learner's feedback line in both languages."""
-        return NOTE[0].format(cause=self.en), NOTE[1].format(cause=self.zh)
+    def note(self) -> Message:
+        """The learner's feedback line."""
+        cause = CAUSES[self.cause]
+        return Message(
+            f"Not graded: the grader failed, not your notebook ({cause.en}). Your instructor will grade it "
+            "again.",
+            f"未评分：出错的是评分器，不是你的 notebook（{cause.zh}）。老师会重新评分。",
+        )
 
 
 class GraderFailure(RuntimeError):
-    """The grader cannot run notebooks here at all: the run stops before grading anything. ``en`` and ``zh``
-    say why and what to do."""
+    """The grader cannot run notebooks here at all: the run stops before grading anything. ``message``
+    says why and what to do."""
 
-    def __init__(self, en: str, zh: str) -> None:
-        self.en, self.zh = en, zh
-        super().__init__(f"{en}\n\n{zh}")
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        super().__init__(f"{message.en}\n\n{message.zh}")

@@ -17,7 +17,6 @@ learner), else the one in the metadata, else Chinese when the markdown is mostly
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass
@@ -26,9 +25,10 @@ from typing import Any
 
 import nbformat
 
-from devicekit_grade.installed import labs_manifest, package_folder
+from devicekit.lang import language_of_path
+from devicekit.messages import Message
+from devicekit_grade.installed import labs_manifest
 
-MAX_FILE_BYTES = 256 * 1024 * 1024
 CHECK_CALL = re.compile(r"""\b(?:check|run)\(\s*["']([\w.-]+)["']""")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -36,8 +36,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 class BadSubmission(Exception):
     """A file that cannot be graded at all. ``status`` is the row's status, ``reason`` says why."""
 
-    def __init__(self, status: str, reason: str) -> None:
-        super().__init__(reason)
+    def __init__(self, status: str, reason: Message) -> None:
+        super().__init__(reason.en)
         self.status, self.reason = status, reason
 
 
@@ -48,54 +48,12 @@ class Identity:
     lab: str | None
     lang: str
     identified_by: str | None
-    detail: str = ""
+    detail: Message | None = None
 
 
 def known_labs() -> list[str]:
     """The lab ids with self-checks, from the course manifest (read as a file: nothing is imported)."""
     return [lab["id"] for lab in labs_manifest() if lab.get("exercises")]
-
-
-def _devicekit_file(name: str) -> Path | None:
-    """The installed ``devicekit/<name>``, found without importing devicekit."""
-    folder = package_folder("devicekit")
-    return folder / name if folder is not None else None
-
-
-@functools.cache
-def _lang_module() -> Any:
-    """`devicekit.lang` (stdlib only), executed from its file as a module of the grader's own: the one rule
-    for a notebook's language, without devicekit's package ``__init__``."""
-    import importlib.util
-
-    path = _devicekit_file("lang.py")
-    spec = importlib.util.spec_from_file_location("devicekit_grade._devicekit_lang", path) if path else None
-    if spec is None or spec.loader is None:
-        import devicekit.lang
-
-        return devicekit.lang
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def language_of_path(path: str) -> str | None:
-    """`devicekit.lang.language_of_path`: the language a file's name says (``.zh.ipynb``), or None."""
-    return _lang_module().language_of_path(path)
-
-
-def load(path: Path) -> nbformat.NotebookNode:
-    """The notebook in ``path``, or `BadSubmission` (``invalid-json``, ``not-a-notebook``, ``error``)."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise BadSubmission(
-                "error", f"the file is {size / 2**20:.0f} MiB, too large to be a lab notebook"
-            )
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BadSubmission("error", f"cannot read the file: {exc.strerror or exc}") from None
-    return loads(raw)
 
 
 def loads(raw: bytes) -> nbformat.NotebookNode:
@@ -104,31 +62,50 @@ def loads(raw: bytes) -> nbformat.NotebookNode:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise BadSubmission(
-            "invalid-json", "the file is not text (not UTF-8): not a saved notebook"
+            "invalid-json",
+            Message(
+                "the file is not text (not UTF-8): not a saved notebook",
+                "文件不是文本（不是 UTF-8）：不是保存的 notebook",
+            ),
         ) from None
     except json.JSONDecodeError as exc:
         raise BadSubmission(
-            "invalid-json", f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+            "invalid-json",
+            Message(
+                f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+                f"不是有效的 JSON（第 {exc.lineno} 行第 {exc.colno} 列：{exc.msg}）",
+            ),
         ) from None
     except RecursionError:
         raise BadSubmission(
-            "invalid-json", "JSON nested too deeply to be a notebook (lists or objects inside each other)"
+            "invalid-json",
+            Message(
+                "JSON nested too deeply to be a notebook (lists or objects inside each other)",
+                "JSON 嵌套层数过深，不可能是 notebook（列表或对象层层嵌套）",
+            ),
         ) from None
     has_cells = isinstance(data, dict) and isinstance(data.get("cells", data.get("worksheets")), list)
     if not has_cells or "nbformat" not in data:
         kind = type(data).__name__ if not isinstance(data, dict) else "object"
         raise BadSubmission(
-            "not-a-notebook", f"valid JSON ({kind}) but not a notebook: no 'cells' and 'nbformat'"
+            "not-a-notebook",
+            Message(
+                f"valid JSON ({kind}) but not a notebook: no 'cells' and 'nbformat'",
+                f"是 JSON（{kind}），但不是 notebook：没有 cells 和 nbformat",
+            ),
         )
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
     except RecursionError:
         raise BadSubmission(
-            "not-a-notebook", "a notebook whose JSON is nested too deeply to read"
+            "not-a-notebook",
+            Message(
+                "a notebook whose JSON is nested too deeply to read",
+                "notebook 的 JSON 嵌套层数过深，无法读取",
+            ),
         ) from None
     except Exception as exc:
-        why = f"valid JSON but not a readable notebook: {exc}"[:300]
-        raise BadSubmission("not-a-notebook", why) from None
+        raise BadSubmission("not-a-notebook", _unreadable(exc)) from None
     try:
         for cell in nb.cells:
             if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(
@@ -136,10 +113,15 @@ def loads(raw: bytes) -> nbformat.NotebookNode:
             ):
                 raise ValueError(f"a cell of type {cell.get('cell_type')!r} with no text source")
     except Exception as exc:
-        raise BadSubmission(
-            "not-a-notebook", f"valid JSON but not a readable notebook: {exc}"[:300]
-        ) from None
+        raise BadSubmission("not-a-notebook", _unreadable(exc)) from None
     return nb
+
+
+def _unreadable(exc: Exception) -> Message:
+    what = str(exc)[:250]
+    return Message(
+        f"valid JSON but not a readable notebook: {what}", f"是 JSON，但不是可读的 notebook：{what}"
+    )
 
 
 def _by_file_name(name: str, labs: list[str]) -> str | None:
@@ -180,12 +162,17 @@ def identify(nb: nbformat.NotebookNode, path: Path, labs: list[str] | None = Non
     if claimed:
         if claimed in labs:
             return Identity(str(claimed), lang, "metadata")
+        named = repr(str(claimed)[:80])
         return Identity(
             None,
             lang,
             None,
-            f"its metadata names lab {str(claimed)[:80]!r}, which has no checks in this "
-            f"devicekit (labs with checks: {', '.join(labs)}); is the grader's devicekit up to date?",
+            Message(
+                f"its metadata names lab {named}, which has no checks in this devicekit (labs with checks: "
+                f"{', '.join(labs)}); is the grader's devicekit up to date?",
+                f"它的元数据写的是实验 {named}，而这个版本的 devicekit 没有这个实验的检查（有检查的实验："
+                f"{'、'.join(labs)}）；评分器的 devicekit 是最新的吗？",
+            ),
         )
     lab = _by_check_calls(nb, labs)
     if lab:
@@ -197,6 +184,9 @@ def identify(nb: nbformat.NotebookNode, path: Path, labs: list[str] | None = Non
         None,
         lang,
         None,
-        "no lab metadata, no check(...) call naming a known lab, and a file name that names "
-        f"none ({', '.join(labs)})",
+        Message(
+            "no lab metadata, no check(...) call naming a known lab, and a file name that names "
+            f"none ({', '.join(labs)})",
+            f"没有实验元数据，没有 check(...) 调用写明已知的实验，文件名也没有写（{'、'.join(labs)}）",
+        ),
     )

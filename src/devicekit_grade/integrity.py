@@ -18,6 +18,8 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from devicekit.messages import Message
+
 #: A submission's own code shorter than this (in normalised tokens) is never called a copy: a one-line
 #: answer such as ``return x.to(device)`` is what everyone writes.
 MIN_TOKENS = 25
@@ -151,29 +153,57 @@ def is_solution_copy(own: Sequence[str], solution_cells: Iterable[str]) -> bool:
 
 def static_flags(
     cells: Sequence[Any], lab: str, own: Sequence[str], released_checks: set[tuple[str, str]]
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[Message]]:
     """(flags, reasons) read from the learner's own cells: deleted or faked check cells, reads of course
     files, imports of check internals."""
     flags: list[str] = []
-    reasons: list[str] = []
+    reasons: list[Message] = []
     calls = {m for c in cells if c.cell_type == "code" for m in CHECK_CALL.findall(c.source)}
     missing = sorted(key for owner, key in released_checks if owner == lab and (owner, key) not in calls)
     if missing:
         flags.append("check-cell-deleted")
-        reasons.append(f"no check cell for exercise(s) {', '.join(missing)} (deleted or replaced)")
+        reasons.append(
+            Message(
+                f"no check cell for exercise(s) {', '.join(missing)} (deleted or replaced)",
+                f"练习 {'、'.join(missing)} 没有检查单元格（被删除或替换）",
+            )
+        )
     fakes = [s for s in own if FAKE_PASS.search(s) and not CHECK_CALL.search(s)]
     if fakes:
         flags.append("check-cell-faked")
-        reasons.append("a cell prints a check's verdict itself instead of calling check(...)")
+        reasons.append(
+            Message(
+                "a cell prints a check's verdict itself instead of calling check(...)",
+                "有单元格自己打印检查结果，而不是调用 check(...)",
+            )
+        )
     reads = next((m.group(0) for s in own for m in [READS.search(s)] if m), None)
     if reads:
         flags.append("reads-course-files")
-        reasons.append(f"a cell reaches for course or grader files ({reads!r})")
+        reasons.append(
+            Message(
+                f"a cell reaches for course or grader files ({reads!r})",
+                f"有单元格试图读取课程或评分器的文件（{reads!r}）",
+            )
+        )
     internal = next((m.group(0) for s in own for m in [INTERNALS.search(s)] if m), None)
     if internal:
         flags.append("imports-check-internals")
-        reasons.append(f"a cell imports the self-checks' internals ({internal!r})")
+        reasons.append(
+            Message(
+                f"a cell imports the self-checks' internals ({internal!r})",
+                f"有单元格导入了自测的内部代码（{internal!r}）",
+            )
+        )
     return flags, reasons
+
+
+#: The class flags' words in Chinese (the English is the flag's own words).
+SAME_ZH = {
+    "identical-file": "与这份文件完全相同",
+    "identical-code": "代码与这份相同（忽略命名和注释）",
+    "near-identical-code": "代码与这份几乎相同",
+}
 
 
 def class_flags(grades: Sequence[Any]) -> None:
@@ -184,9 +214,9 @@ def class_flags(grades: Sequence[Any]) -> None:
     def add(g: Any, flag: str, other: Any) -> None:
         if flag not in g.flags:
             g.flags.append(flag)
-        note = f"{flag.replace('-', ' ')} to {other.file}"
-        if note not in g.reason:
-            g.reason = "; ".join(filter(None, [g.reason, note]))
+        note = Message(f"{flag.replace('-', ' ')} to {other.file}", f"{SAME_ZH[flag]}：{other.file}")
+        if note not in g.reasons:
+            g.reasons.append(note)
 
     def different(a: Any, b: Any) -> bool:
         if a.student and b.student:

@@ -19,14 +19,27 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devicekit_grade.run import Grade
+from devicekit.messages import Message
+from devicekit_grade.records import STATUS_ZH, Grade
 
 CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?:_LATE)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.IGNORECASE)
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_\w+?(?:_|$)")
 
 
 class RosterError(ValueError):
-    """The roster file cannot be used; the message says why."""
+    """The roster file cannot be used; ``message`` says why, in both languages."""
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        super().__init__(message.en)
+
+
+class OptionError(ValueError):
+    """A command-line value the grader cannot read; ``message`` says why and how to write it."""
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        super().__init__(message.en)
 
 
 @dataclass
@@ -48,16 +61,28 @@ def read_roster(path: Path) -> list[Student]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
-        raise RosterError(f"--roster {path}: {exc.strerror or exc}") from None
+        why = exc.strerror or str(exc)
+        raise RosterError(Message(f"--roster {path}: {why}", f"--roster {path}：{why}")) from None
     rows = list(csv.DictReader(text.splitlines()))
     if not rows:
-        raise RosterError(f"--roster {path}: no rows (a header line with at least 'id', then one row each)")
+        raise RosterError(
+            Message(
+                f"--roster {path}: no rows (a header line with at least 'id', then one row each)",
+                f"--roster {path}：没有数据行（第一行是至少含 id 的表头，之后每个学生一行）",
+            )
+        )
     header = {(h or "").strip().lower().replace(" ", "_"): h for h in rows[0]}
     id_column = next(
         (header[k] for k in ("id", "student_id", "sis_user_id", "id_number") if k in header), None
     )
     if id_column is None:
-        raise RosterError(f"--roster {path}: no 'id' column (found: {', '.join(filter(None, rows[0]))})")
+        found = list(filter(None, rows[0]))
+        raise RosterError(
+            Message(
+                f"--roster {path}: no 'id' column (found: {', '.join(found)})",
+                f"--roster {path}：没有 id 列（找到的列：{'、'.join(found)}）",
+            )
+        )
 
     def get(row: dict, *names: str) -> str:
         for name in names:
@@ -149,7 +174,15 @@ def keep_latest(grades: list[Grade]) -> None:
         newest = rows[-1]
         for old in rows[:-1]:
             old.status = "superseded"
-            old.reason = f"an older submission by the same student: {newest.file} counts"
+            old.reasons = [superseded_by(newest.file)]
+
+
+def superseded_by(newest: str) -> Message:
+    """The reason of a row that a newer submission of the same student replaces."""
+    return Message(
+        f"an older submission by the same student: {newest} counts",
+        f"同一学生较早的提交：以 {newest} 为准",
+    )
 
 
 def _canvas_submission(shown: str) -> int:
@@ -167,7 +200,12 @@ def parse_weights(text: str | None) -> dict[str, list[float]]:
         try:
             out[lab.strip() or "*"] = [float(n) for n in numbers.split(",")]
         except ValueError:
-            raise ValueError(f"--weights {text!r}: numbers separated by commas, e.g. 1,1,2") from None
+            raise OptionError(
+                Message(
+                    f"--weights {text!r}: numbers separated by commas, e.g. 1,1,2",
+                    f"--weights {text!r}：应是用逗号分隔的数字，例如 1,1,2",
+                )
+            ) from None
     return out
 
 
@@ -184,8 +222,6 @@ def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: f
             w = [1.0] * len(grade.exercises)
         possible = sum(w) or 1.0
         earned = sum(wi for wi, e in zip(w, grade.exercises, strict=True) if e.passed)
-        if grade.score == 0:
-            earned = 0.0  # e.g. the published solution: zero whatever the exercises say
         scale = (total / possible) if total else 1.0
         grade.points = round(earned * scale, 2)
         grade.points_possible = round(possible * scale, 2)
@@ -199,7 +235,8 @@ def assign_points(grades: list[Grade], weights: dict[str, list[float]], total: f
 
 def missing_rows(grades: list[Grade], roster: list[Student] | None, labs: list[str]) -> list[Grade]:
     """A ``missing`` row (score 0 and the reason) for every roster student without a graded submission of
-    a lab this run graded; students whose file could not be graded keep that row, scored 0 too."""
+    each of ``labs`` (the LMS files' lab); students whose file could not be graded keep that row, scored 0
+    too."""
     if not roster:
         return []
     graded_labs = sorted({g.lab for g in grades if g.lab} & set(labs)) or labs[:1]
@@ -210,18 +247,19 @@ def missing_rows(grades: list[Grade], roster: list[Student] | None, labs: list[s
             if (student.id, lab) in have:
                 continue
             tried = [g for g in grades if g.student == student.id and not g.lab]
-            reason = (
-                f"no gradable submission: {tried[0].file}: {tried[0].status} ({tried[0].reason})"
-                if tried
-                else "no submission found"
-            )
-            out.append(
-                Grade(
-                    file="", lab=lab, lang=student.lang if student.lang in ("en", "zh") else "en",
-                    status="missing", score=0, max=None, reason=reason, student=student.id,
-                    student_name=student.name, canvas_id=student.canvas_id,
-                )  # fmt: skip
-            )
+            if tried:
+                why = tried[0].reason_message()
+                status_zh = STATUS_ZH.get(tried[0].status, tried[0].status)
+                reason = Message(
+                    f"no gradable submission: {tried[0].file}: {tried[0].status} ({why.en})",
+                    f"没有可以评分的提交：{tried[0].file}：{status_zh}（{why.zh}）",
+                )
+            else:
+                reason = Message("no submission found for this lab", "没有找到这个实验的提交")
+            lang = student.lang if student.lang in ("en", "zh") else "en"
+            row = Grade(file="", lab=lab, lang=lang, status="missing", score=0, reasons=[reason])
+            row.student, row.student_name, row.canvas_id = student.id, student.name, student.canvas_id
+            out.append(row)
     return out
 
 
@@ -235,8 +273,12 @@ def mark_late(grades: list[Grade], due: float | None) -> None:
         if (late_by_name or late_by_time) and "late" not in grade.flags:
             grade.flags.append("late")
             when = datetime.fromtimestamp(grade.submitted).strftime("%Y-%m-%d %H:%M")
-            note = f"submitted late ({when})" if late_by_time else "marked LATE by Canvas"
-            grade.reason = "; ".join(filter(None, [grade.reason, note]))
+            note = (
+                Message(f"submitted late ({when})", f"迟交（{when}）")
+                if late_by_time
+                else Message("marked LATE by Canvas", "Canvas 标记为迟交")
+            )
+            grade.reasons.append(note)
 
 
 def parse_due(text: str | None) -> float | None:
@@ -248,6 +290,9 @@ def parse_due(text: str | None) -> float | None:
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
-        raise ValueError(
-            f"--due {text!r}: a date and time such as 2026-03-01T23:59 or 2026-03-01T23:59+08:00"
+        raise OptionError(
+            Message(
+                f"--due {text!r}: a date and time such as 2026-03-01T23:59 or 2026-03-01T23:59+08:00",
+                f"--due {text!r}：应是日期和时间，例如 2026-03-01T23:59 或 2026-03-01T23:59+08:00",
+            )
         ) from None

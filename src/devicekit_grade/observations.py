@@ -16,8 +16,6 @@ MAX_DEPTH = 32
 MAX_ITEMS = 200_000
 MAX_ELEMENTS = 16_000_000
 MAX_TEXT = 100_000
-#: The most bytes one answer of the kernel may take on the wire.
-MAX_BYTES = 64 * 1024 * 1024
 
 
 class BadObservations(ValueError):

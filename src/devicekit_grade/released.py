@@ -4,8 +4,8 @@
 * flag check cells that differ from the released ones (``check-cell-edited``) and cells that reach into
   the self-check machinery (``touches-checks``): neither changes the score, which the grader computes
   itself, but both are worth a look;
-* recognise the published solution handed in as is (``published-solution``: its metadata says
-  ``role: solution``, or it still holds the solution notebook's ``### BEGIN SOLUTION`` cells verbatim);
+* recognise a copy of the published solution (``published-solution``, `published`: one policy with or
+  without its marker lines);
 * recognise the lab's deliberate error cells by their source, for copies whose cell tags were lost.
 
 When the folders are not available (a grader installed without the course repository), these flags are
@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from devicekit.messages import Message
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([\w.-]+)["']""")
 TOUCHES = re.compile(
@@ -97,28 +99,22 @@ class Released:
         return release
 
 
-def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[str], bool]:
-    """(flags, reasons, is the published solution) for a submission of ``lab``; with the released labs,
-    also copies of the solution without markers, deleted or faked check cells, reads of course files and
-    imports of check internals (`devicekit_grade.integrity`)."""
+def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[Message]]:
+    """(flags, reasons) for a submission of ``lab``: a copy of the published solution (`published`),
+    edited check cells, cells that reach into the self-checks, and (`devicekit_grade.integrity`) deleted or
+    faked check cells, reads of course files and imports of check internals. No flag changes the score."""
     from devicekit_grade import integrity as more
 
     flags: list[str] = []
-    reasons: list[str] = []
-    meta = nb.metadata.get("devicekit", {})
-    published = isinstance(meta, dict) and meta.get("role") == "solution"
-    if published:
-        reasons.append("this is the published solution notebook (its metadata says role: solution)")
+    reasons: list[Message] = []
+    copy = published(nb, lab, released)
+    if copy is not None:
+        flags.append("published-solution")
+        reasons.append(copy)
     if not released.available:
-        return (["published-solution"] if published else []), reasons, published
+        return flags, reasons
     release = released.lab(lab)
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    copied = [i for i, c in code if BEGIN in c.source and normalise(c.source) in release.solution_cells]
-    if copied and not published:
-        published = True
-        reasons.append(
-            f"cell {copied[0] + 1} is the published solution's cell, ### BEGIN SOLUTION marker included"
-        )
     edited = [
         i
         for i, c in code
@@ -129,23 +125,67 @@ def integrity(nb: Any, lab: str, released: Released) -> tuple[list[str], list[st
     if edited:
         flags.append("check-cell-edited")
         reasons.append(
-            f"check cell {edited[0] + 1} differs from the released lab (the score does not use it)"
+            Message(
+                f"check cell {edited[0] + 1} differs from the released lab (the score does not use it)",
+                f"第 {edited[0] + 1} 个单元格是检查单元格，与发布的实验不同（得分不依赖它）",
+            )
         )
     touching = [i for i, c in code if TOUCHES.search(c.source) and normalise(c.source) not in release.cells]
     if touching:
         flags.append("touches-checks")
-        reasons.append(f"cell {touching[0] + 1} reaches into the self-checks (the score does not use them)")
+        reasons.append(
+            Message(
+                f"cell {touching[0] + 1} reaches into the self-checks (the score does not use them)",
+                f"第 {touching[0] + 1} 个单元格动了自测代码（得分不依赖自测）",
+            )
+        )
     own = more.own_code(nb.cells, release.cells, normalise)
-    if not published and more.is_solution_copy(own, release.solution_cells):
-        flags.append("solution-copy")
-        reasons.append("the code of the published solution, without its markers")
     checks = {m for cell in release.check_cells for m in more.CHECK_CALL.findall(cell)}
     extra, why = more.static_flags(nb.cells, lab, own, checks)
     flags += [f for f in extra if f not in flags]
     reasons += why
-    if published:
-        flags.insert(0, "published-solution")
-    return flags, reasons, published
+    return flags, reasons
+
+
+def published(nb: Any, lab: str, released: Released) -> Message | None:
+    """Why ``nb`` is a copy of the published solution, or None. One policy, whatever the copy kept: the
+    solution notebook itself (its metadata says ``role: solution``), or at least 60 % of the solution's
+    code up to names, comments and its ``### BEGIN SOLUTION`` marker lines (kept or removed): the flag
+    ``published-solution``, and the score the judges give, as for any other notebook. The instructor reads
+    the flagged rows and decides (a short lab's canonical answer is what an honest learner writes too)."""
+    from devicekit_grade import integrity as more
+
+    meta = nb.metadata.get("devicekit", {})
+    if isinstance(meta, dict) and meta.get("role") == "solution":
+        return Message(
+            "the published solution notebook (its metadata says role: solution)",
+            "提交的是公开的参考答案 notebook（元数据写着 role: solution）",
+        )
+    if not released.available:
+        return None
+    release = released.lab(lab)
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    verbatim = [i for i, c in code if BEGIN in c.source and normalise(c.source) in release.solution_cells]
+    own = more.own_code(nb.cells, release.cells, normalise)
+    copied, total = more.copied_solution(own, release.solution_cells)
+    if not more.is_solution_copy(own, release.solution_cells):
+        if not verbatim:
+            return None
+        return Message(
+            f"cell {verbatim[0] + 1} is the published solution's cell, ### BEGIN SOLUTION marker included",
+            f"第 {verbatim[0] + 1} 个单元格就是参考答案的单元格（连 ### BEGIN SOLUTION 标记都在）",
+        )
+    share = round(100 * copied / max(total, 1))
+    markers = any(BEGIN in c.source for c in nb.cells if c.cell_type == "code")
+    kept = (
+        Message("its marker lines kept", "连标记行都在")
+        if markers
+        else Message("without its markers", "去掉了标记行")
+    )
+    return Message(
+        f"{share} % of the published solution's code, up to names and comments ({kept.en})",
+        f"忽略命名和注释后，与公开参考答案的代码有 {share}% 相同（{kept.zh}）",
+    )
 
 
 def code_fingerprint(nb: Any, lab: str, released: Released) -> tuple[str, list[int]]:

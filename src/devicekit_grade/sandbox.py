@@ -29,11 +29,16 @@ import os
 import secrets
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from devicekit.messages import Message
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -193,6 +198,8 @@ class Box:
 
     root: Path
     uid: int | None
+    #: where ``uid`` came from: `close` gives it back
+    pool: UidPool | None = field(default=None, repr=False)
 
     @property
     def work(self) -> Path:
@@ -289,7 +296,7 @@ def _threads_of(uid: int) -> int:
 
 def rlimits(limits: Limits, nproc: int) -> list[tuple[int, int]]:
     """The ``(RLIMIT_*, value)`` pairs every process of a submission gets (no core files; 0 = no limit, left
-    out); ``nproc``: the `nproc_limit`. Also what a forked kernel applies (`devicekit_grade.kernel_forks`)."""
+    out); ``nproc``: the `nproc_limit`."""
     import resource
 
     pairs = [
@@ -417,8 +424,6 @@ def bwrap_works() -> bool:
     """Whether bubblewrap is installed and can start a sandbox here (tried once)."""
     key = running_as_root()
     if key not in _BWRAP:
-        import subprocess
-
         bwrap = shutil.which("bwrap")
         ok = False
         if bwrap:
@@ -432,8 +437,8 @@ def bwrap_works() -> bool:
     return _BWRAP[key]
 
 
-#: What the grader says when it cannot seal submissions off (en, zh).
-REFUSAL = (
+#: What the grader says when it cannot seal submissions off ({why}: which way is closed).
+REFUSAL = Message(
     "devicekit-grade will not run submissions here: it can give them neither a user of their own ({why}) "
     "nor a sandbox (bubblewrap is not installed or cannot start). A notebook could then read the "
     "solutions and the hidden checks, and write the grader's files. Do one of these:\n"
@@ -453,15 +458,15 @@ REFUSAL = (
 )
 
 
-#: What each isolation mode gives a submission (en, zh): the report's note.
+#: What each isolation mode gives a submission: the report's note.
 MODES = {
-    "user": (
+    "user": Message(
         "Isolation: a user of its own per notebook (and its own PID namespace where the machine allows): it "
         "cannot write the grader's files or read files other users cannot read.",
         "隔离方式：每份 notebook 使用单独的用户（机器允许时还有独立的 PID 命名空间）：它不能改写评分器的"
         "文件，也读不到其他用户读不到的文件。",
     ),
-    "bwrap": (
+    "bwrap": Message(
         "Isolation: bubblewrap per notebook: read-only system, empty /tmp, /home, /root, no view of the "
         "solutions, hidden checks, submissions or output folder, its own PID namespace"
         " (as root: and a user of its own).",
@@ -469,7 +474,7 @@ MODES = {
         "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间"
         "（以 root 运行时还使用单独的用户）。",
     ),
-    "none": (
+    "none": Message(
         "Isolation: none (--trust-submissions): notebooks ran as the grader's own user and could read "
         "what it can read; the resource limits still held.",
         "隔离方式：无（--trust-submissions）：notebook 以评分器自己的用户运行，能读到评分器能读的文件；"
@@ -482,9 +487,17 @@ class Refused(RuntimeError):
     """No isolation is available and the instructor did not pass ``--trust-submissions``."""
 
     def __init__(self, why_en: str, why_zh: str) -> None:
-        self.en = REFUSAL[0].format(why=why_en)
-        self.zh = REFUSAL[1].format(why=why_zh)
+        self.message = Message(REFUSAL.en.format(why=why_en), REFUSAL.zh.format(why=why_zh))
+        self.en, self.zh = self.message.en, self.message.zh
         super().__init__(self.en + "\n\n" + self.zh)
+
+
+class NoSandbox(RuntimeError):
+    """``--isolation bwrap`` (``--sandbox``) was asked for and bubblewrap cannot start here."""
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        super().__init__(message.en)
 
 
 def choose_isolation(
@@ -504,9 +517,14 @@ def choose_isolation(
     if requested in ("auto", "bwrap") and bwrap_ok:
         return "bwrap", as_root
     if requested == "bwrap":
-        raise RuntimeError(
-            "--sandbox needs bubblewrap (bwrap), which is not installed or cannot start here: "
-            "`sudo apt install bubblewrap` (Debian/Ubuntu), or grade in a container (see the grading guide)"
+        raise NoSandbox(
+            Message(
+                "--sandbox needs bubblewrap (bwrap), which is not installed or cannot start here: "
+                "`sudo apt install bubblewrap` (Debian/Ubuntu), or grade in a container (see the grading "
+                "guide)",
+                "--sandbox 需要 bubblewrap（bwrap），但这里没有安装或无法启动：请运行 "
+                "`sudo apt install bubblewrap`（Debian/Ubuntu），或在容器里评分（见评分指南）",
+            )
         )
     if trust:
         return "none", False
@@ -564,8 +582,6 @@ def namespaces_work() -> bool:
     """Whether `namespace_prefix` works here (tried once)."""
     key = running_as_root()
     if key not in _NAMESPACES:
-        import subprocess
-
         prefix = namespace_prefix(None)
         ok = False
         if prefix:
@@ -590,12 +606,6 @@ def _stat(pid: int) -> tuple[int, int] | None:
         return int(fields[b"PPid"]), int(fields[b"Uid"].split()[0])
     except (OSError, ValueError, KeyError, IndexError):
         return None
-
-
-def real_uid(pid: int) -> int | None:
-    """The real user id of process ``pid`` (None when it is gone)."""
-    info = _stat(pid)
-    return None if info is None else info[1]
 
 
 def _processes() -> dict[int, tuple[int, int]]:
@@ -671,3 +681,162 @@ def kill_user(uid: int, rounds: int = 50) -> None:
             _kill(pid)
         _reap(mine)
         time.sleep(0.02)
+
+
+# --- the grading loop's view: choose once, then open, start and close a box per submission -----------------
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How this run seals every submission off, chosen once (`choose`)."""
+
+    mode: str  # "user", "bwrap" or "none"
+    as_root: bool  # a user of its own per submission
+    namespaces: bool  # a PID namespace of its own ("user" and "none" modes; bubblewrap always has one)
+    keep: tuple[str, ...] = ()  # what a bubblewrap sandbox shows of the instructor's files
+    hide: tuple[str, ...] = ()  # folders it empties: solutions, hidden judges, submissions, the output
+    warnings: tuple[Message, ...] = ()
+
+    @property
+    def note(self) -> Message:
+        """What this mode gives a submission, for the report."""
+        return MODES[self.mode]
+
+
+def choose(
+    requested: str,
+    *,
+    trust: bool,
+    same_user: bool,
+    keep: list[str],
+    hide: list[str],
+    private: Callable[[], str],
+) -> Isolation:
+    """The `Isolation` for ``requested`` (``auto``, ``user``, ``bwrap``, ``none``) on this machine
+    (`choose_isolation`); ``private()``: the first path that other users cannot read, "" when none
+    (asked only as root). Raises `Refused` or `NoSandbox`."""
+    as_root = running_as_root() and not same_user
+    bwrap_ok = requested in ("auto", "bwrap") and bwrap_works()
+    mode, per_user = choose_isolation(requested, as_root, private() if as_root else "", bwrap_ok, trust)
+    namespaces = mode in ("user", "none") and namespaces_work()
+    warnings = []
+    if mode == "none":
+        warnings.append(
+            Message(
+                "--trust-submissions: notebooks run as the grader's own user, without a sandbox; they can "
+                "read what this user can read (solutions, hidden checks, other submissions)"
+                + ("; as root, the process limit is held by the grader's watchdog only" if as_root else ""),
+                "--trust-submissions：notebook 以评分器自己的用户运行，没有沙箱，能读到这个用户能读的一切"
+                "（参考答案、隐藏检查、其他提交）"
+                + ("；以 root 运行时，进程数上限只由评分器的监视线程保证" if as_root else ""),
+            )
+        )
+    if mode in ("user", "none") and not namespaces:
+        warnings.append(
+            Message(
+                "this machine cannot give each notebook a PID namespace of its own (util-linux unshare, user "
+                "namespaces): notebooks can see the grader's processes in /proc",
+                "这台机器无法给每份 notebook 单独的 PID 命名空间（util-linux 的 unshare、用户命名空间）："
+                "notebook 能在 /proc 中看到评分器的进程",
+            )
+        )
+    return Isolation(mode, per_user, namespaces, tuple(keep), tuple(hide), tuple(warnings))
+
+
+def open_box(isolation: Isolation, parent: Path, uids: UidPool) -> Box:
+    """A fresh `Box` under ``parent``, with a user of its own when the isolation gives one; `close` it."""
+    uid = uids.take() if isolation.as_root else None
+    box = make_box(parent, uid)
+    box.pool = uids if uid is not None else None
+    return box
+
+
+def wrap(isolation: Isolation, box: Box, cmd: list[str]) -> tuple[list[str], int | None]:
+    """``cmd`` wrapped for the isolation, and the user to switch to before exec (None: the wrapper switches,
+    or the grader's own user)."""
+    if isolation.mode == "bwrap":
+        prefix = bwrap_prefix(box, list(isolation.keep), list(isolation.hide))
+        if not prefix:
+            raise RuntimeError("bubblewrap (or setpriv) disappeared during the run")
+        return [*prefix, *cmd], None  # as root, setpriv switches to the box's user inside
+    if isolation.namespaces:
+        return [*namespace_prefix(box.uid), *cmd], None
+    return cmd, box.uid
+
+
+@dataclass
+class Running:
+    """A process started in a box (`start`), and the watchdog that counts its processes."""
+
+    proc: subprocess.Popen
+    watchdog: Watchdog
+
+    @property
+    def over_limit(self) -> bool:
+        """Whether the watchdog stopped it for starting more processes than the limit allows."""
+        return self.watchdog.tripped
+
+
+_RUNNING: dict[int, tuple[subprocess.Popen, int | None]] = {}
+_RUNNING_LOCK = threading.Lock()
+_START_LOCK = threading.Lock()
+
+
+def start(
+    isolation: Isolation, box: Box, cmd: list[str], env: dict[str, str], limits: Limits, output: Any
+) -> Running:
+    """Start ``cmd`` in ``box``: wrapped for the isolation, in a new session, with the limits and the box's
+    user, its output to the file object ``output``, watched by a `Watchdog`. `close` ends it."""
+    if box.uid is not None:
+        chown_tree(box.work, box.uid)
+    cmd, drop = wrap(isolation, box, cmd)
+    with _START_LOCK:  # no fork while another thread changes the set of running processes
+        proc = subprocess.Popen(
+            cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
+            preexec_fn=preexec(limits, drop, box.uid) if os.name == "posix" else None,
+        )  # fmt: skip
+        with _RUNNING_LOCK:
+            _RUNNING[proc.pid] = (proc, box.uid)
+    watchdog = Watchdog(proc.pid, limits.processes, box.uid)
+    watchdog.start()
+    return Running(proc, watchdog)
+
+
+def _stop(proc: subprocess.Popen, uid: int | None) -> None:
+    """Kill a started process and everything it started, detached or not."""
+    if uid is not None:
+        kill_user(uid)
+    if os.name == "posix":
+        kill_tree(proc.pid)
+    else:  # pragma: no cover
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+def stop(box: Box, running: Running) -> None:
+    """End what runs in ``box``: its watchdog, and every process it started, detached or not. The box's
+    folders stay until `close` (the caller reads what the run wrote there)."""
+    running.watchdog.stop()
+    _stop(running.proc, box.uid)
+    with _RUNNING_LOCK:
+        _RUNNING.pop(running.proc.pid, None)
+
+
+def close(box: Box, running: Running | None = None) -> None:
+    """`stop` what still runs in ``box``, remove its folders and give its user back."""
+    try:
+        if running is not None and running.proc.pid in _RUNNING:
+            stop(box, running)
+    finally:
+        remove_box(box)
+        if box.uid is not None and box.pool is not None:
+            box.pool.release(box.uid)
+
+
+def kill_all() -> None:
+    """Kill every submission still running (the grader is being interrupted)."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING.values())
+    for proc, uid in running:
+        _stop(proc, uid)

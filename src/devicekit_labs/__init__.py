@@ -26,7 +26,6 @@ __all__ = [
     "Exercise",
     "Fail",
     "check",
-    "exercise",
     "exercises_for",
     "known_labs",
     "manifest",
@@ -214,7 +213,7 @@ class Exercise:
     run: Callable[..., None] = field(repr=False)
     #: Name of the notebook variable the check receives; the grader re-runs checks the learner skipped.
     target: str | None = None
-    #: The learner's side: learner objects -> observations (plain data). None for a legacy one-piece check.
+    #: The learner's side: learner objects -> observations (plain data); set by `judged`.
     probe: Callable[..., dict] | None = field(default=None, repr=False)
     #: The score's side: observations -> None, or `Fail`. Never runs learner code.
     judge: Callable[[dict], None] | None = field(default=None, repr=False)
@@ -241,19 +240,6 @@ class CheckResult:
 _REGISTRY: dict[tuple[str, str], Exercise] = {}
 #: Every check run in this process, in order. The grader reads it after executing a submission.
 results: list[CheckResult] = []
-
-
-def exercise(lab: str, key: str, number: int, title_en: str, title_zh: str, target: str | None = None):
-    """Register the decorated function as the check for exercise ``key`` of ``lab``.
-
-    ``target`` names the notebook variable the check is called with (e.g. ``"move_batch"``).
-    """
-
-    def register(run: Callable[..., None]) -> Callable[..., None]:
-        _REGISTRY[(lab, key)] = Exercise(lab, key, number, title_en, title_zh, run, target)
-        return run
-
-    return register
 
 
 def judged(

@@ -262,7 +262,7 @@ def sha256(folder: Path) -> dict[str, str]:
 
 def needs_trust() -> list[str]:
     """``--trust-submissions`` where this machine offers neither a user per notebook nor bubblewrap."""
-    from devicekit_grade.run import kernel_private
+    from devicekit_grade.context import kernel_private
 
     as_root = sandbox.running_as_root()
     private = kernel_private() if as_root else ""

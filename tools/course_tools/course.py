@@ -216,10 +216,63 @@ def read_manifest(path: Path = MANIFEST) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+#: What `lab_map` lists for every lab, in order: a kind of file and where files of that kind live.
+MAP_KINDS = ("pages", "lab", "solution", "checks", "hidden judges", "mutations", "tests", "catalog families")
+
+
+def lab_map(lab: str, root: Path = ROOT) -> dict[str, list[str]]:
+    """Every file of ``lab`` (``10-compile``, or its number ``10``), by kind (`MAP_KINDS`), as paths relative
+    to ``root``: the lesson pages, the lab and solution notebooks (both languages), its checks
+    (``devicekit_labs/labNN.py``), the instructor's hidden judges (``grading/hidden/labNN.py``, an empty
+    ``HIDDEN`` where a lab has none), its mutations, its tests (its own file, and the two that run every
+    lab's checks and mutations), and the error catalog's families that name
+    the lab or its lesson (as ``catalog.json#family-id``). KeyError for a lab the manifest does not know."""
+    labs = {entry["id"]: entry for entry in read_manifest(root / MANIFEST.relative_to(ROOT))["labs"]}
+    number = f"{int(lab):02d}" if lab.isdigit() else None
+    found = next((k for k in labs if k == lab or k.split("-")[0] == number), None)
+    if found is None:
+        raise KeyError(f"no lab {lab!r}; labs: {', '.join(labs)}")
+    number = found.split("-")[0]
+
+    def existing(*patterns: str) -> list[str]:
+        return sorted({str(p.relative_to(root)) for pattern in patterns for p in root.glob(pattern)})
+
+    catalog = json.loads((root / "src" / "devicekit" / "catalog.json").read_text(encoding="utf-8"))
+    families = [
+        f"src/devicekit/catalog.json#{family['id']}"
+        for family in catalog["families"]
+        if family.get("lab") == found or found in {family.get("lesson"), *family.get("lessons", ())}
+    ]
+    return {
+        "pages": existing(f"docs/lessons/{found}.md", f"docs/lessons/{found}.zh.md"),
+        "lab": existing(f"labs/{found}.ipynb", f"labs/{found}.zh.ipynb"),
+        "solution": existing(f"solutions/{found}.ipynb", f"solutions/{found}.zh.ipynb"),
+        "checks": existing(f"src/devicekit_labs/lab{number}.py"),
+        "hidden judges": existing(f"grading/hidden/lab{number}.py"),
+        "mutations": existing(f"tests/mutations/lab{number}.py"),
+        # its own test file, and the tests that run every lab's checks and mutations
+        "tests": existing(f"tests/test_lab{number}.py", f"tests/test_lab{number}_*.py")
+        + existing("tests/test_exercises.py", "tests/test_mutations.py"),
+        "catalog families": families,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write or check the course manifest.")
+    parser = argparse.ArgumentParser(description="Write or check the course manifest, or list a lab's files.")
     parser.add_argument("--write", action="store_true", help=f"write {MANIFEST.relative_to(ROOT)}")
+    parser.add_argument("--where", metavar="LAB", help="list every file of a lab (10 or 10-compile), by kind")
     args = parser.parse_args(argv)
+    if args.where:
+        try:
+            found = lab_map(args.where)
+        except (KeyError, ValueError) as exc:
+            print(f"course: {exc}", file=sys.stderr)
+            return 2
+        for kind in MAP_KINDS:
+            print(f"{kind}:")
+            for path in found[kind] or ["(none)"]:
+                print(f"  {path}")
+        return 0
     text = manifest_text()
     if args.write:
         MANIFEST.write_text(text, encoding="utf-8")

@@ -1,0 +1,245 @@
+"""What one grading run sets up once, before any submission runs: how submissions are sealed off
+(`devicekit_grade.sandbox.choose`), a private temporary folder, a snapshot of devicekit, the checks and the
+grader (the evaluator loads this copy, never the installed files a kernel might have changed), the
+instructor's hidden judges, the labs' exercises (from the evaluator's ``--probe``), and a fingerprint of
+every file the evaluator loads, compared before each evaluation (`Context.check_environment`).
+
+`Context.evaluate` starts the evaluator (`devicekit_grade._evaluator`): a new ``python -I -S`` process for
+each submission, on a fresh copy of the snapshot, so no evaluator ever saw another submission's data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from devicekit.messages import Message
+from devicekit_grade import sandbox
+from devicekit_grade.box import WORKER, preflight
+from devicekit_grade.failures import GraderFailure
+from devicekit_grade.installed import Needs, kernel_needs, package_folder
+from devicekit_grade.released import Released
+
+
+@dataclass
+class Options:
+    """How submissions are run. Times are in seconds."""
+
+    cell_timeout: int = 120
+    notebook_timeout: int = 900
+    kernel: str = "python3"
+    max_cell_chars: int = 100_000
+    max_notebook_chars: int = 1_000_000
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    same_user: bool = False  # as root: run kernels as root too (not recommended)
+    #: "auto": a PID namespace of its own when the machine allows (see `sandbox.namespace_prefix`);
+    #: "none": plain processes (subreaper only); "bwrap": bubblewrap (``--sandbox``, `sandbox.bwrap_prefix`)
+    isolation: str = "auto"
+    uid_base: int = 1_990_000_000
+    released: Released = field(default_factory=lambda: Released(None, None))
+    #: the instructor's hidden judges: a folder of ``labNN.py`` with ``HIDDEN = {key: judge}``
+    hidden: Path | None = None
+    #: check modules (``labNN.py``) used instead of the installed devicekit_labs' ones (testing new checks)
+    checks: Path | None = None
+    #: run submissions without a user of their own or a sandbox (the instructor said so)
+    trust: bool = False
+    #: more folders a sandboxed submission must not see (the inputs, the output folder)
+    hide: list[Path] = field(default_factory=list)
+
+
+class Context:
+    """What one grading run sets up once (see the module docstring)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        #: what a submission's kernel loads from: all that a sandbox shows of the instructor's files
+        self.needs = kernel_needs()
+        self.isolation = sandbox.choose(
+            options.isolation, trust=options.trust, same_user=options.same_user, keep=self.needs.paths,
+            hide=_hidden_paths(options), private=lambda: kernel_private(self.needs),
+        )  # fmt: skip
+        self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
+        os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
+        self.uids = sandbox.UidPool(options.uid_base)
+        self.snapshot = snapshot_sources(options.checks)
+        self.hidden = _read_hidden(options.hidden)
+        # the site folders and the folders of distributions their .pth files add (a virtual environment that
+        # reuses another one's packages): what the evaluator, without `site`, puts on its path
+        self.site = list(self.needs.libraries)
+        self.tampered: str = ""
+        try:
+            preflight(self.isolation, self.root, self.uids, options.limits)
+        except BaseException:
+            self.close()
+            raise
+        probe = self.evaluate(["--probe"], timeout=600)
+        if "labs" not in probe:
+            self.close()
+            detail = str(probe.get("error", probe))[-1500:]
+            raise GraderFailure(
+                Message(
+                    f"the grader's evaluator does not start: {detail}", f"评分器的评判进程无法启动：{detail}"
+                )
+            )
+        self.labs: dict[str, list[dict[str, Any]]] = probe["labs"]
+        self.versions: dict[str, str] = probe["versions"]
+        self.fingerprint = _fingerprint(probe["modules"], self.site)
+        self.digest = _run_digest(self.snapshot, self.hidden, options)
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # --- the evaluator: a new ``python -I -S`` process for each submission ---------------------------------
+
+    def _boot(self, private: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
+        """The command and environment of an evaluator process whose code is the copy in ``private``."""
+        boot = (
+            "import sys; n = sys.argv.index('--'); sys.path[:0] = sys.argv[1:n]; "
+            "from devicekit_grade._evaluator import main; raise SystemExit(main(sys.argv[n + 1:]))"
+        )
+        env = {k: os.environ[k] for k in sandbox.PASSTHROUGH if k in os.environ}
+        env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(private), PYTHONIOENCODING="utf-8")
+        env.update(TMPDIR=str(private), PYTHONDONTWRITEBYTECODE="1")
+        env.setdefault("OMP_NUM_THREADS", "1")  # tiny tensors; -j N evaluators must not oversubscribe the CPU
+        if self.hidden:
+            (private / "hidden").mkdir()
+            for name, data in self.hidden.items():
+                (private / "hidden" / name).write_bytes(data)
+            args = [*args, "--hidden", str(private / "hidden")]
+        return [sys.executable, "-I", "-S", "-c", boot, str(private), *self.site, "--", *args], env
+
+    def _private_copy(self) -> Path:
+        """A new 0700 folder of the grader's user holding the snapshot of devicekit and the grader."""
+        private = Path(tempfile.mkdtemp(prefix="eval-", dir=self.root))
+        for relative, data in self.snapshot.items():
+            target = private / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return private
+
+    def check_environment(self) -> str:
+        """ "" when nothing the evaluator loads has changed since the start, else the first changed file."""
+        if not self.tampered:
+            now = _fingerprint(list(self.fingerprint), [])
+            for path, stamp in self.fingerprint.items():
+                if now.get(path) != stamp:
+                    self.tampered = path
+                    break
+        return self.tampered
+
+    def evaluate(self, args: list[str], timeout: float, fds: tuple[int, ...] = ()) -> dict[str, Any]:
+        """Run the evaluator, a new process loading a fresh copy of the snapshot; its JSON answer (or
+        ``{"error": ...}``)."""
+        private = self._private_copy()
+        try:
+            cmd, env = self._boot(private, args)
+            try:
+                done = subprocess.run(
+                    cmd, capture_output=True, timeout=timeout, env=env, cwd=private, pass_fds=fds,
+                    stdin=subprocess.DEVNULL,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return {"error": f"the grader's evaluator took longer than {timeout:.0f} s"}
+            lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
+            try:
+                return json.loads(lines[-1])
+            except (IndexError, ValueError):
+                return _no_json(done.stderr, done.returncode)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+
+
+def _no_json(stderr: bytes, code: int | None = None) -> dict[str, Any]:
+    tail = stderr.decode("utf-8", "replace").strip()[-600:]
+    status = f" (exit {code})" if code is not None else ""
+    return {"error": f"the grader's evaluator failed{status}: {tail}"}
+
+
+def _run_digest(snapshot: dict[str, bytes], hidden: dict[str, bytes], options: Options) -> str:
+    """What a row's grade depends on besides the file: the checks, hidden judges, grader and limits."""
+    h = hashlib.sha256()
+    for name, data in sorted({**snapshot, **{f"hidden/{k}": v for k, v in hidden.items()}}.items()):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    h.update(f"{options.cell_timeout}/{options.notebook_timeout}/{options.limits}".encode())
+    return h.hexdigest()[:20]
+
+
+def _hidden_paths(options: Options) -> list[str]:
+    """Folders a sandboxed submission must not see: solutions, hidden judges, submissions, the output. All of
+    them, even one that holds the Python installation or a package the kernel imports: the sandbox shows
+    those again, and only those (`sandbox.bwrap_prefix`)."""
+    folders = [options.released.solutions, options.hidden, *options.hide]
+    return list(dict.fromkeys(os.path.realpath(f) for f in folders if f is not None))
+
+
+def kernel_private(needs: Needs | None = None) -> str:
+    """ "" when another user can run the kernels of this grader as they are installed (its Python, the
+    worker, and every package folder of `Needs` readable), else the first path that stops it: a Python
+    under ``/root``, or a course checkout in a private home folder. Decides whether ``--isolation user``
+    can work here (`sandbox.choose_isolation`)."""
+    import nbclient
+
+    needs = kernel_needs() if needs is None else needs
+    paths = [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(WORKER), *needs.trees]
+    return sandbox.usable_by_others(paths, needs.packages)
+
+
+def _read_hidden(folder: Path | None) -> dict[str, bytes]:
+    """The hidden judges' files (``labNN.py``), read once at the start: {file name: bytes}."""
+    if folder is None:
+        return {}
+    if not folder.is_dir():
+        raise RuntimeError(f"--hidden {folder}: no such folder")
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("lab[0-9][0-9].py"))}
+
+
+def default_hidden(cwd: Path | None = None) -> Path | None:
+    """``./grading/hidden`` when the grader runs from a course checkout that has it."""
+    folder = (Path.cwd() if cwd is None else cwd) / "grading" / "hidden"
+    return folder if folder.is_dir() else None
+
+
+def snapshot_sources(checks: Path | None = None) -> dict[str, bytes]:
+    """{path relative to a ``sys.path`` entry: bytes} of devicekit, devicekit_labs and the grader, read once
+    when the run starts; ``checks``' ``labNN.py`` (``--checks``) replace the installed lab modules."""
+    files: dict[str, bytes] = {}
+    for package in ("devicekit", "devicekit_labs", "devicekit_grade"):
+        found = package_folder(package)
+        if found is None:
+            raise RuntimeError(f"the grader needs the installed package {package}, which is not found")
+        folder = found.resolve()
+        for path in folder.rglob("*"):
+            if (
+                path.is_file()
+                and "__pycache__" not in path.parts
+                and path.suffix in (".py", ".json", ".toml")
+            ):
+                files[str(Path(package) / path.relative_to(folder))] = path.read_bytes()
+    if checks is not None:
+        if not checks.is_dir():
+            raise RuntimeError(f"--checks {checks}: no such folder")
+        for path in sorted(checks.glob("lab[0-9][0-9].py")):
+            files[str(Path("devicekit_labs") / path.name)] = path.read_bytes()
+    return files
+
+
+def _fingerprint(modules: list[str], folders: list[str]) -> dict[str, tuple[int, int]]:
+    stamps = {}
+    for path in [*modules, *folders]:
+        if "/eval-" in path:  # the evaluator's own fresh copy
+            continue
+        try:
+            info = os.stat(path)
+            stamps[path] = (info.st_size, info.st_mtime_ns)
+        except OSError:
+            stamps[path] = (-1, -1)
+    return stamps
