@@ -27,7 +27,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from devicekit.cpu_args import cpu_positions
 from devicekit.lint import places as why
+from devicekit.lint.guesses import batch_item, unread_model, unread_model_class
 from devicekit.lint.meets import MEETING_METHODS, NOT_TENSOR, NOT_TENSOR_ATTRS, REDUCTIONS
 from devicekit.lint.modules import HIDDEN_NAME
 from devicekit.lint.names import (
@@ -140,9 +142,7 @@ class Questions:
         """A module called with tensors on another device than its weights (a loss without weights: its
         arguments against each other)."""
         if module.loss:
-            if (module.cls or "").endswith("CTCLoss"):
-                return  # its lengths (and targets) may stay on the CPU, as cuDNN's CTC wants them
-            self.meet(flow, node, args, zero_dim_ok=False)
+            self.meet(flow, node, args, zero_dim_ok=False)  # (without what may stay on the CPU)
             return
         tensors = [a for a in args if a is not None and a.kind in _TENSORS and a.place.kind != UNKNOWN]
         if module.place.kind == HOST and module.wrapper is not None:
@@ -152,7 +152,10 @@ class Questions:
             flow.report(where, "DK013", module.place.why)
             return
         if module.place.kind == HOST and not module.moved and module.created is not None:
-            moved = [a for a in tensors if a.place.kind == DEVICE]
+            # (a value moved whose kind is unknown, given to a model, is its data: `model(x.cuda())`)
+            moved = [
+                a for a in args if a is not None and a.kind in (*_TENSORS, "moved") and a.place.kind == DEVICE
+            ]
             if moved:
                 detail = _pair(module.label or "the model", module.place.why, moved[0])
                 flow.report(node, "DK201", detail)
@@ -934,6 +937,8 @@ class Flow:
                 and looks_like_model_name(key)
             ):  # `model_restoration = MPRNet()` from unread code, then `model_restoration.cuda()`
                 self.env[key] = Val("moved", place, label=key, moved=True)
+            elif receiver is None and place is not None and batch_item(expr.func.value):
+                self.report(expr, "DK002", _dropped(Val("tensor"), expr))  # `batch["tokens"].to(device)`
             elif receiver is not None and receiver.kind in _TENSORS and place is not None:
                 if receiver.whole:  # a whole batch may move in place (a tokenizer's `BatchEncoding`)
                     if key is not None:
@@ -960,6 +965,8 @@ class Flow:
             return
         self.bound.add(key)
         if value is None:
+            value = self.guess(key, expr)
+        if value is None:
             self.env.pop(key, None)
             for name in [k for k in self.env if k.startswith(key + ".")]:
                 del self.env[name]
@@ -971,6 +978,21 @@ class Flow:
             self.env[key] = replace(value, label=label, node=target)  # where an attribute is set (DK004)
         else:
             self.env[key] = value.named(label)
+
+    def guess(self, key: str, expr: ast.AST | None) -> Val | None:
+        """What a name bound to code the analysis cannot read probably holds (`devicekit.lint.guesses`):
+        a tensor out of a batch (`tokens = batch["tokens"]`), or a model of a class this file neither
+        defines nor imports, built here on the CPU."""
+        if batch_item(expr):
+            return Val("tensor", UNKNOWN_PLACE)
+        if not self.device_blocks and unread_model_class(key, expr, self.names):
+            assert isinstance(expr, ast.Call)
+            return Val(
+                "module",
+                Place(HOST, why=why.built_here(expr.lineno)),
+                created=(expr.lineno, expr.col_offset),
+            )
+        return None
 
     def store_item(self, target: ast.Subscript, value: Val | None) -> None:
         """`d[k] = v`: a container's content changes (a tensor written into stays where it is)."""
@@ -1353,8 +1375,8 @@ class Flow:
         if full.startswith("torch.nn.functional."):
             args, kwargs = self.args(call)
             values = [*args, *kwargs.values()]
-            if not full.endswith("ctc_loss"):  # CTC's lengths and targets may stay on the CPU
-                self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
+            # (CTC's lengths may stay on the CPU: `devicekit.cpu_args`, the simulator's table too)
+            self.analysis.questions.meet(self, call, _flatten(_judged(full, args, kwargs)), zero_dim_ok=False)
             return _result(values, call)
         if (full in ("torch.utils.data.DataLoader", "DataLoader") or full.endswith(".DataLoader")) and not (
             self.names.imports_torch_geometric  # PyG's batches move in place: `data.to(device)` is right
@@ -1505,7 +1527,7 @@ class Flow:
         ):
             return None
         values = [*args, *kwargs.values()]
-        flat = _flatten(values)
+        flat = _flatten(_judged(full, args, kwargs))
         zero_ok = short in (
             "where",
             "add",
@@ -1625,7 +1647,22 @@ class Flow:
             return self._call_project(call, target, args, kwargs)
         if full not in _HARMLESS:
             self.hand_over(call)
-        return None
+        return self._output_of_unread_model(call, args)
+
+    def _output_of_unread_model(self, call: ast.Call, args: list) -> Val | None:
+        """`pred = model(x)` with `model` from code not read (a parameter) and `x` on a device: once the
+        line has run, the model ran there, and so is its output (`devicekit.lint.guesses`)."""
+        name = unread_model(call.func) if isinstance(call.func, ast.Name) else None
+        if name is None or name in self.names.functions or name in self.names.classes:
+            return None
+        places = [
+            a for a in args if a is not None and a.kind in (*_TENSORS, "moved") and a.place.kind == DEVICE
+        ]
+        if not places or any(not places[0].place.same(a.place) for a in places[1:]):
+            return None
+        arg = places[0]
+        reason = why.output_of(name, why.called_with(arg.label or "its input", arg.place.why))
+        return Val("tensor", replace(arg.place, why=reason), label=_label(call))
 
     def hand_over(self, call: ast.Call, parts_only: bool = False) -> None:
         """A module (or a part of one: `model.linear1`) given to code the analysis cannot read may be moved
@@ -1689,8 +1726,10 @@ class Flow:
 
     def _module_call(self, call: ast.Call, module: Val, args: list, kwargs: dict) -> Val | None:
         flat = _flatten([*args, *kwargs.values()])
-        self.analysis.questions.module_call(self, call, module, flat)
+        judged = _flatten(_judged(_table_name(module.cls), args, kwargs)) if module.loss else flat
+        self.analysis.questions.module_call(self, call, module, judged)
         if module.loss:
+            self._refine_by_loss(call, module, args)
             return _result(flat, call)
         result = None
         if module.cls is not None and module.place.kind in (HOST, DEVICE):
@@ -1720,6 +1759,30 @@ class Flow:
             reason = why.output_of(module.label or "the model", module.place.why)
             return Val("tensor", replace(module.place, why=reason), label=_label(call))
         return result if result is not None and result.kind == "tensor" else None
+
+    def _refine_by_loss(self, call: ast.Call, module: Val, args: list) -> None:
+        """`criterion(outputs, labels.to(device))` with `outputs` from code not read (`net(x)`, `net` a
+        parameter): a loss checks that its inputs share a device, so once the line has run `outputs` is
+        where `labels` is. Only a name this function bound, whose place is unknown, next to exactly one
+        known accelerator place, learns it; nothing is learnt from a CPU operand (it may be the bug)."""
+        if cpu_positions(_table_name(module.cls)) is not None or self.events is not None:
+            return
+        known = [
+            v
+            for v in args
+            if v is not None and v.kind in ("tensor", "moved") and v.place.kind == DEVICE and not v.zero_dim
+        ]
+        if not known or any(not known[0].place.same(v.place) for v in known[1:]):
+            return
+        other = known[0]
+        for expr, value in zip(call.args, args, strict=False):
+            key = expr.id if isinstance(expr, ast.Name) else None
+            if key is None or key not in self.bound:
+                continue
+            if value is not None and not (value.kind in _TENSORS and value.place.kind == UNKNOWN):
+                continue
+            reason = why.met_in_loss(other.label or "the other input", call.lineno, other.place.why)
+            self.env[key] = Val("tensor", replace(other.place, why=reason), label=key)
 
     def _project_target(self, call: ast.Call) -> tuple[SourceFile, ast.AST] | None:
         func = call.func
@@ -1930,6 +1993,23 @@ def _elements(value: Val | None, count: int) -> list[Val | None]:
     if value.kind == "tensor":
         return [replace(value, label=None)] * count  # `_, predicted = torch.max(out, 1)`
     return [None] * count
+
+
+def _table_name(cls: str | None) -> str:
+    """The name `devicekit.cpu_args` knows a loss class by: any `...CTCLoss` is `torch.nn.CTCLoss`."""
+    return "torch.nn.CTCLoss" if (cls or "").endswith("CTCLoss") else (cls or "")
+
+
+def _judged(function: str, args: list[Val | None], kwargs: dict[str, Val | None]) -> list[Val | None]:
+    """The arguments of a call whose devices must agree: all, except those `devicekit.cpu_args` (the table
+    the simulator and strict mode read too) lets stay on the CPU (`ctc_loss`'s lengths,
+    `pack_padded_sequence`'s `lengths`)."""
+    allowed = cpu_positions(function)
+    if allowed is None:
+        return [*args, *kwargs.values()]
+    positions, names = allowed
+    kept = [value for i, value in enumerate(args) if i not in positions]
+    return kept + [value for name, value in kwargs.items() if name not in names]
 
 
 def _flatten(values: Iterable[Val | None]) -> list[Val | None]:

@@ -71,7 +71,7 @@ def looks_like_device_name(key: str) -> bool:
 
 def looks_like_lengths(key: str) -> bool:
     """`lengths`, `src_lens`, `batch["seq_lengths"]`: sequence lengths, which `pack_padded_sequence` wants
-    on the CPU (see `devicekit.lint.flow._cpu_lengths`)."""
+    on the CPU (`devicekit.cpu_args`: the table the simulator and strict mode read too)."""
     last = key.rsplit(".", 1)[-1]
     if last.endswith(("']", '"]')) and "[" in last:
         last = last[last.rindex("[") + 2 : -2]
@@ -111,8 +111,11 @@ class Names:
         self._resolved: dict[ast.AST, str | None] = {}
         self.bound: set[str] = set()
         self.functions: set[str] = set()
+        self.star_import = False  # `from x import *`: any name may come from there
         classes: dict[str, ast.ClassDef] = {}
         for node in nodes if nodes is not None else ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+                self.star_import = True
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
