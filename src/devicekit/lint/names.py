@@ -180,11 +180,29 @@ class Names:
                         base_name(base) in subclasses
                         or _MODULE_BASE.search(full)
                         or (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1][:1].isupper())
+                        or (full.endswith("Module") and self._builds_nn_layers(cls))
                     ):
                         subclasses.add(name)
                         changed = True
                         break
         return subclasses
+
+    def _builds_nn_layers(self, cls: ast.ClassDef) -> bool:
+        """`class _TFTModule(PLForecastingModule)` from another package: a base named `...Module` and an
+        `__init__` that puts a `torch.nn` layer on `self` (`self.lstm = nn.LSTM(...)`) make a module."""
+        for item in cls.body:
+            if not (isinstance(item, ast.FunctionDef) and item.name == "__init__"):
+                continue
+            for node in ast.walk(item):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    if not any(isinstance(t, ast.Attribute) for t in node.targets):
+                        continue
+                    full = self.resolve(node.value.func) or ""
+                    last = full.rsplit(".", 1)[-1]
+                    if full.startswith("torch.nn.") and not full.startswith("torch.nn.functional"):
+                        if last[:1].isupper():
+                            return True
+        return False
 
     def torch_function(self, call: ast.Call) -> str | None:
         """`zeros` for `torch.zeros(...)` (any alias of torch), else None."""
@@ -199,6 +217,8 @@ class Names:
         last = full.rsplit(".", 1)[-1]
         if isinstance(call.func, ast.Name) and call.func.id in self.module_classes:
             return True
+        if isinstance(call.func, ast.Subscript):  # `models.__dict__[args.arch]()`: a torchvision model
+            return (self.resolve(call.func.value) or "") == "torchvision.models.__dict__"
         if full.startswith("torch.nn.") and not full.startswith("torch.nn.functional"):
             return last[:1].isupper() and last not in NN_NOT_MODULES
         if full.startswith("torchvision.models.") or full in {"timm.create_model"}:
