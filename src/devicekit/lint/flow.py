@@ -67,6 +67,9 @@ def check_flow(ctx: Context) -> None:
         }
         scope.run(function.body)
         scope.finish()
+    if ctx.project is not None and len(ctx.project.files) > 1:  # type: ignore[attr-defined]
+        # DDP set up across files: `init_process_group` in the entry point, DDP in the trainer
+        file_facts.set_device, file_facts.sets_up_process_group = _project_process_facts(ctx)
     if file_facts.sets_up_process_group and not file_facts.set_device:
         for call in file_facts.ddp_calls:
             on_gpus = keyword(call, "device_ids") is not None or len(call.args) > 1
@@ -134,6 +137,33 @@ class _FileFacts:
         # Launch helpers that set the device themselves (devicekit.distributed.setup calls set_device).
         if any(v.startswith(_LAUNCHERS) for v in names.aliases.values()):
             self.set_device = True
+
+
+def _process_facts(tree: ast.Module, names) -> tuple[bool, bool]:
+    """(sets the device or hands that to a launcher, starts a process group not on gloo) for one file."""
+    set_device = any(v.startswith(_LAUNCHERS) for v in names.aliases.values())
+    group = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value == "CUDA_VISIBLE_DEVICES":
+            set_device = True
+        if not isinstance(node, ast.Call):
+            continue
+        full = names.resolve(node.func) or ""
+        if full in _SET_DEVICE:
+            set_device = True
+        elif full.endswith("init_process_group"):
+            backend = keyword(node, "backend") or (node.args[0] if node.args else None)
+            group = group or not (isinstance(backend, ast.Constant) and backend.value == "gloo")
+    return set_device, group
+
+
+def _project_process_facts(ctx: Context) -> tuple[bool, bool]:
+    """`_process_facts` over every file of the project linted with this one (computed once)."""
+    cache = ctx.project.cache  # type: ignore[attr-defined]
+    if "process-facts" not in cache:
+        facts = [_process_facts(f.tree, f.names) for f in ctx.project.files.values()]  # type: ignore[attr-defined]
+        cache["process-facts"] = (any(a for a, _ in facts), any(b for _, b in facts))
+    return cache["process-facts"]
 
 
 def _functions(tree: ast.Module, ctx: Context):
@@ -415,7 +445,33 @@ class _Scope:
         full = self.names.resolve(func) or ""
         if _is_data_parallel(full):
             self._data_parallel(call)
+        elif self.ctx.project is not None and self.ctx.source is not None and full:
+            self._loads_in_a_helper(call, full)
         self._hand_over(call)
+
+    def _loads_in_a_helper(self, call: ast.Call, full: str) -> None:
+        """`load_epoch(save_dir, epoch, model, optm)`, a function of the project (another file too) that
+        calls `optm.load_state_dict(...)` on the optimizer it is given: the state is loaded here, at the
+        call. A helper that also touches the state itself (`for s in optm.state.values(): ...to(device)`)
+        moves it, and is no load before the move."""
+        found = self.ctx.project.lookup(full, self.ctx.source)  # type: ignore[attr-defined]
+        if found is None or not isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        function = found[1]
+        params = [a.arg for a in function.args.posonlyargs + function.args.args]
+        given = {params[i]: arg for i, arg in enumerate(call.args) if i < len(params)}
+        given.update({kw.arg: kw.value for kw in call.keywords if kw.arg in params})
+        for param, arg in given.items():
+            key = dotted(arg) or ""
+            value = self.env.get(key)
+            if not (
+                (value is not None and value.kind == "optimizer")
+                or (value is None and _OPTIMIZER_NAME.search(key))
+            ):
+                continue
+            if _loads_state_of(function, param):
+                self.optimizer_loads.append(call)
+                return
 
     def _data_parallel(self, call: ast.Call) -> None:
         if not call.args:
@@ -447,7 +503,11 @@ class _Scope:
     def finish(self) -> None:
         module_moves = [line for line, key in self.module_moves if not self.env.get(key, Value("?")).loss]
         for load in self.optimizer_loads:
-            if any(line > load.lineno for line in module_moves):
+            # (a model already moved before the load, `Model(cfg).to(device)`, has its parameters there: the
+            # state is cast to them, and a later `.to(device)` moves nothing)
+            if any(line > load.lineno for line in module_moves) and not any(
+                line < load.lineno for line in module_moves
+            ):
                 self.ctx.report(load, "DK009")
         any_moved = bool(self.module_moves) or (
             self.facts is not None and (self.facts.any_module_moved or self.facts.uses_accelerator)
@@ -457,6 +517,17 @@ class _Scope:
         if any_moved:
             for node in self.losses.values():
                 self.ctx.report(node, "DK007")
+
+
+def _loads_state_of(function: ast.AST, param: str) -> bool:
+    """`param.load_state_dict(...)` in `function`, and no `param.state` read there (a move of the state)."""
+    loads = False
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param:
+            if node.attr == "state":
+                return False
+            loads = loads or node.attr == "load_state_dict"
+    return loads
 
 
 def _places_itself(ctx: Context, expr: ast.AST) -> bool:
