@@ -1,0 +1,53 @@
+"""False positives found on the code bases of issue 43's third round (yolor `3ca250a`), each with a twin
+that is still reported."""
+
+from __future__ import annotations
+
+import textwrap
+
+from devicekit.lint import DEFAULT_CODES, lint_source
+
+DEFORM = """
+    import torch
+    from torch import nn
+
+    class DeformConv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stride = 1
+            self.conv = nn.Conv2d(3, 18, 3)
+
+        def forward(self, x):
+            offset = self.conv(x)
+            dtype = offset.data.type()
+            return offset + self._get_p_0(4, 4, 9, dtype)
+
+        def _get_p_0(self, h, w, n, dtype):
+            p_0_x, p_0_y = torch.meshgrid(torch.arange(1, h + 1), torch.arange(1, w + 1))
+            p_0 = torch.cat([p_0_x, p_0_y], 1).type(dtype)
+            return p_0
+    """
+
+
+def findings(source: str) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in lint_source(textwrap.dedent(source), "m.py", DEFAULT_CODES)]
+
+
+def test_a_tensor_cast_to_a_type_read_at_run_time_is_placed():
+    """`.type(offset.data.type())` is "torch.cuda.FloatTensor" on the GPU: the tensor moves there."""
+    assert findings(DEFORM) == []
+
+
+def test_a_cast_to_a_torch_dtype_moves_nothing():
+    found = findings(DEFORM.replace(".type(dtype)", ".type(torch.float32)"))
+    assert {code for _, code in found} == {"DK003"} and (17, "DK003") in found
+
+
+def test_the_runtime_type_string_moves_a_cpu_tensor_to_cuda_meta():
+    """What the exemption rests on: `.type()` with a CUDA tensor type string puts the tensor on CUDA (shown
+    without a GPU by the type string alone: the CPU build refuses it as a CUDA type)."""
+    import pytest
+    import torch
+
+    with pytest.raises((RuntimeError, TypeError), match="(?i)cuda"):
+        torch.arange(3).type("torch.cuda.FloatTensor")
