@@ -51,3 +51,39 @@ def test_the_runtime_type_string_moves_a_cpu_tensor_to_cuda_meta():
 
     with pytest.raises((RuntimeError, TypeError), match="(?i)cuda"):
         torch.arange(3).type("torch.cuda.FloatTensor")
+
+
+def test_the_modules_taken_for_stateless_have_no_parameters_or_buffers():
+    import inspect
+
+    import torch
+
+    from devicekit.lint.names import STATELESS_NN
+
+    args = {"Threshold": (0.1, 0.0), "Unflatten": (1, (2, 2)), "Upsample": (None, 2), "PixelShuffle": (2,)}
+    args |= {"PixelUnshuffle": (2,), "ZeroPad2d": (1,), "ConstantPad1d": (1, 0.0), "ConstantPad2d": (1, 0.0)}
+    args |= {"ReflectionPad2d": (1,), "ReplicationPad2d": (1,)}
+    for name in sorted(STATELESS_NN):
+        cls = getattr(torch.nn, name)
+        assert inspect.isclass(cls) and issubclass(cls, torch.nn.Module), name
+        if name in args:
+            module = cls(*args[name])
+        elif "Pool" in name:
+            module = cls(2)
+        else:
+            module = cls()
+        assert list(module.parameters()) == [] and list(module.buffers()) == [], name
+
+
+def test_a_stateless_module_built_on_the_spot_is_no_model_never_moved():
+    """deep_sort_pytorch's `torch.nn.Softmax(dim=1)(output[5:...])` on the GPU output (found on issue 43's
+    third-round code bases)."""
+    source = """
+        import torch
+
+        def post(x, device):
+            x = x.to(device)
+            return torch.nn.Softmax(dim=1)(x)
+        """
+    assert findings(source) == []
+    assert findings(source.replace("torch.nn.Softmax(dim=1)", "torch.nn.Linear(3, 3)")) == [(6, "DK201")]

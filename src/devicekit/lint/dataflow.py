@@ -36,6 +36,7 @@ from devicekit.lint.names import (
     CPU_ONLY_FACTORIES,
     DEVICE_FACTORIES,
     DTYPES,
+    STATELESS_NN,
     Names,
     dotted,
     keyword,
@@ -1684,6 +1685,9 @@ class Flow:
         if target is not None and isinstance(target[1], ast.ClassDef):
             cls = self._qualified(target)
         label = _label(call.func)
+        if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in STATELESS_NN:
+            # no weights: it runs where its input is, and so is its output (`_module_call`)
+            return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=full)
         if self.device_blocks:  # built under `with torch.device(...)`: its weights are there
             return Val("module", self.device_blocks[-1], label=label, moved=True, cls=cls)
         placed = keyword(call, "device_map") or keyword(call, "device")
@@ -1730,6 +1734,10 @@ class Flow:
         self.analysis.questions.module_call(self, call, module, judged)
         if module.loss:
             self._refine_by_loss(call, module, args)
+            return _result(flat, call)
+        if (module.cls or "").rsplit(".", 1)[-1] in STATELESS_NN and (module.cls or "").startswith(
+            "torch.nn."
+        ):
             return _result(flat, call)
         result = None
         if module.cls is not None and module.place.kind in (HOST, DEVICE):

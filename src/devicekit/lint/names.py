@@ -42,6 +42,21 @@ DTYPES = frozenset(
     "float float32 float64 double half float16 bfloat16 int int8 int16 int32 int64 long short uint8 bool "
     "complex64 complex128 cfloat".split()
 )
+#: `torch.nn` modules with no parameters and no buffers (`tests/test_lint_round3_precision.py` builds each
+#: and checks): they run wherever their input is, so one never moved is no bug.
+STATELESS_NN = frozenset(
+    {
+        *("Softmax", "LogSoftmax", "Softmin", "Softmax2d", "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU"),
+        *("CELU", "GELU", "SiLU", "Mish", "Sigmoid", "LogSigmoid", "Tanh", "Hardtanh", "Hardswish"),
+        *("Hardsigmoid", "Softplus", "Softsign", "Tanhshrink", "Threshold", "Dropout", "Dropout1d"),
+        *("Dropout2d", "Dropout3d", "AlphaDropout", "Identity", "Flatten", "Unflatten", "MaxPool1d"),
+        *("MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d"),
+        *("AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"),
+        *("AdaptiveMaxPool3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle"),
+        *("PixelUnshuffle", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad2d"),
+        *("ReplicationPad2d", "CosineSimilarity", "PairwiseDistance"),
+    }
+)
 NN_NOT_MODULES = frozenset({"Parameter", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 RNN_CLASSES = frozenset({"RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"})
 _MODULE_BASE = re.compile(
