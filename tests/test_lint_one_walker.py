@@ -178,3 +178,81 @@ def test_ctc_lengths_on_the_cpu_are_silent_and_other_losses_still_judged():
             return F.nll_loss(out, weights)
         """
     assert findings(nll) == [(5, "DK003")]
+
+
+# --- a module's own output and its loss attribute -------------------------------------------------------
+
+STEP = """
+    import torch
+    import pytorch_lightning as pl
+
+    class NPairs(pl.LightningModule):
+        def training_step(self, batch, batch_idx):
+            x1, x2 = batch["x1"], batch["x2"]
+            predict = self(x1, x2)
+            target = torch.arange(x1.size()[0])
+            loss = self.loss_fn(predict, target)
+            return {"loss": loss}
+    """
+
+
+def test_a_modules_own_output_is_on_its_device():
+    assert where(STEP, "NPairs.training_step")["predict"] == "tensor@input"
+
+
+def test_a_cpu_target_given_to_the_modules_loss_with_its_output_is_found_and_its_twin_silent():
+    assert findings(STEP) == [(9, "DK003")]
+    assert (
+        findings(STEP.replace("torch.arange(x1.size()[0])", "torch.arange(x1.size()[0], device=self.device)"))
+        == []
+    )
+
+
+def test_an_attribute_not_named_like_a_loss_compares_nothing():
+    """`self.score` set in `__init__` from code not read: neither a loss by its name nor a submodule a base
+    class set."""
+    scored = STEP.replace("self.loss_fn(", "self.score(").replace(
+        "    def training_step",
+        "    def __init__(self, score):\n            super().__init__()\n"
+        "            self.score = score\n\n        def training_step",
+    )
+    assert findings(scored) == []
+
+
+INHERITED = """
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def forward(self, x):
+            pos = torch.arange(x.size(1))
+            return x + self.emb(pos)
+    """
+
+
+def test_a_submodule_set_by_a_base_class_is_on_the_modules_device():
+    assert findings(INHERITED) == [(7, "DK003")]
+    assert (
+        findings(INHERITED.replace("torch.arange(x.size(1))", "torch.arange(x.size(1), device=x.device)"))
+        == []
+    )
+
+
+def test_module_methods_and_attributes_the_class_sets_are_no_inherited_submodules():
+    assert findings(INHERITED.replace("self.emb(pos)", "self.log('pos', pos)")) == []
+    assert findings(INHERITED.replace("self.emb(pos)", "self.register_buffer('pos', pos)")) == []
+
+
+def test_a_helper_method_that_makes_a_cpu_mask_is_followed_without_known_inputs():
+    source = """
+        import torch
+        from torch import nn
+
+        class Attn(nn.Module):
+            def forward(self, x):
+                return x.masked_fill(self.mask(x.size(1)), 0)
+            def mask(self, n):
+                return torch.triu(torch.ones(n, n), diagonal=1).bool()
+        """
+    assert findings(source) == [(9, "DK003")]
+    assert findings(source.replace("torch.ones(n, n)", "torch.ones(n, n, device=self.device)")) == []

@@ -76,6 +76,18 @@ _NOT_PROJECT = frozenset(
 MAX_DEPTH = 3
 MAX_CONTEXTS = 400
 
+#: Methods of `nn.Module` and of Lightning's `LightningModule` that a subclass calls on `self`.
+_MODULE_METHODS = frozenset(
+    {
+        *("add_module", "apply", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"),
+        *("train", "eval", "forward", "parameters", "buffers", "children", "modules", "state_dict"),
+        *("load_state_dict", "zero_grad", "requires_grad_", "extra_repr", "to_empty", "share_memory"),
+        *("print", "all_gather", "toggle_optimizer", "untoggle_optimizer", "manual_backward"),
+        *("optimizers", "lr_schedulers", "save_hyperparameters", "backward", "clip_gradients"),
+    }
+)
+#: A module attribute that holds the loss (`self.loss_fn`, `self.criterion`), judging by its name.
+_LOSS_ATTR = re.compile(r"^(loss_?fn|loss_?func(tion)?|criterion|loss)$")
 _ACCEL_STRING = re.compile(r"^(cuda|mps|xpu|npu|hpu|mtia)(:(\d+))?$")
 _LIKE = re.compile(r"^(zeros|ones|empty|full|rand|randn|randint)_like$")
 _NEW = re.compile(r"^new_(zeros|ones|empty|full|tensor)$")
@@ -1453,6 +1465,19 @@ class Flow:
             key = dotted(func)
             if key is not None and key in self.env:  # `self.encoder(x)`: an attribute that holds a module
                 return self.plain_call(call, full)
+            if (
+                self.self_name is not None
+                and key == f"{self.self_name}.{func.attr}"
+                and _LOSS_ATTR.match(func.attr)
+                and self.module_place is not None
+            ):
+                # `self.loss_fn(predict, target)` in a module's step, the loss set by code not read: a loss
+                # compares its inputs' devices (a CTC loss, whose lengths may stay on the CPU, is not
+                # named so)
+                args, kwargs = self.args(call)
+                values = [*args, *kwargs.values()]
+                self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
+                return _result(values, call)
             return self.method_call(call, func)
         return self.plain_call(call, full)
 
@@ -1573,6 +1598,11 @@ class Flow:
             target = self._project_target(call)
             if target is not None:
                 return self._call_project(call, target, args, kwargs)
+            if self._inherited_submodule(func):
+                module = Val(
+                    "module", Place(INPUT, why=why.submodule(_label(func) or attr)), label=_label(func)
+                )
+                return self._module_call(call, module, args, kwargs)
             self.hand_over(call)
             return None
         if receiver.kind == "tensor":
@@ -1626,10 +1656,44 @@ class Flow:
             return Val("any", receiver.place)
         return None
 
+    def _inherited_submodule(self, func: ast.Attribute) -> bool:
+        """`self.emb(pos)` in a module's runtime method, `emb` neither a method of the class nor assigned
+        anywhere in it (a base class or a builder set it): a submodule, whose weights are on the module's
+        device."""
+        if not (
+            self.module_place is not None
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self.self_name
+            and _RUNTIME_METHOD.match(self.name or "")
+        ):
+            return False
+        if func.attr in _MODULE_METHODS or func.attr.startswith(("register_", "named_", "get_", "log")):
+            return False  # `self.register_buffer(...)`, Lightning's `self.log(...)`: methods, not submodules
+        cls = _enclosing_class(self.source, self.function)
+        if cls is None or _method(cls, func.attr) is not None:
+            return False
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == func.attr
+                and not isinstance(node.ctx, ast.Load)
+            ):
+                return False  # assigned here to something the analysis did not place: unknown
+            if isinstance(node, ast.Constant) and node.value == func.attr:
+                return False  # `setattr(self, "emb", ...)`, `register_buffer("emb", ...)`
+        return True
+
     def plain_call(self, call: ast.Call, full: str) -> Val | None:
         func = call.func
         callee = self.ev(func)
         args, kwargs = self.args(call)
+        if (
+            callee is None
+            and isinstance(func, ast.Name)
+            and func.id == self.self_name
+            and self.module_place is not None
+        ):  # `self(x1, x2)` in a module's step: its own output, on its own device
+            return Val("tensor", replace(self.module_place, why=why.own_output()), label=_label(call))
         if callee is not None:
             if callee.kind == "module":
                 return self._module_call(call, callee, args, kwargs)
@@ -1701,7 +1765,10 @@ class Flow:
         # `Wrapper(model, ...)`: around a module that is already somewhere (modules built right here and
         # never moved, `nn.Sequential(nn.Linear(...))`, leave it on the CPU)
         wraps = any(
-            v is not None and v.kind == "module" and not (v.place.kind == HOST and v.created is not None)
+            v is not None
+            and v.kind == "module"
+            and not (v.place.kind == HOST and v.created is not None)
+            and not _stateless(v)  # (`nn.ReLU()` in `nn.Sequential(...)` is nowhere in particular)
             for v in _flatten(args)
         )
         if wraps or (
@@ -1735,9 +1802,7 @@ class Flow:
         if module.loss:
             self._refine_by_loss(call, module, args)
             return _result(flat, call)
-        if (module.cls or "").rsplit(".", 1)[-1] in STATELESS_NN and (module.cls or "").startswith(
-            "torch.nn."
-        ):
+        if _stateless(module):
             return _result(flat, call)
         result = None
         if module.cls is not None and module.place.kind in (HOST, DEVICE):
@@ -1877,7 +1942,12 @@ class Flow:
         )
         if signature in self.analysis.summaries and not self.quiet:
             return self.analysis.summaries[signature]
-        if not known and not any(True for _ in env) and not self.quiet:
+        if (
+            not known
+            and not any(True for _ in env)
+            and not self.quiet
+            and not self.analysis.worth_reading(self.source, node)  # (a helper that makes a CPU mask)
+        ):
             return None
         self.analysis.contexts += 1
         self.analysis.active.add(id(node))
@@ -2001,6 +2071,12 @@ def _elements(value: Val | None, count: int) -> list[Val | None]:
     if value.kind == "tensor":
         return [replace(value, label=None)] * count  # `_, predicted = torch.max(out, 1)`
     return [None] * count
+
+
+def _stateless(module: Val) -> bool:
+    """A `torch.nn` module without parameters or buffers (`nn.ReLU()`): it runs where its input is."""
+    cls = module.cls or ""
+    return cls.startswith("torch.nn.") and cls.rsplit(".", 1)[-1] in STATELESS_NN
 
 
 def _table_name(cls: str | None) -> str:

@@ -336,6 +336,13 @@ def buffer_of(name: str) -> Message:
     )
 
 
+def own_output() -> Message:
+    return Message(
+        "is the module's own output (`self(...)`), on the module's device",
+        "是模块自身的输出（`self(...)`），在模块所在的设备上",
+    )
+
+
 def module_device() -> Message:
     return Message("is the module's own device", "是模块自己所在的设备")
 
