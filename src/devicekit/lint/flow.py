@@ -67,7 +67,7 @@ def check_flow(ctx: Context) -> None:
         }
         scope.run(function.body)
         scope.finish()
-    if ctx.project is not None and len(ctx.project.files) > 1:  # type: ignore[attr-defined]
+    if file_facts.ddp_calls and ctx.project is not None and len(ctx.project.files) > 1:  # type: ignore[attr-defined]
         # DDP set up across files: `init_process_group` in the entry point, DDP in the trainer
         file_facts.set_device, file_facts.sets_up_process_group = _project_process_facts(ctx)
     if file_facts.sets_up_process_group and not file_facts.set_device:
@@ -157,11 +157,25 @@ def _process_facts(tree: ast.Module, names) -> tuple[bool, bool]:
     return set_device, group
 
 
+_PROCESS_WORDS = re.compile(
+    r"set_device|init_process_group|CUDA_VISIBLE_DEVICES|accelerate|lightning|deepspeed|devicekit"
+)
+
+
 def _project_process_facts(ctx: Context) -> tuple[bool, bool]:
-    """`_process_facts` over every file of the project linted with this one (computed once)."""
+    """`_process_facts` over every file of the project linted with this one (computed once; a file whose
+    text names none of these calls is not walked)."""
     cache = ctx.project.cache  # type: ignore[attr-defined]
     if "process-facts" not in cache:
-        facts = [_process_facts(f.tree, f.names) for f in ctx.project.files.values()]  # type: ignore[attr-defined]
+        facts = []
+        for source in ctx.project.files.values():  # type: ignore[attr-defined]
+            try:
+                with open(source.path, encoding="utf-8") as handle:
+                    text = handle.read()
+            except (OSError, UnicodeDecodeError):
+                text = None
+            if text is None or _PROCESS_WORDS.search(text):
+                facts.append(_process_facts(source.tree, source.names))
         cache["process-facts"] = (any(a for a, _ in facts), any(b for _, b in facts))
     return cache["process-facts"]
 
@@ -454,6 +468,8 @@ class _Scope:
         calls `optm.load_state_dict(...)` on the optimizer it is given: the state is loaded here, at the
         call. A helper that also touches the state itself (`for s in optm.state.values(): ...to(device)`)
         moves it, and is no load before the move."""
+        if not any(self._is_optimizer(arg) for arg in [*call.args, *(kw.value for kw in call.keywords)]):
+            return  # (checked first: a lookup for every call costs a tenth of the linting)
         found = self.ctx.project.lookup(full, self.ctx.source)  # type: ignore[attr-defined]
         if found is None or not isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
             return
@@ -462,16 +478,19 @@ class _Scope:
         given = {params[i]: arg for i, arg in enumerate(call.args) if i < len(params)}
         given.update({kw.arg: kw.value for kw in call.keywords if kw.arg in params})
         for param, arg in given.items():
-            key = dotted(arg) or ""
-            value = self.env.get(key)
-            if not (
-                (value is not None and value.kind == "optimizer")
-                or (value is None and _OPTIMIZER_NAME.search(key))
-            ):
+            if not self._is_optimizer(arg):
                 continue
             if _loads_state_of(function, param):
                 self.optimizer_loads.append(call)
                 return
+
+    def _is_optimizer(self, arg: ast.AST) -> bool:
+        """An optimizer built here, or a name that says it is one (`optm`, `optimizer`)."""
+        key = dotted(arg) or ""
+        value = self.env.get(key)
+        return (value is not None and value.kind == "optimizer") or (
+            value is None and bool(_OPTIMIZER_NAME.search(key))
+        )
 
     def _data_parallel(self, call: ast.Call) -> None:
         if not call.args:

@@ -149,7 +149,7 @@ class _ModuleClass:
     def _plain_tensor_attributes(self, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # a parameter annotated `Tensor` is one (`def __init__(self, feature_set: Tensor)`), unless the class
         # reads its device or moves it itself (`self.alpha.to(x.device)` in `forward`)
-        aware = device_aware(self.ctx, self.cls)
+        aware: set[str] | None = None  # read only when a given tensor is kept (a walk of the class)
         local: set[str] = {
             arg.arg
             for arg in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
@@ -166,8 +166,10 @@ class _ModuleClass:
                     (local.add if tensor else local.discard)(target.id)
                 attr = _self_attr(target)
                 if tensor and attr is not None and attr not in self.registered:
-                    if isinstance(stmt.value, ast.Name) and attr in aware:
-                        continue  # a given tensor whose device the class handles
+                    if isinstance(stmt.value, ast.Name):
+                        aware = device_aware(self.ctx, self.cls) if aware is None else aware
+                        if attr in aware:
+                            continue  # a given tensor whose device the class handles
                     self.ctx.report(target, "DK004")
 
     # --- DK005 ----------------------------------------------------------------------------------
