@@ -343,7 +343,7 @@ def test_noqa():
 def test_select_and_ignore():
     assert select_codes() == DEFAULT_CODES
     assert select_codes(["DK008"]) == {"DK008"}
-    assert select_codes(["DK9"]) == {"DK901", "DK902"}
+    assert select_codes(["DK9"]) == {"DK901", "DK902", "DK903"}  # the opt-in rules
     assert select_codes(["DK"]) == DEFAULT_CODES
     assert select_codes(None, ["DK008", "DK2"]) == DEFAULT_CODES - {"DK008", "DK201", "DK214"}
     with pytest.raises(ValueError, match="matches no devicelint rule"):

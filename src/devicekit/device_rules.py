@@ -7,7 +7,7 @@ PyTorch checks devices per kernel. What both tools need to know, op by op:
   next to tensors on any device;
 * some arguments must or may stay on the CPU: ``lengths`` of ``aten::_pack_padded_sequence``,
   ``batch_sizes`` of the packed RNN ops, ``input_lengths``/``target_lengths`` of ``ctc_loss``
-  (`CPU_ARGS`);
+  (`CPU_ARGS`, with `INDEX_OPS` in the torch-free `devicekit.cpu_args`, which the linter reads too);
 * a 0-dim CPU tensor (``torch.tensor(2.0)``) may join tensors on another device only in ops whose device
   check is TensorIterator's (`allows_cpu_scalar`), one per op, except ``aten::where``, which moves each
   0-dim CPU operand itself (`ANY_CPU_SCALARS`).
@@ -27,6 +27,8 @@ import re
 from typing import Any
 
 import torch
+
+from .cpu_args import CPU_ARGS, INDEX_OPS
 
 __all__ = [
     "ANY_CPU_SCALARS",
@@ -53,39 +55,6 @@ TRANSFER_OPS = frozenset(
         "aten::_has_compatible_shallow_copy_type",
     }
 )
-# Indexing ops: CPU tensors in their `indices` argument are allowed on any device.
-INDEX_OPS = frozenset(
-    {
-        "aten::index",
-        "aten::index_put",
-        "aten::index_put_",
-        "aten::_index_put_impl_",
-        "aten::_unsafe_index",
-        "aten::_unsafe_index_put",
-    }
-)
-
-# Arguments whose CPU tensors are allowed next to tensors on any device, per op packet.
-_LENGTHS = frozenset({"input_lengths", "target_lengths"})
-CPU_ARGS: dict[str, frozenset[str]] = {
-    **dict.fromkeys(INDEX_OPS, frozenset({"indices"})),
-    "aten::_pack_padded_sequence": frozenset({"lengths"}),
-    **dict.fromkeys(
-        (
-            "aten::_pad_packed_sequence",
-            "aten::_pack_padded_sequence_backward",
-            "aten::lstm",
-            "aten::gru",
-            "aten::rnn_tanh",
-            "aten::rnn_relu",
-        ),
-        frozenset({"batch_sizes"}),
-    ),
-    **dict.fromkeys(
-        ("aten::ctc_loss", "aten::_ctc_loss", "aten::_cudnn_ctc_loss", "aten::_use_cudnn_ctc_loss"), _LENGTHS
-    ),
-}
-
 # Ops that move every 0-dim CPU operand to the result's device themselves before TensorIterator sees it
 # (aten/src/ATen/native/TensorCompare.cpp, where_self_out: "allow CPU scalars on non-cpu device").
 ANY_CPU_SCALARS = frozenset({"aten::where"})

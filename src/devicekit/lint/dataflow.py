@@ -27,13 +27,16 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from devicekit.cpu_args import cpu_positions
 from devicekit.lint import places as why
+from devicekit.lint.guesses import batch_item, unread_model, unread_model_class
 from devicekit.lint.meets import MEETING_METHODS, NOT_TENSOR, NOT_TENSOR_ATTRS, REDUCTIONS
 from devicekit.lint.modules import HIDDEN_NAME
 from devicekit.lint.names import (
     CPU_ONLY_FACTORIES,
     DEVICE_FACTORIES,
     DTYPES,
+    STATELESS_NN,
     Names,
     dotted,
     keyword,
@@ -73,6 +76,18 @@ _NOT_PROJECT = frozenset(
 MAX_DEPTH = 3
 MAX_CONTEXTS = 400
 
+#: Methods of `nn.Module` and of Lightning's `LightningModule` that a subclass calls on `self`.
+_MODULE_METHODS = frozenset(
+    {
+        *("add_module", "apply", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"),
+        *("train", "eval", "forward", "parameters", "buffers", "children", "modules", "state_dict"),
+        *("load_state_dict", "zero_grad", "requires_grad_", "extra_repr", "to_empty", "share_memory"),
+        *("print", "all_gather", "toggle_optimizer", "untoggle_optimizer", "manual_backward"),
+        *("optimizers", "lr_schedulers", "save_hyperparameters", "backward", "clip_gradients"),
+    }
+)
+#: A module attribute that holds the loss (`self.loss_fn`, `self.criterion`), judging by its name.
+_LOSS_ATTR = re.compile(r"^(loss_?fn|loss_?func(tion)?|criterion|loss)$")
 _ACCEL_STRING = re.compile(r"^(cuda|mps|xpu|npu|hpu|mtia)(:(\d+))?$")
 _LIKE = re.compile(r"^(zeros|ones|empty|full|rand|randn|randint)_like$")
 _NEW = re.compile(r"^new_(zeros|ones|empty|full|tensor)$")
@@ -140,9 +155,7 @@ class Questions:
         """A module called with tensors on another device than its weights (a loss without weights: its
         arguments against each other)."""
         if module.loss:
-            if (module.cls or "").endswith("CTCLoss"):
-                return  # its lengths (and targets) may stay on the CPU, as cuDNN's CTC wants them
-            self.meet(flow, node, args, zero_dim_ok=False)
+            self.meet(flow, node, args, zero_dim_ok=False)  # (without what may stay on the CPU)
             return
         tensors = [a for a in args if a is not None and a.kind in _TENSORS and a.place.kind != UNKNOWN]
         if module.place.kind == HOST and module.wrapper is not None:
@@ -152,7 +165,10 @@ class Questions:
             flow.report(where, "DK013", module.place.why)
             return
         if module.place.kind == HOST and not module.moved and module.created is not None:
-            moved = [a for a in tensors if a.place.kind == DEVICE]
+            # (a value moved whose kind is unknown, given to a model, is its data: `model(x.cuda())`)
+            moved = [
+                a for a in args if a is not None and a.kind in (*_TENSORS, "moved") and a.place.kind == DEVICE
+            ]
             if moved:
                 detail = _pair(module.label or "the model", module.place.why, moved[0])
                 flow.report(node, "DK201", detail)
@@ -934,6 +950,8 @@ class Flow:
                 and looks_like_model_name(key)
             ):  # `model_restoration = MPRNet()` from unread code, then `model_restoration.cuda()`
                 self.env[key] = Val("moved", place, label=key, moved=True)
+            elif receiver is None and place is not None and batch_item(expr.func.value):
+                self.report(expr, "DK002", _dropped(Val("tensor"), expr))  # `batch["tokens"].to(device)`
             elif receiver is not None and receiver.kind in _TENSORS and place is not None:
                 if receiver.whole:  # a whole batch may move in place (a tokenizer's `BatchEncoding`)
                     if key is not None:
@@ -960,6 +978,8 @@ class Flow:
             return
         self.bound.add(key)
         if value is None:
+            value = self.guess(key, expr)
+        if value is None:
             self.env.pop(key, None)
             for name in [k for k in self.env if k.startswith(key + ".")]:
                 del self.env[name]
@@ -971,6 +991,21 @@ class Flow:
             self.env[key] = replace(value, label=label, node=target)  # where an attribute is set (DK004)
         else:
             self.env[key] = value.named(label)
+
+    def guess(self, key: str, expr: ast.AST | None) -> Val | None:
+        """What a name bound to code the analysis cannot read probably holds (`devicekit.lint.guesses`):
+        a tensor out of a batch (`tokens = batch["tokens"]`), or a model of a class this file neither
+        defines nor imports, built here on the CPU."""
+        if batch_item(expr):
+            return Val("tensor", UNKNOWN_PLACE)
+        if not self.device_blocks and unread_model_class(key, expr, self.names):
+            assert isinstance(expr, ast.Call)
+            return Val(
+                "module",
+                Place(HOST, why=why.built_here(expr.lineno)),
+                created=(expr.lineno, expr.col_offset),
+            )
+        return None
 
     def store_item(self, target: ast.Subscript, value: Val | None) -> None:
         """`d[k] = v`: a container's content changes (a tensor written into stays where it is)."""
@@ -1353,8 +1388,8 @@ class Flow:
         if full.startswith("torch.nn.functional."):
             args, kwargs = self.args(call)
             values = [*args, *kwargs.values()]
-            if not full.endswith("ctc_loss"):  # CTC's lengths and targets may stay on the CPU
-                self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
+            # (CTC's lengths may stay on the CPU: `devicekit.cpu_args`, the simulator's table too)
+            self.analysis.questions.meet(self, call, _flatten(_judged(full, args, kwargs)), zero_dim_ok=False)
             return _result(values, call)
         if (full in ("torch.utils.data.DataLoader", "DataLoader") or full.endswith(".DataLoader")) and not (
             self.names.imports_torch_geometric  # PyG's batches move in place: `data.to(device)` is right
@@ -1430,6 +1465,19 @@ class Flow:
             key = dotted(func)
             if key is not None and key in self.env:  # `self.encoder(x)`: an attribute that holds a module
                 return self.plain_call(call, full)
+            if (
+                self.self_name is not None
+                and key == f"{self.self_name}.{func.attr}"
+                and _LOSS_ATTR.match(func.attr)
+                and self.module_place is not None
+            ):
+                # `self.loss_fn(predict, target)` in a module's step, the loss set by code not read: a loss
+                # compares its inputs' devices (a CTC loss, whose lengths may stay on the CPU, is not
+                # named so)
+                args, kwargs = self.args(call)
+                values = [*args, *kwargs.values()]
+                self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
+                return _result(values, call)
             return self.method_call(call, func)
         return self.plain_call(call, full)
 
@@ -1505,7 +1553,7 @@ class Flow:
         ):
             return None
         values = [*args, *kwargs.values()]
-        flat = _flatten(values)
+        flat = _flatten(_judged(full, args, kwargs))
         zero_ok = short in (
             "where",
             "add",
@@ -1550,6 +1598,11 @@ class Flow:
             target = self._project_target(call)
             if target is not None:
                 return self._call_project(call, target, args, kwargs)
+            if self._inherited_submodule(func):
+                module = Val(
+                    "module", Place(INPUT, why=why.submodule(_label(func) or attr)), label=_label(func)
+                )
+                return self._module_call(call, module, args, kwargs)
             self.hand_over(call)
             return None
         if receiver.kind == "tensor":
@@ -1603,10 +1656,44 @@ class Flow:
             return Val("any", receiver.place)
         return None
 
+    def _inherited_submodule(self, func: ast.Attribute) -> bool:
+        """`self.emb(pos)` in a module's runtime method, `emb` neither a method of the class nor assigned
+        anywhere in it (a base class or a builder set it): a submodule, whose weights are on the module's
+        device."""
+        if not (
+            self.module_place is not None
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self.self_name
+            and _RUNTIME_METHOD.match(self.name or "")
+        ):
+            return False
+        if func.attr in _MODULE_METHODS or func.attr.startswith(("register_", "named_", "get_", "log")):
+            return False  # `self.register_buffer(...)`, Lightning's `self.log(...)`: methods, not submodules
+        cls = _enclosing_class(self.source, self.function)
+        if cls is None or _method(cls, func.attr) is not None:
+            return False
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == func.attr
+                and not isinstance(node.ctx, ast.Load)
+            ):
+                return False  # assigned here to something the analysis did not place: unknown
+            if isinstance(node, ast.Constant) and node.value == func.attr:
+                return False  # `setattr(self, "emb", ...)`, `register_buffer("emb", ...)`
+        return True
+
     def plain_call(self, call: ast.Call, full: str) -> Val | None:
         func = call.func
         callee = self.ev(func)
         args, kwargs = self.args(call)
+        if (
+            callee is None
+            and isinstance(func, ast.Name)
+            and func.id == self.self_name
+            and self.module_place is not None
+        ):  # `self(x1, x2)` in a module's step: its own output, on its own device
+            return Val("tensor", replace(self.module_place, why=why.own_output()), label=_label(call))
         if callee is not None:
             if callee.kind == "module":
                 return self._module_call(call, callee, args, kwargs)
@@ -1625,7 +1712,22 @@ class Flow:
             return self._call_project(call, target, args, kwargs)
         if full not in _HARMLESS:
             self.hand_over(call)
-        return None
+        return self._output_of_unread_model(call, args)
+
+    def _output_of_unread_model(self, call: ast.Call, args: list) -> Val | None:
+        """`pred = model(x)` with `model` from code not read (a parameter) and `x` on a device: once the
+        line has run, the model ran there, and so is its output (`devicekit.lint.guesses`)."""
+        name = unread_model(call.func) if isinstance(call.func, ast.Name) else None
+        if name is None or name in self.names.functions or name in self.names.classes:
+            return None
+        places = [
+            a for a in args if a is not None and a.kind in (*_TENSORS, "moved") and a.place.kind == DEVICE
+        ]
+        if not places or any(not places[0].place.same(a.place) for a in places[1:]):
+            return None
+        arg = places[0]
+        reason = why.output_of(name, why.called_with(arg.label or "its input", arg.place.why))
+        return Val("tensor", replace(arg.place, why=reason), label=_label(call))
 
     def hand_over(self, call: ast.Call, parts_only: bool = False) -> None:
         """A module (or a part of one: `model.linear1`) given to code the analysis cannot read may be moved
@@ -1647,6 +1749,9 @@ class Flow:
         if target is not None and isinstance(target[1], ast.ClassDef):
             cls = self._qualified(target)
         label = _label(call.func)
+        if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in STATELESS_NN:
+            # no weights: it runs where its input is, and so is its output (`_module_call`)
+            return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=full)
         if self.device_blocks:  # built under `with torch.device(...)`: its weights are there
             return Val("module", self.device_blocks[-1], label=label, moved=True, cls=cls)
         placed = keyword(call, "device_map") or keyword(call, "device")
@@ -1660,7 +1765,10 @@ class Flow:
         # `Wrapper(model, ...)`: around a module that is already somewhere (modules built right here and
         # never moved, `nn.Sequential(nn.Linear(...))`, leave it on the CPU)
         wraps = any(
-            v is not None and v.kind == "module" and not (v.place.kind == HOST and v.created is not None)
+            v is not None
+            and v.kind == "module"
+            and not (v.place.kind == HOST and v.created is not None)
+            and not _stateless(v)  # (`nn.ReLU()` in `nn.Sequential(...)` is nowhere in particular)
             for v in _flatten(args)
         )
         if wraps or (
@@ -1689,8 +1797,12 @@ class Flow:
 
     def _module_call(self, call: ast.Call, module: Val, args: list, kwargs: dict) -> Val | None:
         flat = _flatten([*args, *kwargs.values()])
-        self.analysis.questions.module_call(self, call, module, flat)
+        judged = _flatten(_judged(_table_name(module.cls), args, kwargs)) if module.loss else flat
+        self.analysis.questions.module_call(self, call, module, judged)
         if module.loss:
+            self._refine_by_loss(call, module, args)
+            return _result(flat, call)
+        if _stateless(module):
             return _result(flat, call)
         result = None
         if module.cls is not None and module.place.kind in (HOST, DEVICE):
@@ -1720,6 +1832,30 @@ class Flow:
             reason = why.output_of(module.label or "the model", module.place.why)
             return Val("tensor", replace(module.place, why=reason), label=_label(call))
         return result if result is not None and result.kind == "tensor" else None
+
+    def _refine_by_loss(self, call: ast.Call, module: Val, args: list) -> None:
+        """`criterion(outputs, labels.to(device))` with `outputs` from code not read (`net(x)`, `net` a
+        parameter): a loss checks that its inputs share a device, so once the line has run `outputs` is
+        where `labels` is. Only a name this function bound, whose place is unknown, next to exactly one
+        known accelerator place, learns it; nothing is learnt from a CPU operand (it may be the bug)."""
+        if cpu_positions(_table_name(module.cls)) is not None or self.events is not None:
+            return
+        known = [
+            v
+            for v in args
+            if v is not None and v.kind in ("tensor", "moved") and v.place.kind == DEVICE and not v.zero_dim
+        ]
+        if not known or any(not known[0].place.same(v.place) for v in known[1:]):
+            return
+        other = known[0]
+        for expr, value in zip(call.args, args, strict=False):
+            key = expr.id if isinstance(expr, ast.Name) else None
+            if key is None or key not in self.bound:
+                continue
+            if value is not None and not (value.kind in _TENSORS and value.place.kind == UNKNOWN):
+                continue
+            reason = why.met_in_loss(other.label or "the other input", call.lineno, other.place.why)
+            self.env[key] = Val("tensor", replace(other.place, why=reason), label=key)
 
     def _project_target(self, call: ast.Call) -> tuple[SourceFile, ast.AST] | None:
         func = call.func
@@ -1806,7 +1942,12 @@ class Flow:
         )
         if signature in self.analysis.summaries and not self.quiet:
             return self.analysis.summaries[signature]
-        if not known and not any(True for _ in env) and not self.quiet:
+        if (
+            not known
+            and not any(True for _ in env)
+            and not self.quiet
+            and not self.analysis.worth_reading(self.source, node)  # (a helper that makes a CPU mask)
+        ):
             return None
         self.analysis.contexts += 1
         self.analysis.active.add(id(node))
@@ -1930,6 +2071,29 @@ def _elements(value: Val | None, count: int) -> list[Val | None]:
     if value.kind == "tensor":
         return [replace(value, label=None)] * count  # `_, predicted = torch.max(out, 1)`
     return [None] * count
+
+
+def _stateless(module: Val) -> bool:
+    """A `torch.nn` module without parameters or buffers (`nn.ReLU()`): it runs where its input is."""
+    cls = module.cls or ""
+    return cls.startswith("torch.nn.") and cls.rsplit(".", 1)[-1] in STATELESS_NN
+
+
+def _table_name(cls: str | None) -> str:
+    """The name `devicekit.cpu_args` knows a loss class by: any `...CTCLoss` is `torch.nn.CTCLoss`."""
+    return "torch.nn.CTCLoss" if (cls or "").endswith("CTCLoss") else (cls or "")
+
+
+def _judged(function: str, args: list[Val | None], kwargs: dict[str, Val | None]) -> list[Val | None]:
+    """The arguments of a call whose devices must agree: all, except those `devicekit.cpu_args` (the table
+    the simulator and strict mode read too) lets stay on the CPU (`ctc_loss`'s lengths,
+    `pack_padded_sequence`'s `lengths`)."""
+    allowed = cpu_positions(function)
+    if allowed is None:
+        return [*args, *kwargs.values()]
+    positions, names = allowed
+    kept = [value for i, value in enumerate(args) if i not in positions]
+    return kept + [value for name, value in kwargs.items() if name not in names]
 
 
 def _flatten(values: Iterable[Val | None]) -> list[Val | None]:

@@ -1,7 +1,10 @@
-"""Rules that follow values through a function in statement order: DK001 (a batch never moved), DK002
-(`x.to(dev)` thrown away), DK007 (a loss holding a CPU weight), DK009 (optimizer state loaded before the
-move), DK010 (`.numpy()` on a moved tensor), DK013 (DataParallel off `device_ids[0]`) and DK014 (DDP
-without `set_device`)."""
+"""Rules that follow modules through a function in statement order: DK007 (a loss holding a CPU weight),
+DK009 (optimizer state loaded before the move), DK013 (DataParallel off `device_ids[0]`) and DK014 (DDP
+without `set_device`).
+
+The rules about where tensors meet (DK001 a batch never moved, DK002 `x.to(dev)` thrown away, DK010
+`.numpy()` on a device tensor, DK201 a model never moved) are questions to the device-flow analysis
+(`devicekit.lint.dataflow`) only: one walker, one set of places."""
 
 from __future__ import annotations
 
@@ -13,20 +16,12 @@ from devicekit.lint.names import (
     dotted,
     keyword,
     looks_like_device_name,
-    looks_like_lengths,
     looks_like_loader_name,
 )
 from devicekit.lint.values import Value, infer, move_of, placement_of
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
 _MODEL_NAME = re.compile(r"(model|net|encoder|decoder|classifier|backbone|module)\w*$", re.I)
-# `batch["tokens"]`: an item of a batch-like container, or under a key that names tensor data.
-_BATCH_CONTAINER = re.compile(r"(^|_)(batch|sample|example|inputs|feed)\w*$", re.I)
-_TENSOR_KEY = re.compile(
-    r"^(\w*_)?(ids|mask|masks|labels?|targets?|tokens?|images?|pixel_values|inputs?|x|y|features?|audio)$",
-    re.I,
-)
-_LOSS_NAME = re.compile(r"(loss|criterion)", re.I)
 
 _OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim\w*|optimizer\w*)$", re.I)
 _SET_DEVICE = {
@@ -39,7 +34,7 @@ _SET_DEVICE = {
 # Calls that surely do not move a module handed to them.
 _HARMLESS_CALLS = frozenset({"print", "len", "isinstance", "repr", "str", "type", "id", "hasattr", "getattr"})
 _LAUNCHERS = ("devicekit.distributed", "accelerate", "lightning", "pytorch_lightning", "deepspeed")
-_FLOW_CODES = ("DK001", "DK201", "DK002", "DK007", "DK009", "DK010", "DK013", "DK014")
+_FLOW_CODES = ("DK007", "DK009", "DK013", "DK014")
 
 
 def check_flow(ctx: Context) -> None:
@@ -72,6 +67,9 @@ def check_flow(ctx: Context) -> None:
         }
         scope.run(function.body)
         scope.finish()
+    if file_facts.ddp_calls and ctx.project is not None and len(ctx.project.files) > 1:  # type: ignore[attr-defined]
+        # DDP set up across files: `init_process_group` in the entry point, DDP in the trainer
+        file_facts.set_device, file_facts.sets_up_process_group = _project_process_facts(ctx)
     if file_facts.sets_up_process_group and not file_facts.set_device:
         for call in file_facts.ddp_calls:
             on_gpus = keyword(call, "device_ids") is not None or len(call.args) > 1
@@ -141,6 +139,47 @@ class _FileFacts:
             self.set_device = True
 
 
+def _process_facts(tree: ast.Module, names) -> tuple[bool, bool]:
+    """(sets the device or hands that to a launcher, starts a process group not on gloo) for one file."""
+    set_device = any(v.startswith(_LAUNCHERS) for v in names.aliases.values())
+    group = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value == "CUDA_VISIBLE_DEVICES":
+            set_device = True
+        if not isinstance(node, ast.Call):
+            continue
+        full = names.resolve(node.func) or ""
+        if full in _SET_DEVICE:
+            set_device = True
+        elif full.endswith("init_process_group"):
+            backend = keyword(node, "backend") or (node.args[0] if node.args else None)
+            group = group or not (isinstance(backend, ast.Constant) and backend.value == "gloo")
+    return set_device, group
+
+
+_PROCESS_WORDS = re.compile(
+    r"set_device|init_process_group|CUDA_VISIBLE_DEVICES|accelerate|lightning|deepspeed|devicekit"
+)
+
+
+def _project_process_facts(ctx: Context) -> tuple[bool, bool]:
+    """`_process_facts` over every file of the project linted with this one (computed once; a file whose
+    text names none of these calls is not walked)."""
+    cache = ctx.project.cache  # type: ignore[attr-defined]
+    if "process-facts" not in cache:
+        facts = []
+        for source in ctx.project.files.values():  # type: ignore[attr-defined]
+            try:
+                with open(source.path, encoding="utf-8") as handle:
+                    text = handle.read()
+            except (OSError, UnicodeDecodeError):
+                text = None
+            if text is None or _PROCESS_WORDS.search(text):
+                facts.append(_process_facts(source.tree, source.names))
+        cache["process-facts"] = (any(a for a, _ in facts), any(b for _, b in facts))
+    return cache["process-facts"]
+
+
 def _functions(tree: ast.Module, ctx: Context):
     """Every function of the file, with its class (None for a plain function)."""
     methods_of_classes = {id(n) for cls in ctx.definitions if isinstance(cls, ast.ClassDef) for n in cls.body}
@@ -191,7 +230,6 @@ class _Scope:
         self.optimizer_loads: list[ast.Call] = []
         self.losses: dict[str, ast.AST] = {}
         self.parallel_first: dict[str, int] = {}
-        self.has_batch = any(v.batch for v in env.values())
         self.device_blocks = 0
         self.assigned: set[str] = set()  # names this scope assigned (not from a loop over a loader)
         self.params: set[str] = set()  # the function's parameters (what the caller gives)
@@ -300,8 +338,6 @@ class _Scope:
         old = self.env.get(key)
         if _MODEL_NAME.search(key.rsplit(".", 1)[-1]):
             value = _probably_module(value, value_expr)
-        elif value is None and _batch_item(value_expr):
-            value = Value("tensor", "unknown")
         if value is not None and value.kind == "module" and value.device == "cpu":
             if self.device_blocks or _places_itself(self.ctx, value_expr) or self._wraps(value_expr):
                 # built under `with torch.device(...)`, by a class that picks its own device, or around
@@ -311,7 +347,6 @@ class _Scope:
             self.env.pop(key, None)
         else:
             self.env[key] = value
-            self.has_batch = self.has_batch or value.batch
             wrapped = bool(full) and full.endswith("DataParallel")  # (DDP too) a wrapper is no move
             if value.kind == "module" and value.device != "cpu" and old is not None and old.kind == "module":
                 if not wrapped:
@@ -352,36 +387,8 @@ class _Scope:
         return False
 
     def bind_loop(self, target: ast.AST, iterable: ast.AST) -> None:
-        source = iterable
-        enumerated = False
-        while (
-            isinstance(source, ast.Call)
-            and (self.names.resolve(source.func) or "")
-            in {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"}
-            and source.args
-        ):
-            enumerated = enumerated or (self.names.resolve(source.func) == "enumerate")
-            source = source.args[0]
-        if not self._is_loader(source):
-            self.forget(target)
-            return
-        if enumerated and isinstance(target, ast.Tuple) and len(target.elts) == 2:
-            self.forget(target.elts[0])
-            target = target.elts[1]
-        whole = isinstance(target, ast.Name)
-        for node in ast.walk(target):
-            if isinstance(node, ast.Name):
-                self.env[node.id] = Value("tensor", "cpu", batch=True, whole=whole)
-                self.has_batch = True
-
-    def _is_loader(self, source: ast.AST) -> bool:
-        value = infer(source, self.env, self.names)
-        if value is not None:
-            return value.kind == "loader"
-        key = dotted(source)
-        if key is None or key in self.assigned:  # set here from code not read (`accelerator.prepare(...)`)
-            return False
-        return looks_like_loader_name(key) and not self.names.imports_torch_geometric
+        """A loop's variables (batches, items): nothing these rules follow."""
+        self.forget(target)
 
     # --- expressions ----------------------------------------------------------------------------
 
@@ -391,16 +398,12 @@ class _Scope:
         receiver = infer(receiver_expr, self.env, self.names)
         key = dotted(receiver_expr)
         placement = move_of(call, self.env, self.names)
-        if receiver is None and _batch_item(receiver_expr):
-            receiver = Value("tensor", "unknown")
         item = _item_name(receiver_expr)
         if receiver is None and item and _MODEL_NAME.search(item) and placement is not None:
             self.module_moves.append((call.lineno, f"[{item}]"))  # `state["model"].to(device)`
             return
         if receiver is not None and receiver.kind == "tensor":
-            if not receiver.whole:
-                self.ctx.report(call, "DK002")
-            if key is not None:  # (a whole batch may have moved in place: a tokenizer's BatchEncoding)
+            if key is not None:  # (DK002 is the device-flow analysis'; a whole batch may move in place)
                 self.env[key] = Value("tensor", "unknown")
             return
         if receiver is None and key is not None and placement is not None:
@@ -436,30 +439,11 @@ class _Scope:
                 continue
             if isinstance(node, ast.Call):
                 self.call(node)
-            elif isinstance(node, (ast.Compare, ast.BinOp)) and self.has_batch and self.ctx.wants("DK001"):
-                self._batch_operands(node)
-
-    def _batch_operands(self, node: ast.Compare | ast.BinOp) -> None:
-        """`(pred == labels)` with `pred` on the accelerator and `labels` straight from the loader."""
-        operands = (
-            [node.left, *node.comparators] if isinstance(node, ast.Compare) else [node.left, node.right]
-        )
-        values = [infer(o, self.env, self.names) for o in operands]
-        if not any(v is not None and v.kind == "tensor" and v.device == "accel" for v in values):
-            return
-        for operand in operands:
-            if self._is_unmoved_batch(operand):
-                self.ctx.report(operand, "DK001")
-                name = dotted(operand.value if isinstance(operand, ast.Subscript) else operand)
-                if name:
-                    self.env[name] = Value("tensor", "unknown")
 
     def call(self, call: ast.Call) -> None:
         func = call.func
         if isinstance(func, ast.Attribute):
-            if func.attr == "numpy":
-                self._numpy(call)
-            elif func.attr == "load_state_dict":
+            if func.attr == "load_state_dict":
                 key = dotted(func.value) or _item_name(func.value) or ""
                 value = self.env.get(key)
                 if (value is not None and value.kind == "optimizer") or (
@@ -475,32 +459,38 @@ class _Scope:
         full = self.names.resolve(func) or ""
         if _is_data_parallel(full):
             self._data_parallel(call)
-        self._batch_arguments(call)
+        elif self.ctx.project is not None and self.ctx.source is not None and full:
+            self._loads_in_a_helper(call, full)
+        self._hand_over(call)
 
-    def _numpy(self, call: ast.Call) -> None:
-        assert isinstance(call.func, ast.Attribute)
-        if _under_a_cpu_test(call, self.ctx.parents):
-            return  # `if device == "cpu": x = x.numpy()`: only run on the CPU
-        node: ast.AST = call.func.value
-        while True:
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in _MOVES:
-                    placement = move_of(node, self.env, self.names)
-                    if placement is not None and placement.device == "accel":
-                        self.ctx.report(call, "DK010")
-                    return
-                if dotted(node.func) is not None and dotted(node.func) in self.env:
-                    break
-                node = node.func.value
-            elif isinstance(node, ast.Subscript):
-                node = node.value
-            elif isinstance(node, ast.Attribute) and node.attr in {"data", "T", "mT", "real", "grad"}:
-                node = node.value
-            else:
-                break
-        value = infer(node, self.env, self.names)
-        if value is not None and value.kind in {"tensor", "moved"} and value.device == "accel":
-            self.ctx.report(call, "DK010")
+    def _loads_in_a_helper(self, call: ast.Call, full: str) -> None:
+        """`load_epoch(save_dir, epoch, model, optm)`, a function of the project (another file too) that
+        calls `optm.load_state_dict(...)` on the optimizer it is given: the state is loaded here, at the
+        call. A helper that also touches the state itself (`for s in optm.state.values(): ...to(device)`)
+        moves it, and is no load before the move."""
+        if not any(self._is_optimizer(arg) for arg in [*call.args, *(kw.value for kw in call.keywords)]):
+            return  # (checked first: a lookup for every call costs a tenth of the linting)
+        found = self.ctx.project.lookup(full, self.ctx.source)  # type: ignore[attr-defined]
+        if found is None or not isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        function = found[1]
+        params = [a.arg for a in function.args.posonlyargs + function.args.args]
+        given = {params[i]: arg for i, arg in enumerate(call.args) if i < len(params)}
+        given.update({kw.arg: kw.value for kw in call.keywords if kw.arg in params})
+        for param, arg in given.items():
+            if not self._is_optimizer(arg):
+                continue
+            if _loads_state_of(function, param):
+                self.optimizer_loads.append(call)
+                return
+
+    def _is_optimizer(self, arg: ast.AST) -> bool:
+        """An optimizer built here, or a name that says it is one (`optm`, `optimizer`)."""
+        key = dotted(arg) or ""
+        value = self.env.get(key)
+        return (value is not None and value.kind == "optimizer") or (
+            value is None and bool(_OPTIMIZER_NAME.search(key))
+        )
 
     def _data_parallel(self, call: ast.Call) -> None:
         if not call.args:
@@ -515,69 +505,28 @@ class _Scope:
         if model.index is not None and model.index != first:
             self.ctx.report(call, "DK013")
 
-    def _batch_arguments(self, call: ast.Call) -> None:
-        """DK201 (a CPU model called with a moved batch) and DK001 (an unmoved batch passed on)."""
-        args = [*call.args, *(kw.value for kw in call.keywords)]
-        if not args:
-            return
-        env = self.env
-        keys = [dotted(a) for a in args]
+    def _hand_over(self, call: ast.Call) -> None:
+        """A module handed to code we cannot see may be moved there (a part of it too: `model.linear1`)."""
         full_name = self.names.resolve(call.func) or ""
-        if not (full_name.endswith("DataParallel") or full_name in _HARMLESS_CALLS):
-            for key in keys:
-                # handed to code we cannot see, which may move it (a part of it too: `model.linear1`)
-                for name in (key, key.split(".", 1)[0]) if key is not None else ():
-                    value = env.get(name)
-                    if value is not None and value.kind == "module" and value.device == "cpu":
-                        env[name] = Value("module", "unknown", loss=value.loss)
-        callee = infer(call.func, env, self.names)
-        cpu_model = (
-            callee is not None and callee.kind == "module" and callee.device == "cpu" and not callee.loss
-        )
-        unmoved = (
-            [a for a in args if self._is_unmoved_batch(a) and not _cpu_lengths(a)] if self.has_batch else []
-        )
-        if not (cpu_model or unmoved):
+        if full_name.endswith("DataParallel") or full_name in _HARMLESS_CALLS:
             return
-        values = [infer(a, env, self.names) for a in args]
-        moved_arg = any(
-            v is not None and v.kind in {"tensor", "moved"} and v.device == "accel" for v in values
-        )
-        if cpu_model:
-            if moved_arg:
-                self.ctx.report(call, "DK201")
-                key = dotted(call.func)
-                if key is not None:
-                    env[key] = Value("module", "unknown")
-            return
-        key = dotted(call.func) or ""
-        last = key.rsplit(".", 1)[-1]
-        if callee is not None and callee.kind == "module":
-            fire = moved_arg if callee.loss else callee.device == "accel"
-        elif full_name.startswith("torch.nn.functional.") or _LOSS_NAME.search(last):
-            fire = moved_arg
-        else:
-            fire = callee is None and moved_arg and bool(_MODEL_NAME.search(last))
-        if fire:
-            for arg in unmoved:
-                self.ctx.report(arg, "DK001")
-                name = dotted(arg.value if isinstance(arg, ast.Subscript) else arg)
-                if name:
-                    env[name] = Value("tensor", "unknown")
-
-    def _is_unmoved_batch(self, arg: ast.AST) -> bool:
-        if isinstance(arg, ast.Subscript):
-            arg = arg.value
-        key = dotted(arg)
-        value = self.env.get(key) if key else None
-        return value is not None and value.batch
+        for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+            key = dotted(arg)
+            for name in (key, key.split(".", 1)[0]) if key is not None else ():
+                value = self.env.get(name)
+                if value is not None and value.kind == "module" and value.device == "cpu":
+                    self.env[name] = Value("module", "unknown", loss=value.loss)
 
     # --- end of the body ------------------------------------------------------------------------
 
     def finish(self) -> None:
         module_moves = [line for line, key in self.module_moves if not self.env.get(key, Value("?")).loss]
         for load in self.optimizer_loads:
-            if any(line > load.lineno for line in module_moves):
+            # (a model already moved before the load, `Model(cfg).to(device)`, has its parameters there: the
+            # state is cast to them, and a later `.to(device)` moves nothing)
+            if any(line > load.lineno for line in module_moves) and not any(
+                line < load.lineno for line in module_moves
+            ):
                 self.ctx.report(load, "DK009")
         any_moved = bool(self.module_moves) or (
             self.facts is not None and (self.facts.any_module_moved or self.facts.uses_accelerator)
@@ -589,21 +538,15 @@ class _Scope:
                 self.ctx.report(node, "DK007")
 
 
-def _under_a_cpu_test(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """Inside `if ... == "cpu":` (or a test naming a CPU constant): a branch that runs on the CPU only."""
-    child = node
-    while child in parents:
-        parent = parents[child]
-        if isinstance(parent, ast.If) and child is not parent.test and child in parent.body:
-            for part in ast.walk(parent.test):
-                if isinstance(part, ast.Constant) and part.value == "cpu":
-                    return True
-                if isinstance(part, (ast.Name, ast.Attribute)) and "CPU" in (dotted(part) or ""):
-                    return True
-        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return False
-        child = parent
-    return False
+def _loads_state_of(function: ast.AST, param: str) -> bool:
+    """`param.load_state_dict(...)` in `function`, and no `param.state` read there (a move of the state)."""
+    loads = False
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param:
+            if node.attr == "state":
+                return False
+            loads = loads or node.attr == "load_state_dict"
+    return loads
 
 
 def _places_itself(ctx: Context, expr: ast.AST) -> bool:
@@ -656,19 +599,6 @@ def _item_name(expr: ast.AST) -> str | None:
     return None
 
 
-def _batch_item(expr: ast.AST) -> bool:
-    """`batch["tokens"]`, `inputs["input_ids"]`: a tensor taken out of a batch, judging by the names."""
-    if not isinstance(expr, ast.Subscript):
-        return False
-    index = expr.slice
-    if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
-        return False
-    if _MODEL_NAME.search(index.value) or _LOSS_NAME.search(index.value):
-        return False
-    container = (dotted(expr.value) or "").rsplit(".", 1)[-1]
-    return bool(_BATCH_CONTAINER.search(container) or _TENSOR_KEY.match(index.value))
-
-
 def _probably_module(value: Value | None, expr: ast.AST) -> Value | None:
     """`model = Net().to(device)` with `Net` defined elsewhere: a module, judging by both names."""
     if value is not None and value.kind == "moved":
@@ -700,19 +630,3 @@ def _is_move_chain(expr: ast.AST) -> bool:
             return True
         expr = expr.func.value
     return False
-
-
-def _cpu_lengths(arg: ast.AST) -> bool:
-    """`lengths`, `src_lens`, `batch["lengths"]`: sequence lengths, which a model hands to
-    `pack_padded_sequence`. That function wants them on the CPU (`torch/nn/utils/rnn.py` at v2.13.0:
-    "must be on the CPU if provided as a tensor"; a CUDA `lengths` raises "'lengths' argument should be a
-    1D CPU int64 tensor", recorded case `pack-padded-cuda-lengths`), so a batch's lengths left on the CPU
-    are right, not a missed move."""
-    if (
-        isinstance(arg, ast.Subscript)
-        and isinstance(arg.slice, ast.Constant)
-        and isinstance(arg.slice.value, str)
-    ):
-        return looks_like_lengths(arg.slice.value)
-    key = dotted(arg)
-    return key is not None and looks_like_lengths(key)

@@ -42,6 +42,21 @@ DTYPES = frozenset(
     "float float32 float64 double half float16 bfloat16 int int8 int16 int32 int64 long short uint8 bool "
     "complex64 complex128 cfloat".split()
 )
+#: `torch.nn` modules with no parameters and no buffers (`tests/test_lint_round3_precision.py` builds each
+#: and checks): they run wherever their input is, so one never moved is no bug.
+STATELESS_NN = frozenset(
+    {
+        *("Softmax", "LogSoftmax", "Softmin", "Softmax2d", "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU"),
+        *("CELU", "GELU", "SiLU", "Mish", "Sigmoid", "LogSigmoid", "Tanh", "Hardtanh", "Hardswish"),
+        *("Hardsigmoid", "Softplus", "Softsign", "Tanhshrink", "Threshold", "Dropout", "Dropout1d"),
+        *("Dropout2d", "Dropout3d", "AlphaDropout", "Identity", "Flatten", "Unflatten", "MaxPool1d"),
+        *("MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d"),
+        *("AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"),
+        *("AdaptiveMaxPool3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle"),
+        *("PixelUnshuffle", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad2d"),
+        *("ReplicationPad2d", "CosineSimilarity", "PairwiseDistance"),
+    }
+)
 NN_NOT_MODULES = frozenset({"Parameter", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 RNN_CLASSES = frozenset({"RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"})
 _MODULE_BASE = re.compile(
@@ -71,7 +86,7 @@ def looks_like_device_name(key: str) -> bool:
 
 def looks_like_lengths(key: str) -> bool:
     """`lengths`, `src_lens`, `batch["seq_lengths"]`: sequence lengths, which `pack_padded_sequence` wants
-    on the CPU (see `devicekit.lint.flow._cpu_lengths`)."""
+    on the CPU (`devicekit.cpu_args`: the table the simulator and strict mode read too)."""
     last = key.rsplit(".", 1)[-1]
     if last.endswith(("']", '"]')) and "[" in last:
         last = last[last.rindex("[") + 2 : -2]
@@ -111,8 +126,11 @@ class Names:
         self._resolved: dict[ast.AST, str | None] = {}
         self.bound: set[str] = set()
         self.functions: set[str] = set()
+        self.star_import = False  # `from x import *`: any name may come from there
         classes: dict[str, ast.ClassDef] = {}
         for node in nodes if nodes is not None else ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+                self.star_import = True
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -177,11 +195,29 @@ class Names:
                         base_name(base) in subclasses
                         or _MODULE_BASE.search(full)
                         or (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1][:1].isupper())
+                        or (full.endswith("Module") and self._builds_nn_layers(cls))
                     ):
                         subclasses.add(name)
                         changed = True
                         break
         return subclasses
+
+    def _builds_nn_layers(self, cls: ast.ClassDef) -> bool:
+        """`class _TFTModule(PLForecastingModule)` from another package: a base named `...Module` and an
+        `__init__` that puts a `torch.nn` layer on `self` (`self.lstm = nn.LSTM(...)`) make a module."""
+        for item in cls.body:
+            if not (isinstance(item, ast.FunctionDef) and item.name == "__init__"):
+                continue
+            for node in ast.walk(item):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    if not any(isinstance(t, ast.Attribute) for t in node.targets):
+                        continue
+                    full = self.resolve(node.value.func) or ""
+                    last = full.rsplit(".", 1)[-1]
+                    if full.startswith("torch.nn.") and not full.startswith("torch.nn.functional"):
+                        if last[:1].isupper():
+                            return True
+        return False
 
     def torch_function(self, call: ast.Call) -> str | None:
         """`zeros` for `torch.zeros(...)` (any alias of torch), else None."""
@@ -196,6 +232,8 @@ class Names:
         last = full.rsplit(".", 1)[-1]
         if isinstance(call.func, ast.Name) and call.func.id in self.module_classes:
             return True
+        if isinstance(call.func, ast.Subscript):  # `models.__dict__[args.arch]()`: a torchvision model
+            return (self.resolve(call.func.value) or "") == "torchvision.models.__dict__"
         if full.startswith("torch.nn.") and not full.startswith("torch.nn.functional"):
             return last[:1].isupper() and last not in NN_NOT_MODULES
         if full.startswith("torchvision.models.") or full in {"timm.create_model"}:

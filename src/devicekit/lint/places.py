@@ -238,6 +238,24 @@ def moved_to(device: str, line: int) -> Message:
     return Message(f"is moved to `{device}` at line {line}", f"在第 {line} 行移到了 `{device}` 上")
 
 
+def met_in_loss(other: str, line: int, why: Message | None) -> Message:
+    tail_en = f" (which {why.en})" if why is not None else ""
+    tail_zh = f"（而后者{why.zh}）" if why is not None else ""
+    return Message(
+        f"met `{other}` in a loss at line {line}, so it is on that device{tail_en}",
+        f"在第 {line} 行与 `{other}` 一起进入了损失函数，所以它在同一设备上{tail_zh}",
+    )
+
+
+def called_with(arg: str, why: Message | None) -> Message:
+    tail_en = f" (which {why.en})" if why is not None else ""
+    tail_zh = f"（而它{why.zh}）" if why is not None else ""
+    return Message(
+        f"is called with `{arg}`{tail_en}, so it runs on that device",
+        f"以 `{arg}` 为输入调用{tail_zh}，所以它在那个设备上运行",
+    )
+
+
 def made_on(device: str, line: int) -> Message:
     return Message(f"is created on `{device}` at line {line}", f"在第 {line} 行创建于 `{device}` 上")
 
@@ -315,6 +333,13 @@ def buffer_of(name: str) -> Message:
     return Message(
         f"is `{name}`, a buffer or a parameter of the module, which moves with it",
         f"是 `{name}`，模块的缓冲区或参数，随模块一起移动",
+    )
+
+
+def own_output() -> Message:
+    return Message(
+        "is the module's own output (`self(...)`), on the module's device",
+        "是模块自身的输出（`self(...)`），在模块所在的设备上",
     )
 
 

@@ -140,6 +140,33 @@ class Net(nn.Module):
 """,
     ),
     Rule(
+        code="DK903",
+        scenario=3,
+        name="factory-in-forward-unsure",
+        title_en="a tensor created without `device=` in a module's method may meet the module's data (read "
+        "from the method's shape, not followed to where the tensor goes: right too rarely on real code to "
+        "be on by default)",
+        title_zh="模块方法里创建张量时没有指定 `device=`，它可能与模块的数据一起运算（从方法的写法推断，"
+        "没有跟踪张量去了哪里：在真实代码上正确率太低，默认不开启）",
+        fix_en="pass `device=x.device`, or use `x.new_zeros(...)` / `torch.zeros_like(x)`, "
+        "or keep it as a buffer",
+        fix_zh="传入 `device=x.device`，或改用 `x.new_zeros(...)` / `torch.zeros_like(x)`，"
+        "或把它注册成缓冲区",
+        default=False,
+        bad="""\
+class Net(nn.Module):
+    def forward(self, x):
+        steps = torch.arange(x.shape[1])
+        return self.embed(x) + steps
+""",
+        good="""\
+class Net(nn.Module):
+    def forward(self, x):
+        steps = torch.arange(x.shape[1], device=x.device)
+        return self.embed(x) + steps
+""",
+    ),
+    Rule(
         code="DK004",
         scenario=4,
         name="plain-tensor-attribute",
