@@ -1,6 +1,7 @@
 """Mutation cases for lab 08 (multi-GPU). WRONG: (name, answer, hint substring in English), the taught bug
 first; RIGHT: (name, answer), different right answers. Exercise 2 runs on two GPUs, real or simulated: the
-answers that send a model to "cuda" (the current GPU, cuda:0) fail for local rank 1."""
+answers that send a model to "cuda" (the current GPU, cuda:0) fail for local rank 1. A wrong answer that only
+a second GPU reveals has "cuda:1" in its hint (tests/gpu skips it on a machine with one GPU)."""
 
 from __future__ import annotations
 
@@ -187,13 +188,17 @@ WRONG = {
     "wrap-model": [
         ("the one-GPU script", wrap_one_gpu_script, "move the model to the device of the rank info"),
         ("model never moved", wrap_without_moving, "move the model to the device of the rank info"),
-        ("device_ids=[0] on every rank", wrap_fixed_device_ids, "device_ids names this rank's one GPU"),
+        (
+            "device_ids=[0] on every rank",
+            wrap_fixed_device_ids,
+            "(local rank 1, device cuda:1) the DDP got device_ids=[0]",
+        ),
         ("device_ids from the global rank", wrap_global_rank_ids, "numbered on its own machine"),
         ("device_ids for a CPU module", wrap_ids_on_the_cpu_too, "only a GPU module may have it"),
         ("returns the model unwrapped", wrap_returns_the_model, "expected one DistributedDataParallel"),
         ("wraps a new model", wrap_a_new_model, "wrap the model you were given"),
-        (".cuda() without an index", wrap_cuda_no_index, "was on cuda:0 when DDP wrapped it"),
-        ('.to("cuda") for a GPU rank', wrap_to_cuda_string, "was on cuda:0 when DDP wrapped it"),
+        (".cuda() without an index", wrap_cuda_no_index, "device cuda:1) the model was on cuda:0"),
+        ('.to("cuda") for a GPU rank', wrap_to_cuda_string, "device cuda:1) the model was on cuda:0"),
     ],
     "fail-fast": [
         ("the 30-minute default", fail_fast_default_timeout, "between 0.5 and 5 seconds"),

@@ -1,6 +1,7 @@
 """Mutation cases for lab 09 (capstone). WRONG: (name, answer, hint substring in English), the taught bug
 first; RIGHT: (name, answer), different right answers, among them the ones a GPU accepts although they look
-suspicious: a metric kept on the host, an optimizer built before the model's move.
+suspicious: a metric kept on the host, an optimizer built before the model's move. A wrong answer that only a
+second GPU reveals has "cuda:1" in its hint (tests/gpu skips it on a machine with one GPU).
 
 The script answers are the lab's fixed script (read from `solutions/09-capstone.ipynb`, so they stay the code
 the notebook teaches) with one edit each, executed in a namespace of its own as a notebook cell would be.
@@ -165,7 +166,11 @@ WRONG = {
         ("Adam's step flagged", audit_including_step, "`step` counter"),
         ("one name for every tensor", audit_one_name, "different names"),
         ("a count, not names", audit_count, "list of strings"),
-        ("device types compared, not devices (cuda:0 == cuda:1)", audit_device_type, "not `device.type`"),
+        (
+            "device types compared, not devices (cuda:0 == cuda:1)",
+            audit_device_type,
+            "cuda:0 and cuda:1 are two different GPUs",
+        ),
     ],
     "fixed-script": [
         ("the broken script as given", _script(_broken_script()), "index is on cpu"),
@@ -182,7 +187,7 @@ WRONG = {
                     'labels = batch["labels"].cuda() if device.type == "cuda" else batch["labels"]',
                 ),
             ),
-            "mean the current GPU",
+            "went to cuda:0 although the script was given cuda:1",
         ),
         (
             'device rebuilt from its type: torch.device("cuda") drops the index',
@@ -194,7 +199,7 @@ WRONG = {
                     "    state = state or build(device)\n",
                 ),
             ),
-            "mean the current GPU",
+            "went to cuda:0 although the script was given cuda:1",
         ),
         (
             "loss from bf16 logits (no .float())",
