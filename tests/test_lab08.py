@@ -88,10 +88,16 @@ WRAP = [
 
 
 def test_wrap_model_is_asked_for_rank_1_and_a_second_machine():
-    """The one-GPU script is right for rank 0 of a GPU job; ranks 1 and 5 (local rank 1) show the bug."""
-    from devicekit_labs.lab08 import WRAP_CASES
+    """The one-GPU script is right for rank 0 of a GPU job; ranks 1 and 5 (local rank 1, on the second GPU,
+    real or simulated) show the bug."""
+    from devicekit_labs.lab08 import _wrap_cases
+    from devicekit_labs.machine import probe_gpus
 
-    assert {(i.rank, i.local_rank, str(i.device)) for i in WRAP_CASES} >= {(1, 1, "cuda:1"), (5, 1, "cuda:1")}
+    with probe_gpus():
+        if torch.cuda.device_count() < 2:
+            pytest.skip("one real GPU: the check has no local rank 1 to ask about")
+        cases = {(i.rank, i.local_rank, str(i.device)) for i in _wrap_cases()}
+    assert cases >= {(0, 0, "cpu"), (0, 0, "cuda:0"), (1, 1, "cuda:1"), (5, 1, "cuda:1")}
 
     def gpu_only_script(model, info):  # right on cuda:0, never moves a CPU rank's model anywhere odd
         if info.device.type == "cpu":
@@ -99,6 +105,22 @@ def test_wrap_model_is_asked_for_rank_1_and_a_second_machine():
         return DDP(model.to("cuda"), device_ids=[0])
 
     expect(run(LAB, "wrap-model", gpu_only_script), "for rank 1 (local rank 1, device cuda:1)")
+
+
+def test_wrap_model_leaves_the_current_gpu_as_it_was():
+    """An answer that calls torch.cuda.set_device (right on a GPU) changes nothing in the notebook, whose
+    simulation (lab 8: two GPUs) the probe runs in."""
+    import devicekit
+
+    def set_device_then_cuda(model, info):
+        if info.device.type == "cpu":
+            return DDP(model)
+        torch.cuda.set_device(info.device)
+        return DDP(model.cuda(), device_ids=[torch.cuda.current_device()])
+
+    with devicekit.simulate(gpus=2):
+        assert run(LAB, "wrap-model", set_device_then_cuda).passed
+        assert torch.cuda.current_device() == 0
 
 
 @pytest.mark.parametrize(("answer", "hint"), WRAP)

@@ -1,10 +1,12 @@
 """Self-checks for lab 08 (multi-GPU: DataParallel and DDP).
 
 The checks run the learner's code for real: exercise 1 on a table of ``torchrun`` environments; exercise 2
-for ranks 0 and 1 (and a rank 5 on a second machine) with DDP's construction recorded instead of run (no
-process group needed) and the model sent where the learner sends it (a GPU this machine lacks becomes
-``meta``, and the probe remembers which GPU it was); exercise 3 by starting two real processes
-(``devicekit_labs.workers.straggler_demo``) with the learner's settings, once per distinct setting.
+for a CPU rank and for ranks on two GPUs, real or simulated (`devicekit_labs.machine.probe_devices`: local
+ranks 0 and 1, and a rank 5 on a second machine), with DDP's construction recorded instead of run (no
+process group needed) and the model really moved where the learner moves it; exercise 3 by starting two real
+processes (``devicekit_labs.workers.straggler_demo``) with the learner's settings, once per distinct setting.
+Those processes run on the CPU with gloo wherever the check runs: a simulation does not follow a process
+into its children, so that probe runs outside it (``gpus=0``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from torch import nn
 
 from devicekit.distributed import DistInfo, spawn
 from devicekit_labs import Fail, failed_call, judged, observe
+from devicekit_labs.machine import probe_devices
 
 LAB = "08-multi-gpu"
 
@@ -114,41 +117,12 @@ def judge_rank_plan(seen: dict) -> None:
 # --- exercise 2 ------------------------------------------------------------------------------------------
 
 
-def _reachable(device: torch.device) -> torch.device:
-    """Where a model sent to ``device`` can really go here: a GPU this machine lacks becomes meta."""
-    if device.type == "cpu":
-        return device
-    if device.type == "cuda" and torch.cuda.is_available():
-        index = torch.cuda.current_device() if device.index is None else device.index
-        if index < torch.cuda.device_count():
-            return torch.device("cuda", index)
-    return torch.device("meta")
-
-
 class _HandedModel(nn.Sequential):
-    """The model the check hands to ``wrap_model``: it remembers where ``.to()`` and ``.cuda()`` sent it."""
+    """The model the check hands to ``wrap_model``, a class of its own so that a new model is told apart."""
 
     def __init__(self) -> None:
         torch.manual_seed(0)
         super().__init__(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
-        self.sent_to: list[str] = []
-
-    def to(self, *args, **kwargs):  # type: ignore[override]
-        device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
-        if device is None:
-            return super().to(*args, **kwargs)
-        self.sent_to.append(str(device))
-        return super().to(device=_reachable(device), dtype=dtype, non_blocking=non_blocking)
-
-    def cuda(self, device=None):  # type: ignore[override]
-        if device is None:
-            target = torch.device("cuda")
-        elif isinstance(device, int):
-            target = torch.device("cuda", device)
-        else:
-            target = torch.device(device)
-        self.sent_to.append(str(target))
-        return super().to(device=_reachable(target))
 
 
 def _device_ids(ids: object) -> object:
@@ -173,7 +147,7 @@ def _device_ids(ids: object) -> object:
 def _recording_ddp(calls: list[dict]) -> Iterator[type]:
     """Inside: constructing a `DistributedDataParallel` records its arguments instead of running DDP.
 
-    The real constructor needs a process group, and for a rank other than 0 a GPU this machine may lack.
+    The real constructor needs a process group of the rank's world size, which one process cannot make.
     The recorded object is still a `DistributedDataParallel` with ``.module`` and ``.device_ids``.
     """
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -184,11 +158,9 @@ def _recording_ddp(calls: list[dict]) -> Iterator[type]:
         nn.Module.__init__(self)
         self.module = module
         self.device_ids = device_ids
-        sent = list(getattr(module, "sent_to", []))
         calls.append(
             {
                 "module_is_handed_model": isinstance(module, _HandedModel),
-                "sent_to": sent,
                 "param_devices": sorted({str(t.device) for t in [*module.parameters(), *module.buffers()]}),
                 "device_ids": _device_ids(device_ids),
                 "output_device": None if output_device is None else _device_ids([output_device])[0],
@@ -202,13 +174,16 @@ def _recording_ddp(calls: list[dict]) -> Iterator[type]:
         DDP.__init__ = original
 
 
-#: The ranks the check wraps a model for: CPU rank 0 (gloo), GPU ranks 0 and 1, rank 5 on a second machine.
-WRAP_CASES = [
-    DistInfo(0, 0, 2, "gloo", torch.device("cpu")),
-    DistInfo(0, 0, 2, "nccl", torch.device("cuda", 0)),
-    DistInfo(1, 1, 2, "nccl", torch.device("cuda", 1)),
-    DistInfo(5, 1, 8, "nccl", torch.device("cuda", 1)),
-]
+def _wrap_cases() -> list[DistInfo]:
+    """The ranks the check wraps a model for: a CPU rank (gloo), a rank on each GPU of this machine (two,
+    real or simulated, so a model sent to ``"cuda"`` lands on the wrong one for local rank 1), and rank 5
+    of a second machine on its last GPU (global and local rank differ)."""
+    gpus = probe_devices()
+    cases = [DistInfo(0, 0, 2, "gloo", torch.device("cpu"))]
+    cases += [DistInfo(gpu.index, gpu.index, 2, "nccl", gpu) for gpu in gpus]
+    last = gpus[-1]
+    cases.append(DistInfo(4 + last.index, last.index, 8, "nccl", last))
+    return cases
 
 
 @judged(LAB, "wrap-model", 2, "wrap the model for this rank", "为本 rank 包装模型", target="wrap_model")
@@ -216,10 +191,11 @@ def probe_wrap_model(wrap_model) -> dict:
     if not callable(wrap_model):
         return {"callable": False}
     cases = []
-    for info in WRAP_CASES:
+    for info in _wrap_cases():
         calls: list[dict] = []
         model = _HandedModel()
-        with _recording_ddp(calls) as DDP:
+        # torch.cuda.device restores the current GPU: an answer that calls set_device leaves nothing behind
+        with _recording_ddp(calls) as DDP, torch.cuda.device(torch.cuda.current_device()):
             got = observe(wrap_model, model, info)
         seen: dict = {
             "rank": info.rank,
@@ -239,10 +215,8 @@ def probe_wrap_model(wrap_model) -> dict:
 
 
 def _where_model_went(call: dict) -> str:
-    """The device the model was on when DDP was built: where it was last sent, else where it is."""
-    if call["sent_to"]:
-        return call["sent_to"][-1]
-    return call["param_devices"][0] if len(call["param_devices"]) == 1 else ", ".join(call["param_devices"])
+    """The device(s) the model's parameters and buffers were on when DDP was built."""
+    return ", ".join(call["param_devices"])
 
 
 @probe_wrap_model.judge
@@ -266,13 +240,19 @@ def judge_wrap_model(seen: dict) -> None:
                 "要包装传入的那个模型（DDP(model, ...)），不要新建一个。",
             )
         went = _where_model_went(call)
-        if not _same_device(torch.device(went.split(",")[0]), device):
+        if call["param_devices"] != [str(device)]:
+            current_en, current_zh = "", ""
+            if went == "cuda:0" and device.type == "cuda":
+                current_en = (
+                    ' `.cuda()` and "cuda" mean the current GPU (cuda:0 unless set_device changed it).'
+                )
+                current_zh = '`.cuda()` 和 "cuda" 指的是当前 GPU（没用 set_device 改过就是 cuda:0）。'
             raise Fail(
                 f"for {label_en} the model was on {went} when DDP wrapped it. Each process drives its own "
                 "device: move the model to the device of the rank info before wrapping it, not to a fixed "
-                "one.",
+                f"one.{current_en}",
                 f"{label_zh}，DDP 包装模型时模型在 {went} 上。每个进程只驱动自己的那个设备：包装之前要把模型"
-                "移到 rank 信息里的设备上，而不是写死的设备。",
+                f"移到 rank 信息里的设备上，而不是写死的设备。{current_zh}",
             )
         ids = call["device_ids"]
         if device.type == "cuda":
@@ -288,11 +268,6 @@ def judge_wrap_model(seen: dict) -> None:
                 "的"
                 "编号），而且只有 GPU 上的模块才能设置它。",
             )
-
-
-def _same_device(a: torch.device, b: torch.device) -> bool:
-    """Same device; a CUDA device without an index is the current GPU, cuda:0 in the check's process."""
-    return a.type == b.type and (a.index or 0) == (b.index or 0)
 
 
 # --- exercise 3 ------------------------------------------------------------------------------------------
@@ -325,7 +300,7 @@ def _timeout_ok(timeout_s: object) -> bool:
     )
 
 
-@judged(LAB, "fail-fast", 3, "make the hang fail fast", "让卡死尽快报错", target="fail_fast")
+@judged(LAB, "fail-fast", 3, "make the hang fail fast", "让卡死尽快报错", target="fail_fast", gpus=0)
 def probe_fail_fast(fail_fast) -> dict:
     from devicekit_labs.workers import PROBES
 

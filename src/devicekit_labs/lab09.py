@@ -1,18 +1,21 @@
 """Self-checks for lab 09 (capstone: fix a broken training script).
 
+Every probe runs on two GPUs, real or simulated (`devicekit_labs.machine.probe_devices`), with real values.
 Exercise 1 checks an audit function against training states with misplaced tensors planted one at a time and
-all at once, in both directions: CPU tensors in a state on the accelerator (or ``meta``), and accelerator
-tensors in a state on the CPU. Exercise 2 runs the learner's fixed script for real, in four phases:
+all at once: CPU tensors in a state on a GPU, GPU tensors in a state on the CPU, and tensors on ``cuda:0``
+in a state on ``cuda:1`` (an audit that compares device types only misses those). Exercise 2 runs the
+learner's fixed script for real, in three phases:
 
-1. trained on the CPU and resumed on the mismatch device (the GPU, or ``meta`` on a CPU runner) under
-   ``strict_devices()``, where reading values out of ``meta`` gives placeholders
-   (`devicekit_labs.standin.readable_meta`: logging ``loss.item()`` is right code) and a CPU generator
-   drawing for another device raises as CUDA does;
+1. trained on the CPU and resumed on the second GPU (``cuda:1``, so a script that writes ``"cuda"`` or
+   ``.cuda()`` where it means its ``device`` fails), where CUDA's own checks raise;
 2. a checkpoint saved as a GPU run saves it (every storage recorded at a GPU this machine lacks), resumed on
    the CPU;
-3. the script's bf16 autocast region, which it opens on CUDA only, emulated on the CPU runner;
-4. on the runner's own device, the numbers: it trains, and resuming continues exactly where an uninterrupted
-   run would be.
+3. on the first GPU, with the script's bf16 autocast region, the numbers: it trains, and resuming continues
+   exactly where an uninterrupted run would be.
+
+Where the state lives is judged by what a GPU refuses and by values, not by a rule of this check: a metric
+kept on the host and fed ``.cpu()`` copies is right, and so is an optimizer built before the model's move
+(``Module.to`` keeps the parameter objects on CUDA).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,16 +30,12 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from devicekit.check import check_devices
-from devicekit.device import best_device, mismatch_device
 from devicekit.errors import DeviceMismatchError
-from devicekit.strict import strict_devices
 from devicekit_labs import Fail, failed_call, judged, observe
 from devicekit_labs.lab06 import missing_cuda_device, save_as_if_on
-from devicekit_labs.standin import readable_meta
+from devicekit_labs.machine import probe_devices
 
 LAB = "09-capstone"
 
@@ -47,11 +45,6 @@ STEPS = 3
 #: Optimizer state entries PyTorch keeps on the CPU on purpose (Adam's step counter, unless
 #: ``capturable`` or ``fused``): not a misplaced tensor.
 CPU_STATE_KEYS = frozenset({"step"})
-
-
-def _tensors_of(obj: Any) -> dict[str, torch.Tensor]:
-    """The tensor attributes of a plain object (a metric), by name."""
-    return {k: v for k, v in vars(obj).items() if isinstance(v, torch.Tensor)}
 
 
 def _reference_state(device: torch.device) -> dict[str, Any]:
@@ -68,10 +61,10 @@ def _reference_state(device: torch.device) -> dict[str, Any]:
 
 
 def _plant(state: dict[str, Any], what: str, stray: torch.device) -> None:
-    """Put one tensor of ``state`` on ``stray`` (new tensors: data cannot be copied out of ``meta``)."""
+    """Put one tensor of ``state`` on ``stray``: a copy with its values, as a forgotten move leaves it."""
 
     def stray_like(t: torch.Tensor) -> torch.Tensor:
-        return torch.zeros(t.shape, dtype=t.dtype, device=stray)
+        return t.detach().to(stray)
 
     model, optimizer = state["model"], state["optimizer"]
     if what == "buffer":
@@ -105,9 +98,13 @@ _ZH_PLANTS = {
 
 
 def _audit_configs() -> list[tuple[torch.device, torch.device]]:
-    """(the state's device, where the planted strays go): both ways round."""
-    other = mismatch_device()
-    return [(other, torch.device("cpu")), (torch.device("cpu"), other)]
+    """(the state's device, where the planted strays go): a GPU and the CPU both ways round, then the two
+    GPUs (a state on ``cuda:1`` with strays on ``cuda:0``: same device type, another device)."""
+    gpus, cpu = probe_devices(), torch.device("cpu")
+    configs = [(gpus[-1], cpu), (cpu, gpus[-1])]
+    if len(gpus) > 1:
+        configs.append((gpus[1], gpus[0]))
+    return configs
 
 
 def _names(got: dict) -> dict:
@@ -173,6 +170,17 @@ def judge_audit(seen: dict) -> None:
             found = _found(
                 config["one"][what], f"with one {what} on {stray}", f"有一个{_ZH_PLANTS[what]}在 {stray} 上时"
             )
+            if not found and device.startswith("cuda") and stray.startswith("cuda"):
+                raise Fail(
+                    f"in a state on {device}, one {what} tensor was put on {stray} and your audit reports "
+                    f"nothing. {stray} and {device} are two different GPUs: an operation that meets both "
+                    "raises, as one that meets a GPU and the CPU does. Compare whole devices "
+                    "(`tensor.device != device`, index included), not `device.type`.",
+                    f"在一个位于 {device} 上的状态里，自测把一个{_ZH_PLANTS[what]}放到了 {stray} 上，你的检"
+                    f"查函数却什么也没报告。{stray} 和 {device} 是两块不同的 GPU：一个运算同时遇到这两块上的"
+                    "张量会报错，就像同时遇到 GPU 和 CPU 上的张量一样。要比较完整的设备"
+                    "（`tensor.device != device`，包括编号），而不只是 `device.type`。",
+                )
             if len(found) != 1:
                 raise Fail(
                     f"in a state on {device}, one {what} tensor was put on {stray} and your audit reports "
@@ -199,32 +207,6 @@ def judge_audit(seen: dict) -> None:
 
 
 # --- exercise 2 ------------------------------------------------------------------------------------------
-
-#: The CUDA message for a CPU generator drawing numbers for a CUDA tensor: torch 2.11 on an H200,
-#: results/cuda-messages.json, case ``generator-cpu-for-cuda``.
-CUDA_GENERATOR_MESSAGE = "Expected a 'cuda' device type for generator but found 'cpu'"
-
-
-class _GeneratorDevices(TorchDispatchMode):
-    """Raise when a generator draws random numbers for a tensor on another device type, as CUDA does.
-
-    Meta and `strict_devices` do not check a generator's device (``torch.randint(..., generator=cpu_gen,
-    device="meta")`` runs); CUDA refuses it.
-    """
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        generators = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Generator)]
-        for gen in generators:
-            for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor) and t.device.type != gen.device.type:
-                    raise RuntimeError(
-                        f"a generator on {gen.device} drew random numbers for a tensor on {t.device} "
-                        f"({func.overloadpacket.__name__}). On CUDA, PyTorch refuses this: "
-                        f'"{CUDA_GENERATOR_MESSAGE}" (the stand-in does not check it).'
-                    )
-        return out
 
 
 def _state_tensors(obj: Any, where: str) -> Iterator[tuple[str, torch.Tensor]]:
@@ -263,33 +245,13 @@ def _saves_as_on_a_gpu() -> Iterator[str]:
         torch.save = original
 
 
-@contextlib.contextmanager
-def _script_autocast_on_the_cpu(train_and_resume) -> Iterator[bool]:
-    """Inside: the script's ``mixed_precision(device)`` opens a bf16 autocast region on the CPU too.
-
-    The script opens its region on CUDA only, so on a CPU runner the dtypes that meet the loss would never
-    be those of a GPU run. Yields whether the script has such a function (then it is swapped for the block).
-    """
-    namespace = getattr(train_and_resume, "__globals__", {})
-    original = namespace.get("mixed_precision")
-    if not callable(original):
-        yield False
-        return
-
-    def mixed_precision(device):
-        if torch.device(device).type == "cpu":
-            return torch.autocast("cpu", dtype=torch.bfloat16)
-        return original(device)
-
-    namespace["mixed_precision"] = mixed_precision
-    try:
-        yield True
-    finally:
-        namespace["mixed_precision"] = original
-
-
 def _placement(result: Any, device: torch.device) -> list[dict]:
-    """Where one phase's result has tensors off ``device``: findings as plain data, the first one matters."""
+    """Where one phase's result has tensors off ``device``: findings as plain data, the first one matters.
+
+    The metric is not looked at: where its state lives is the script's choice (on the device, or on the host
+    fed ``.cpu()`` copies); a metric that meets the predictions on another device raises on a GPU, and its
+    value is compared with an uninterrupted run's.
+    """
     if not isinstance(result, dict) or not {"model", "loss_fn", "optimizer", "metric", "losses"} <= set(
         result
     ):
@@ -317,9 +279,6 @@ def _placement(result: Any, device: torch.device) -> list[dict]:
         for key, value in param_state.items():
             if isinstance(value, torch.Tensor) and key not in CPU_STATE_KEYS and value.device != device:
                 findings.append({"kind": "optimizer state", "name": str(key), "device": str(value.device)})
-    for name, value in _tensors_of(result["metric"]).items():
-        if value.device != device:
-            findings.append({"kind": "metric", "name": name, "device": str(value.device)})
     if any(not isinstance(loss, torch.Tensor) or loss.device != device for loss in result["losses"]):
         findings.append({"kind": "losses"})
     return findings
@@ -373,20 +332,17 @@ def _public(phase: dict) -> dict:
 def probe_fixed_script(train_and_resume) -> dict:
     if not callable(train_and_resume):
         return {"callable": False}
-    home, other = best_device(), mismatch_device()
-    cpu = torch.device("cpu")
+    gpus, cpu = probe_devices(), torch.device("cpu")
+    home, other = gpus[0], gpus[-1]
     seen: dict = {"callable": True, "home": str(home), "other": str(other)}
     with tempfile.TemporaryDirectory(prefix="lab09-") as tmp:
         folder = Path(tmp)
-        # 1. Where everything is: trained on the CPU, resumed where mixes show (the GPU, or meta, strict).
-        with strict_devices(), _GeneratorDevices(), readable_meta(), warnings.catch_warnings():
-            if other.type == "meta":  # load_state_dict: "copying ... to a meta parameter ... is a no-op"
-                warnings.simplefilter("ignore", UserWarning)
-            moved = _phase(train_and_resume, cpu, other, 2, folder / "moved.pt")
-            if moved.get("shape") == "ok":
-                metric = moved["result"][1]["metric"]
-                computed = observe(metric.compute)
-                moved["compute"] = computed if "error" in computed else {"value": None}
+        # 1. Where everything is: trained on the CPU, resumed on the second GPU, where CUDA's checks raise.
+        moved = _phase(train_and_resume, cpu, other, 2, folder / "moved.pt")
+        if moved.get("shape") == "ok":
+            metric = moved["result"][1]["metric"]
+            computed = observe(metric.compute)
+            moved["compute"] = computed if "error" in computed else {"value": None}
         seen["moved"] = _public(moved)
         # 2. A checkpoint from a GPU run, resumed on the CPU (a laptop without that GPU).
         with _saves_as_on_a_gpu() as location:
@@ -394,15 +350,8 @@ def probe_fixed_script(train_and_resume) -> dict:
                 "location": location,
                 **_public(_phase(train_and_resume, cpu, cpu, 1, folder / "gpu.pt")),
             }
-        # 3. The script's autocast region: real on a GPU runner (phase 4), emulated here on the CPU.
-        if home.type == "cpu":
-            with _script_autocast_on_the_cpu(train_and_resume) as emulated:
-                amp = _phase(train_and_resume, cpu, cpu, 1, folder / "amp.pt") if emulated else None
-            if amp is not None:
-                seen["amp"] = _public(amp)
-                if amp.get("shape") == "ok":
-                    seen["amp"]["numbers"] = _numbers(amp)
-        # 4. The numbers, on this runner's own device: it learns, and the resume loses nothing.
+        # 3. The numbers, on the first GPU (the script's bf16 autocast region included): it learns, and the
+        #    resume loses nothing.
         resumed = _phase(train_and_resume, home, home, STEPS, folder / "home.pt")
         seen["resumed"] = _public(resumed)
         if resumed.get("shape") == "ok":
@@ -459,11 +408,28 @@ def _finding_fail(finding: dict, device: str, phase_en: str, phase_zh: str) -> F
             f"the optimizer's {finding['name']!r} state",
             f"优化器的 {finding['name']!r} 状态",
         ),
-        "metric": (f"the metric's {finding['name']!r}", f"指标对象的 {finding['name']!r}"),
     }[kind]
     return Fail(
         f"{phase_en}, {what_en} is on {finding['device']}, not on {device}.",
         f"{phase_zh}，{what_zh} 在 {finding['device']} 上，而不是 {device}。",
+    )
+
+
+def _judge_dropped_index(phase: dict, home: str, other: str) -> None:
+    """An error that names the first GPU while the script was resuming on the second one: a device written
+    as ``"cuda"`` or ``.cuda()``, which mean the current GPU (``cuda:0``), not the ``device`` argument."""
+    error = phase.get("error")
+    if error is None or home == other or home not in error["message"] or other not in error["message"]:
+        return
+    raise Fail(
+        f"resuming on {other}, your code raised {error['type']}: {error['message']}. Something went to "
+        f'{home} although the script was given {other}: `.cuda()`, `"cuda"` and `torch.device("cuda")` '
+        "mean the current GPU (cuda:0 unless you changed it), not the device the function was given. Pass "
+        "`device` itself to `.to()` and to factories.",
+        f"在 {other} 上恢复时，你的代码抛出了 {error['type']}：{error.get('message_zh', error['message'])}。"
+        f'脚本拿到的设备是 {other}，却有张量去了 {home}：`.cuda()`、`"cuda"` 和 `torch.device("cuda")` '
+        "指的是当前 GPU（没改过就是 cuda:0），不是传给函数的那个设备。请把 `device` 本身交给 `.to()` "
+        "和各个工厂函数。",
     )
 
 
@@ -495,6 +461,7 @@ def judge_fixed_script(seen: dict) -> None:
         )
     home, other = seen["home"], seen["other"]
     moved = seen["moved"]
+    _judge_dropped_index(moved, home, other)
     _judge_phase(
         moved,
         "cpu",
@@ -521,16 +488,6 @@ def judge_fixed_script(seen: dict) -> None:
         f"resuming on the CPU a checkpoint saved on a GPU (the file records {gpu['location']})",
         f"在 CPU 上恢复一个在 GPU 上保存的检查点（文件里记录的是 {gpu['location']}）时",
     )
-    if "amp" in seen:
-        amp = seen["amp"]
-        _judge_phase(
-            amp,
-            "cpu",
-            "cpu",
-            "with the script's bf16 autocast region (emulated on the CPU, as it runs on CUDA)",
-            "在脚本的 bf16 autocast 区域里（在 CPU 上模拟它在 CUDA 上的行为）",
-        )
-        _judge_loss_dtypes(amp["numbers"]["loss_dtypes"])
     resumed = seen["resumed"]
     _judge_phase(resumed, home, home, f"training and resuming on {home}", f"在 {home} 上训练并恢复时")
     numbers = resumed["numbers"]

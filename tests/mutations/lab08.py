@@ -1,5 +1,7 @@
 """Mutation cases for lab 08 (multi-GPU). WRONG: (name, answer, hint substring in English), the taught bug
-first; RIGHT: (name, answer), different right answers, one of them awkward on the CPU runner."""
+first; RIGHT: (name, answer), different right answers. Exercise 2 runs on two GPUs, real or simulated: the
+answers that send a model to "cuda" (the current GPU, cuda:0) fail for local rank 1. A wrong answer that only
+a second GPU reveals has "cuda:1" in its hint (tests/gpu skips it on a machine with one GPU)."""
 
 from __future__ import annotations
 
@@ -102,8 +104,29 @@ def wrap_ok(model, info):
     return DDP(model)
 
 
+def wrap_cuda_no_index(model, info):
+    """`.cuda()` without an index: the current GPU, cuda:0, for every rank; device_ids are right."""
+    if info.device.type != "cuda":
+        return DDP(model)
+    return DDP(model.cuda(), device_ids=[info.local_rank])
+
+
+def wrap_to_cuda_string(model, info):
+    """`.to("cuda")` when the rank is on a GPU: cuda:0 again, whatever the local rank."""
+    model = model.to("cuda" if info.device.type == "cuda" else "cpu")
+    return DDP(model, device_ids=[info.local_rank]) if info.device.type == "cuda" else DDP(model)
+
+
+def wrap_set_device_first(model, info):
+    """torch.cuda.set_device(local rank), then `.cuda()`: right on a GPU, as torchrun scripts do it."""
+    if info.device.type != "cuda":
+        return DDP(model)
+    torch.cuda.set_device(info.local_rank)
+    return DDP(model.cuda(), device_ids=[torch.cuda.current_device()])
+
+
 def wrap_cuda_method(model, info):
-    """Right on a GPU machine; on the CPU runner cuda:1 does not exist, so the check records the move."""
+    """`.cuda(local_rank)` and an explicit output_device: the GPU of this rank, named twice."""
     if info.device.type != "cuda":
         return DDP(model.cpu())
     model.cuda(info.local_rank)
@@ -165,11 +188,17 @@ WRONG = {
     "wrap-model": [
         ("the one-GPU script", wrap_one_gpu_script, "move the model to the device of the rank info"),
         ("model never moved", wrap_without_moving, "move the model to the device of the rank info"),
-        ("device_ids=[0] on every rank", wrap_fixed_device_ids, "device_ids names this rank's one GPU"),
+        (
+            "device_ids=[0] on every rank",
+            wrap_fixed_device_ids,
+            "(local rank 1, device cuda:1) the DDP got device_ids=[0]",
+        ),
         ("device_ids from the global rank", wrap_global_rank_ids, "numbered on its own machine"),
         ("device_ids for a CPU module", wrap_ids_on_the_cpu_too, "only a GPU module may have it"),
         ("returns the model unwrapped", wrap_returns_the_model, "expected one DistributedDataParallel"),
         ("wraps a new model", wrap_a_new_model, "wrap the model you were given"),
+        (".cuda() without an index", wrap_cuda_no_index, "device cuda:1) the model was on cuda:0"),
+        ('.to("cuda") for a GPU rank', wrap_to_cuda_string, "device cuda:1) the model was on cuda:0"),
     ],
     "fail-fast": [
         ("the 30-minute default", fail_fast_default_timeout, "between 0.5 and 5 seconds"),
@@ -190,6 +219,7 @@ RIGHT = {
         ("model.to(info.device)", wrap_ok),
         ("model.cuda(local_rank) with output_device", wrap_cuda_method),
         ("device_ids as torch.device", wrap_device_in_ids),
+        ("torch.cuda.set_device, then .cuda()", wrap_set_device_first),
     ],
     "fail-fast": [("monitored_barrier, 2.0 s", fail_fast_ok), ("the same as an int", fail_fast_int_seconds)],
 }

@@ -1,5 +1,7 @@
 """Mutation cases for lab 09 (capstone). WRONG: (name, answer, hint substring in English), the taught bug
-first; RIGHT: (name, answer), different right answers, some of them awkward on the stand-in.
+first; RIGHT: (name, answer), different right answers, among them the ones a GPU accepts although they look
+suspicious: a metric kept on the host, an optimizer built before the model's move. A wrong answer that only a
+second GPU reveals has "cuda:1" in its hint (tests/gpu skips it on a machine with one GPU).
 
 The script answers are the lab's fixed script (read from `solutions/09-capstone.ipynb`, so they stay the code
 the notebook teaches) with one edit each, executed in a namespace of its own as a notebook cell would be.
@@ -42,6 +44,26 @@ def audit_flags_cpu(state, device):
                 found.append(f"optimizer.state[{index}][{key!r}]")
     for name, tensor in vars(state["metric"]).items():
         if isinstance(tensor, torch.Tensor) and tensor.is_cpu:
+            found.append(f"metric.{name}")
+    return found
+
+
+def audit_device_type(state, device):
+    """Compares device types only: cuda:0 and cuda:1 look the same to it."""
+    found = []
+    model, loss_fn = state["model"], state["loss_fn"]
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor.device.type != device.type:
+            found.append(f"model.{name}")
+    for name, tensor in loss_fn.named_buffers():
+        if tensor.device.type != device.type:
+            found.append(f"loss_fn.{name}")
+    for index, slot in enumerate(state["optimizer"].state.values()):
+        for key, tensor in slot.items():
+            if key != "step" and isinstance(tensor, torch.Tensor) and tensor.device.type != device.type:
+                found.append(f"optimizer.state[{index}][{key!r}]")
+    for name, tensor in vars(state["metric"]).items():
+        if isinstance(tensor, torch.Tensor) and tensor.device.type != device.type:
             found.append(f"metric.{name}")
     return found
 
@@ -144,9 +166,41 @@ WRONG = {
         ("Adam's step flagged", audit_including_step, "`step` counter"),
         ("one name for every tensor", audit_one_name, "different names"),
         ("a count, not names", audit_count, "list of strings"),
+        (
+            "device types compared, not devices (cuda:0 == cuda:1)",
+            audit_device_type,
+            "cuda:0 and cuda:1 are two different GPUs",
+        ),
     ],
     "fixed-script": [
-        ("the broken script as given", _script(_broken_script()), "strict_devices"),
+        ("the broken script as given", _script(_broken_script()), "index is on cpu"),
+        (
+            "batches moved with .cuda() (always cuda:0)",
+            _script(
+                FIXED,
+                (
+                    'tokens = batch["tokens"].to(device)',
+                    'tokens = batch["tokens"].cuda() if device.type == "cuda" else batch["tokens"]',
+                ),
+                (
+                    'labels = batch["labels"].to(device)',
+                    'labels = batch["labels"].cuda() if device.type == "cuda" else batch["labels"]',
+                ),
+            ),
+            "went to cuda:0 although the script was given cuda:1",
+        ),
+        (
+            'device rebuilt from its type: torch.device("cuda") drops the index',
+            _script(
+                FIXED,
+                (
+                    "    device = torch.device(device)\n    state = state or build(device)\n",
+                    "    device = torch.device(torch.device(device).type)\n"
+                    "    state = state or build(device)\n",
+                ),
+            ),
+            "went to cuda:0 although the script was given cuda:1",
+        ),
         (
             "loss from bf16 logits (no .float())",
             _script(FIXED, ("loss = loss_fn(logits.float(), labels)", "loss = loss_fn(logits, labels)")),
@@ -163,7 +217,7 @@ WRONG = {
                 ),
                 ("batch = make_batch(step)", "batch = make_batch(step, device)"),
             ),
-            "numbers for",  # strict_devices or the check: a generator belongs where it draws
+            "device type for generator",  # CUDA's own message: a generator belongs where it draws
         ),
         (
             "torch.load without map_location",
@@ -177,7 +231,7 @@ WRONG = {
                 ('self.hits = state["hits"].to(self.hits.device)', 'self.hits = state["hits"]'),
                 ('self.seen = state["seen"].to(self.seen.device)', 'self.seen = state["seen"]'),
             ),
-            "aten.scatter_add_",
+            "different from other tensors on cpu",
         ),
         (
             "scheduler state not restored",
@@ -193,7 +247,7 @@ WRONG = {
                     "class_weights = torch.tensor([1.0, 2.0, 2.0])",
                 ),
             ),
-            "cpu (arg 2 'weight')",
+            "weight is on cpu",
         ),
     ],
 }
@@ -203,7 +257,7 @@ RIGHT = {
     "fixed-script": [
         ("the fixed script", _script(FIXED)),
         (
-            "logs loss.item() and the metric every step (awkward on meta: no values)",
+            "logs loss.item() and the metric every step",
             _script(
                 FIXED,
                 (
@@ -215,7 +269,7 @@ RIGHT = {
             ),
         ),
         (
-            "metric read with .item() (awkward on meta)",
+            "metric read with .item()",
             _script(
                 FIXED,
                 (
@@ -223,6 +277,56 @@ RIGHT = {
                     "        return float(hits.sum() / max(seen.sum(), 1.0))",
                     "return self.hits.sum().item() / max(self.seen.sum().item(), 1.0)",
                 ),
+            ),
+        ),
+        (
+            "a metric kept on the host and fed .cpu() copies",
+            _script(
+                FIXED,
+                ("    metric = RunningAccuracy(device)", '    metric = RunningAccuracy("cpu")'),
+                (
+                    'state["metric"].update(logits.detach(), labels)',
+                    'state["metric"].update(logits.detach().cpu(), labels.cpu())',
+                ),
+            ),
+        ),
+        (
+            "the optimizer built before the model's move, its state loaded after it",
+            _script(
+                FIXED,
+                (
+                    "    model = Classifier().to(device)\n",
+                    "    model = Classifier()\n",
+                ),
+                (
+                    "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)\n",
+                    "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)\n"
+                    "    model.to(device)  # Module.to keeps the parameter objects the optimizer holds\n",
+                ),
+            ),
+        ),
+        (
+            "resume built on the CPU, the model moved, then the optimizer's state loaded",
+            _script(
+                FIXED,
+                (
+                    '    state = build(device)\n    checkpoint = torch.load(path, map_location="cpu")'
+                    "  # load_state_dict moves each part to its device\n"
+                    '    state["model"].load_state_dict(checkpoint["model"])\n',
+                    '    state = build("cpu")\n    checkpoint = torch.load(path, map_location="cpu")\n'
+                    '    state["model"].load_state_dict(checkpoint["model"])\n'
+                    '    state["model"].to(device)  # the optimizer still holds these parameters\n'
+                    '    state["loss_fn"].to(device)\n'
+                    '    state["metric"] = RunningAccuracy(device)\n',
+                ),
+            ),
+        ),
+        (
+            "batches moved with non_blocking=True",
+            _script(
+                FIXED,
+                ('batch["tokens"].to(device)', 'batch["tokens"].to(device, non_blocking=True)'),
+                ('batch["labels"].to(device)', 'batch["labels"].to(device, non_blocking=True)'),
             ),
         ),
     ],
