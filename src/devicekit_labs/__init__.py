@@ -96,7 +96,8 @@ class Fail(Exception):
 
 #: How a stub's hint begins in a Chinese lab ("练习 1：..."): the check's feedback names the exercise already.
 STUB_EXERCISE_PREFIX = re.compile(r"^练习 \d+：\s*")
-#: Where the stand-in (meta) cannot run what the learner wrote: not the learner's mistake.
+#: Where meta cannot run what the learner wrote: not the learner's mistake. Only lab 10 meets it, where a
+#: compiled function runs on meta (Dynamo cannot trace the simulated GPU: `devicekit_labs.outside`).
 STANDIN_LIMIT = (
     "cannot be called on meta tensors",
     "Cannot copy out of meta tensor",
