@@ -218,12 +218,13 @@ def versions() -> dict[str, str]:
     import torch
 
     import devicekit
-    from devicekit.device import mismatch_device
 
+    real = torch.cuda.device_count() if torch.cuda.is_available() else 0
     return {
         "devicekit": str(getattr(devicekit, "__version__", "?")),
         "torch": torch.__version__,
-        "check_device": str(mismatch_device()),
+        # where the probes ran: this machine's GPUs, or two simulated ones (devicekit_labs.machine)
+        "check_gpus": f"{real} real" if real else "2 simulated",
     }
 
 
