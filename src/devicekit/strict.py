@@ -196,7 +196,7 @@ def _mismatch(op: str, seen: dict[str, list[Message]], rejected_scalar: str | No
     )
     zh = (
         f"strict_devices：{op} 收到了不同设备上的张量：{parts_zh}。请先把它们移到同一个设备上"
-        "（dm.to(...) 或 tensor.to(device)）；不在 strict_devices 里时，CUDA 对大多数这类混用会报错，"
+        "（dm.to(...) 或 tensor.to(device)）；在 strict_devices 之外，CUDA 对大多数这类混用会报错，"
         "但有些设备（meta）会放过它们，悄悄返回其中一个设备上的张量。"
     )
     if rejected_scalar == "too_many":
