@@ -620,9 +620,10 @@ def test_every_explanation_names_the_lessons_and_labs_that_teach_its_family(fami
     assert result.lessons == tuple(lessons) and result.lab == family["lab"] and result.labs == tuple(labs)
     en_last = next(line for line in result.en.splitlines() if line.startswith("Taught in:"))
     zh_last = next(line for line in result.zh.splitlines() if line.startswith("对应课程与实验："))
-    # by number, not slug (the zh reviewer, item 6): "lessons 2, 8; labs 2, 8" / "第 2、8 课；实验 2、8"
-    numbers = [str(int(slug.split("-")[0])) for slug in lessons]
-    lab_numbers = [str(int(slug.split("-")[0])) for slug in labs]
+    # by number, not slug (the zh reviewer, item 6): "lessons 2, 8; labs 2, 8" / "第 2、8 课；实验 2、8",
+    # in ascending order (review zh39, item 48: "第 2、1 课" reads like a typo)
+    numbers = [str(n) for n in sorted(int(slug.split("-")[0]) for slug in lessons)]
+    lab_numbers = [str(n) for n in sorted(int(slug.split("-")[0]) for slug in labs)]
     one = "lesson" if len(lessons) == 1 else "lessons"
     lab_word = "lab" if len(labs) == 1 else "labs"
     assert en_last == f"Taught in: {one} {', '.join(numbers)}; {lab_word} {', '.join(lab_numbers)}"

@@ -202,12 +202,17 @@ def _number(slug: str) -> str:
     return str(int(head)) if head.isdigit() else slug
 
 
+def _by_number(number: str) -> tuple[int, str]:
+    """Sort key for `_number`'s results: numbers by value, anything else after them."""
+    return (int(number), "") if number.isdigit() else (1 << 30, number)
+
+
 def _taught(data: dict, labels: dict[str, str], lang: str) -> str:
     """The "Taught in" line by number: ``lessons 2, 8; labs 2, 8`` in English, ``第 2、8 课；实验 2、8``
     in Chinese (the catalog's ``lesson_one``, ``lesson_many``, ``lab_one`` and ``lab_many`` labels hold
-    the wording)."""
-    lessons = [_number(slug) for slug in _lessons(data)]
-    labs = [_number(slug) for slug in _labs(data)]
+    the wording). Numbers go in ascending order: "第 2、1 课" reads like a typo (zh review 39, item 48)."""
+    lessons = sorted((_number(slug) for slug in _lessons(data)), key=_by_number)
+    labs = sorted((_number(slug) for slug in _labs(data)), key=_by_number)
     sep, end = (", ", "; ") if lang == "en" else ("、", "；")
     parts = []
     if lessons:
