@@ -174,7 +174,7 @@ def _compose(family: CatalogFamily, devices: tuple[str, ...], candidate: str, la
     for kind in dict.fromkeys(device_type(d) for d in devices):
         if kind in notes and data["id"] not in notes[kind].get("skip", ()):
             lines.append(notes[kind][lang])
-    code = data["fix"].get("code")
+    code = fix_code(data, lang)
     if code:
         lines.append(labels["example"])
         lines.extend("    " + line for line in code.splitlines())
@@ -182,6 +182,14 @@ def _compose(family: CatalogFamily, devices: tuple[str, ...], candidate: str, la
     if devices:
         lines.append(f"{labels['devices']}{gap}{(', ' if lang == 'en' else '、').join(devices)}")
     return "\n".join(lines)
+
+
+def fix_code(data: dict, lang: str) -> str:
+    """A family's example fix in ``lang``: ``fix.code_zh`` (the same code, its comments in Chinese) where
+    the catalog has one and ``lang`` is ``"zh"``, else ``fix.code`` (whose comments are English or commands).
+    """
+    fix = data["fix"]
+    return (fix.get("code_zh") if lang == "zh" else None) or fix.get("code") or ""
 
 
 def _lessons(data: dict) -> tuple[str, ...]:
