@@ -89,7 +89,7 @@ def test_the_fixed_twin_runs_clean_with_real_values(tmp_path: Path) -> None:
 def test_the_report_reads_in_chinese(tmp_path: Path) -> None:
     run = dryrun(tmp_path, BUG, lang="zh")
     assert run.returncode == 1
-    assert "脚本在模拟的 GPU 上遇到了设备错误" in run.stderr
+    assert "脚本在模拟 GPU 上遇到了设备错误" in run.stderr
     assert "train.py 第" in run.stderr and "在这里出错" in run.stderr
 
 

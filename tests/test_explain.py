@@ -620,9 +620,10 @@ def test_every_explanation_names_the_lessons_and_labs_that_teach_its_family(fami
     assert result.lessons == tuple(lessons) and result.lab == family["lab"] and result.labs == tuple(labs)
     en_last = next(line for line in result.en.splitlines() if line.startswith("Taught in:"))
     zh_last = next(line for line in result.zh.splitlines() if line.startswith("对应课程与实验："))
-    # by number, not slug (the zh reviewer, item 6): "lessons 2, 8; labs 2, 8" / "第 2、8 课；实验 2、8"
-    numbers = [str(int(slug.split("-")[0])) for slug in lessons]
-    lab_numbers = [str(int(slug.split("-")[0])) for slug in labs]
+    # by number, not slug (the zh reviewer, item 6): "lessons 2, 8; labs 2, 8" / "第 2、8 课；实验 2、8",
+    # in ascending order (review zh39, item 48: "第 2、1 课" reads like a typo)
+    numbers = [str(n) for n in sorted(int(slug.split("-")[0]) for slug in lessons)]
+    lab_numbers = [str(n) for n in sorted(int(slug.split("-")[0]) for slug in labs)]
     one = "lesson" if len(lessons) == 1 else "lessons"
     lab_word = "lab" if len(labs) == 1 else "labs"
     assert en_last == f"Taught in: {one} {', '.join(numbers)}; {lab_word} {', '.join(lab_numbers)}"
@@ -790,3 +791,43 @@ def test_the_simulation_note_names_no_device():
     result = explain(dtype_error.value)
     assert result.family == "dtype-mismatch" and result.devices == ()
     assert explain(device_error.value).devices == ("cuda:0", "cpu")
+
+
+# --- review zh39, item 21: the example fix's comments in the reader's language ---------------------------
+
+#: A comment that is a shell command to run, not prose: it reads the same in both languages.
+_COMMAND_COMMENT = re.compile(r"^#\s*(?:[A-Z_]+=\S+\s+)*(?:python|pip|compute-sanitizer)\b")
+
+
+def _code_and_comment(line: str) -> tuple[str, str]:
+    """A line of an example fix split at its comment (the catalog's examples put no ``#`` in strings)."""
+    code, hash_, comment = line.partition("#")
+    return code.rstrip(), (hash_ + comment).strip()
+
+
+@pytest.mark.parametrize("family", CATALOG["families"], ids=lambda f: f["id"])
+def test_an_example_fix_with_english_prose_comments_has_a_chinese_twin(family):
+    code = family["fix"]["code"]
+    prose = [
+        comment
+        for comment in (_code_and_comment(line)[1] for line in code.splitlines())
+        if comment and not _COMMAND_COMMENT.match(comment)
+    ]
+    zh = family["fix"].get("code_zh")
+    if not prose:
+        assert zh is None, "code_zh only where code has prose comments to translate"
+        return
+    assert zh, f"{family['id']}: fix.code has English comments {prose}; add fix.code_zh"
+    pairs = list(zip(code.splitlines(), zh.splitlines(), strict=True))
+    for en_line, zh_line in pairs:
+        (en_code, en_comment), (zh_code, zh_comment) = _code_and_comment(en_line), _code_and_comment(zh_line)
+        assert en_code == zh_code, f"{family['id']}: code_zh changes the code, not just its comments"
+        if en_comment and not _COMMAND_COMMENT.match(en_comment):
+            assert re.search(r"[\u4e00-\u9fff]", zh_comment), f"{family['id']}: {zh_comment!r} is not Chinese"
+        else:
+            assert zh_comment == en_comment
+    example = family["examples"][0]
+    text = f"{example['context']}\n{example['message']}" if example.get("context") else example["message"]
+    result = explain(text)
+    assert all(f"    {line}" in result.zh.splitlines() for line in zh.splitlines())
+    assert all(f"    {line}" in result.en.splitlines() for line in code.splitlines())

@@ -248,3 +248,18 @@ def test_strict_docstring_lists_what_it_misses():
     assert "What it still misses or gets wrong:" in doc
     for phrase in ("ATen ops only", "``torch.compile``", "``torch.Tag.pointwise``", "device type only"):
         assert phrase in doc, phrase
+
+
+def test_the_explanation_of_its_error_names_only_the_devices_that_mixed():
+    """The message's advice names no device of its own (review zh39/expert39: "CUDA raises ... some devices
+    (meta)" made `explain` list cuda and meta beside the mix, with a note about meta tensors)."""
+    from devicekit import explain
+
+    with pytest.raises(DeviceMismatchError) as caught, strict_devices():
+        meta(2) * torch.ones(2)
+    result = explain(caught.value)
+    assert result.family == "same-device"
+    for lang in ("en", "zh"):
+        text = result.en if lang == "en" else result.zh
+        devices = next(line for line in text.splitlines() if line.startswith(("Devices in", "报错中的设备")))
+        assert devices.split("：" if lang == "zh" else ": ", 1)[1] in ("meta, cpu", "meta、cpu")

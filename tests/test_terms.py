@@ -13,6 +13,7 @@ An English term is glossed once per page ("缓冲区（buffer）" the first time
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,20 @@ def _chinese_lines(path: Path) -> list[Line]:
     ]
 
 
+def _catalog_code_comments(lines: list[Line]) -> list[Line]:
+    """The catalog's lines with each ``"code_zh"`` example reduced to its comments: the code itself is
+    Python (``worker`` there is a function's name), only the comments are Chinese prose."""
+    out = []
+    for line in lines:
+        key, _, value = line.text.strip().partition(": ")
+        if key != '"code_zh"':
+            out.append(line)
+            continue
+        code = json.loads(value.rstrip(","))
+        out += [Line(line.where, "#" + c.split("#", 1)[1], False) for c in code.splitlines() if "#" in c]
+    return out
+
+
 ZH_PAGES = sorted(p for p in DOCS.rglob("*.zh.md") if "overrides" not in p.parts)
 ZH_NOTEBOOKS = [p for p in notebooks(SOLUTIONS) + notebooks(LABS) if p.name.endswith(".zh.ipynb")]
 MIXED = sorted(
@@ -125,6 +140,8 @@ def _lines(path: Path) -> list[Line]:
     if path.name.endswith(".zh.md"):
         return _markdown_lines(path)
     lines = _chinese_lines(path)
+    if path.name == "catalog.json":
+        lines = _catalog_code_comments(lines)
     if path.name == "README.md":  # the README's Chinese paragraphs are Markdown too
         lines = [Line(line.where, line.text, markdown=True) for line in lines]
     return lines

@@ -474,7 +474,7 @@
       what: what,
       fix: fill(data.fix[lang], devices, words),
       notes: notes,
-      code: data.fix.code || "",
+      code: (lang === "zh" && data.fix.code_zh) || data.fix.code || "", // explain.py: fix_code
       lab: taught(data, catalog.labels[lang], lang),
       devices: devices,
     };
@@ -504,10 +504,22 @@
     return /^[0-9]+$/.test(head) ? String(parseInt(head, 10)) : slug;
   }
 
-  // "lessons 2, 8; labs 2, 8" / "第 2、8 课；实验 2、8" (explain.py: _taught).
+  // Numbers by value, anything else after them (explain.py: _by_number).
+  function byNumber(a, b) {
+    var na = /^[0-9]+$/.test(a), nb = /^[0-9]+$/.test(b);
+    if (na && nb) {
+      return parseInt(a, 10) - parseInt(b, 10);
+    }
+    if (na !== nb) {
+      return na ? -1 : 1;
+    }
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
+
+  // "lessons 2, 8; labs 2, 8" / "第 2、8 课；实验 2、8", in ascending order (explain.py: _taught).
   function taught(data, labels, lang) {
-    var lessons = lessonsOf(data).map(numberOf);
-    var labs = labsOf(data).map(numberOf);
+    var lessons = lessonsOf(data).map(numberOf).sort(byNumber);
+    var labs = labsOf(data).map(numberOf).sort(byNumber);
     var sep = lang === "en" ? ", " : "\u3001";
     var end = lang === "en" ? "; " : "\uff1b";
     var parts = [];

@@ -564,7 +564,7 @@ def _format_error(findings: list[DeviceFinding], expected: str, source: str) -> 
         en.append(f"  ... and {n - _MAX_LISTED} more (all of them are in err.findings)")
         zh.append(f"  ……还有 {n - _MAX_LISTED} 个（全部在 err.findings 里）")
     en.append("How to fix:")
-    zh.append("怎么修：")
+    zh.append("解决方法：")
     fixes: dict[str, Text] = {}
     for f in findings:
         fixes.setdefault(getattr(f.fix, "en", f.fix), f.fix)  # type: ignore[arg-type]

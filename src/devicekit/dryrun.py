@@ -71,7 +71,7 @@ class DeviceErrorReport:
         parts = [
             Message(
                 "devicekit-dryrun: the script hit a device error on the simulated GPUs.",
-                "devicekit-dryrun：脚本在模拟的 GPU 上遇到了设备错误。",
+                "devicekit-dryrun：脚本在模拟 GPU 上遇到了设备错误。",
             )
         ]
         parts += [p for p in (self.where, self.module) if p is not None]

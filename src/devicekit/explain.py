@@ -174,7 +174,7 @@ def _compose(family: CatalogFamily, devices: tuple[str, ...], candidate: str, la
     for kind in dict.fromkeys(device_type(d) for d in devices):
         if kind in notes and data["id"] not in notes[kind].get("skip", ()):
             lines.append(notes[kind][lang])
-    code = data["fix"].get("code")
+    code = fix_code(data, lang)
     if code:
         lines.append(labels["example"])
         lines.extend("    " + line for line in code.splitlines())
@@ -182,6 +182,14 @@ def _compose(family: CatalogFamily, devices: tuple[str, ...], candidate: str, la
     if devices:
         lines.append(f"{labels['devices']}{gap}{(', ' if lang == 'en' else '、').join(devices)}")
     return "\n".join(lines)
+
+
+def fix_code(data: dict, lang: str) -> str:
+    """A family's example fix in ``lang``: ``fix.code_zh`` (the same code, its comments in Chinese) where
+    the catalog has one and ``lang`` is ``"zh"``, else ``fix.code`` (whose comments are English or commands).
+    """
+    fix = data["fix"]
+    return (fix.get("code_zh") if lang == "zh" else None) or fix.get("code") or ""
 
 
 def _lessons(data: dict) -> tuple[str, ...]:
@@ -202,12 +210,17 @@ def _number(slug: str) -> str:
     return str(int(head)) if head.isdigit() else slug
 
 
+def _by_number(number: str) -> tuple[int, str]:
+    """Sort key for `_number`'s results: numbers by value, anything else after them."""
+    return (int(number), "") if number.isdigit() else (1 << 30, number)
+
+
 def _taught(data: dict, labels: dict[str, str], lang: str) -> str:
     """The "Taught in" line by number: ``lessons 2, 8; labs 2, 8`` in English, ``第 2、8 课；实验 2、8``
     in Chinese (the catalog's ``lesson_one``, ``lesson_many``, ``lab_one`` and ``lab_many`` labels hold
-    the wording)."""
-    lessons = [_number(slug) for slug in _lessons(data)]
-    labs = [_number(slug) for slug in _labs(data)]
+    the wording). Numbers go in ascending order: "第 2、1 课" reads like a typo (zh review 39, item 48)."""
+    lessons = sorted((_number(slug) for slug in _lessons(data)), key=_by_number)
+    labs = sorted((_number(slug) for slug in _labs(data)), key=_by_number)
     sep, end = (", ", "; ") if lang == "en" else ("、", "；")
     parts = []
     if lessons:

@@ -191,13 +191,13 @@ def _mismatch(op: str, seen: dict[str, list[Message]], rejected_scalar: str | No
     parts_zh = "、".join(f"{dev}（{'、'.join(w.zh for w in where)}）" for dev, where in seen.items())
     en = (
         f"strict_devices: {op} got tensors on different devices: {parts_en}. "
-        "Move them to one device first (dm.to(...) / tensor.to(device)); outside strict_devices, some "
-        "devices let such a mix through and silently return a tensor on one of them."
+        "Move them to one device first (dm.to(...) / tensor.to(device)); outside strict_devices most such "
+        "mixes raise, but on some devices they pass silently and return a tensor on one of them."
     )
     zh = (
         f"strict_devices：{op} 收到了不同设备上的张量：{parts_zh}。请先把它们移到同一个设备上"
-        "（dm.to(...) 或 tensor.to(device)）；不在 strict_devices 里时，有些设备会放过这种混用，"
-        "悄悄返回其中一个设备上的张量。"
+        "（dm.to(...) 或 tensor.to(device)）；在 strict_devices 之外，大多数这类混用会报错，"
+        "但在有些设备上会悄悄通过，返回其中一个设备上的张量。"
     )
     if rejected_scalar == "too_many":
         en += (

@@ -192,11 +192,10 @@ def failed_call(observation: dict, what_en: str, what_zh: str) -> None:
         )
     if error["kind"] == "standin":
         raise Fail(
-            f"{what_en}: the CPU stand-in (meta) cannot run this ({what}). It is not necessarily wrong: "
-            "on a GPU it may pass. Run the lab on a GPU runtime to check it fully.",
-            f"{what_zh}：CPU 替身（meta）运行不了这段代码（{what_zh_text}）。这不一定是错的，"
-            "在 GPU 上可能就能通过。"
-            "请在 GPU 运行环境里再检查一遍。",
+            f"{what_en}: the `meta` device cannot run this ({what}): meta tensors hold no data. It is not "
+            "necessarily wrong: on a real GPU it may pass. Run the lab on a GPU runtime to check it fully.",
+            f"{what_zh}：`meta` 设备运行不了这段代码（{what_zh_text}）：meta 张量没有数据。这不一定是错的，"
+            "在真实 GPU 上可能就能通过。请在 GPU 运行环境里再检查一遍。",
         )
     raise Fail(
         f"{what_en}: your code raised {what}{where_en}. Read the message, fix the code, run again.",

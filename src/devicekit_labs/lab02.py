@@ -300,7 +300,8 @@ def judge_module_list(seen: dict) -> None:
                 f"'layers.0.weight' in state_dict(); it shows {case['n_parameters']} and "
                 f"{case['state_keys'][:3]}.",
                 f"{call} 的 model.parameters() 里应有 {2 * depth} 个参数张量，state_dict() 里应有 "
-                f"'layers.0.weight' 这样的键；实际是 {case['n_parameters']} 个和 {case['state_keys'][:3]}。",
+                f"'layers.0.weight' 这样的键；实际分别是 {case['n_parameters']} 个参数张量和键 "
+                f"{case['state_keys'][:3]}。",
             )
         out = _judge_output(case["cpu"], f"{call} on the CPU", f"CPU 上的 {call}")
         expected = planted_input(width)
@@ -347,7 +348,7 @@ _GPU_STD = 0.5
     "noise-forward",
     3,
     "create the noise on the input's device",
-    "在输入所在设备上生成噪声",
+    "在输入所在的设备上生成噪声",
     target="GaussianNoise",
 )
 def probe_noise_forward(gaussian_noise) -> dict:
@@ -449,7 +450,14 @@ def _state(module: object) -> dict:
     return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
 
 
-@judged(LAB, "two-stage", 4, "run a model on two devices", "让一个模型跑在两个设备上", target="TwoStage")
+@judged(
+    LAB,
+    "two-stage",
+    4,
+    "run a model on two devices, on purpose",
+    "有意地让一个模型跑在两个设备上",
+    target="TwoStage",
+)
 def probe_two_stage(two_stage) -> dict:
     runs = []
     for first, second, start in _stage_configs():

@@ -99,7 +99,7 @@ _ORDINARY_CPU = (
     "in an element-wise operation (arithmetic, comparison, torch.where, whose condition is an operand like "
     "the others) only a 0-dim CPU tensor is exempt; a CPU tensor with one dimension or more, even with one "
     "element, must be on the other operands' device.",
-    "在逐元素运算里（算术、比较，以及 torch.where，它的条件也是和其他一样的操作数），只有 0 维的 CPU 张量"
+    "在逐元素运算里（算术、比较，以及 torch.where：它的条件和其他参数一样，也算操作数），只有 0 维的 CPU 张量"
     "属于例外；有一个或更多维度的 CPU 张量，哪怕只有一个元素，也必须和其他操作数在同一个设备上。",
 )
 _NOT_ELEMENTWISE = (
@@ -318,13 +318,13 @@ def judge_to_numpy(seen: dict) -> None:
             if err["type"] == "TypeError" and "numpy" in err["message"]:
                 raise Fail(
                     f"{what_en}: {err['message']} NumPy reads host memory only: copy the tensor there first.",
-                    f"{what_zh}：{err['message']} NumPy 只能读主机内存：先把张量复制过去。",
+                    f"{what_zh}：{err['message']} NumPy 只能读取主机内存：先把张量复制过去。",
                 )
             if "requires grad" in err["message"]:
                 raise Fail(
                     f"{what_en}: {err['message'][:120]} A tensor that autograd tracks must be detached "
                     "first.",
-                    f"{what_zh}：{err['message'][:120]} 被 autograd 跟踪的张量要先分离出来（detach）。",
+                    f"{what_zh}：{err['message'][:120]} 被自动求导跟踪的张量要先用 detach() 分离出来。",
                 )
             failed_call(case, what_en, what_zh)
         got = case["result"]

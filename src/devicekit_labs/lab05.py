@@ -473,7 +473,7 @@ def judge_find_culprit(seen: dict) -> None:
     if len(truths) != len(seen["answers"]):
         raise Fail(
             "the check's observations do not match its cases: run the check again.",
-            "自测的观察结果与它的用例对不上：请重新运行自测。",
+            "自测记录到的结果与它的用例对不上：请重新运行自测。",
         )
     for ((label, label_zh), truth), answer in zip(truths, seen["answers"], strict=True):
         got = _expect_name(answer, f"find_culprit on {label}", f"find_culprit 作用于{label_zh}时")

@@ -278,9 +278,9 @@ def judge_choose_amp(seen: dict) -> None:
                 "return a tuple (dtype, use_scaler) with a torch dtype and a bool, e.g. (torch.float16, "
                 "True); "
                 f"got {value!r} for the {name}.",
-                "请返回元组 (dtype, use_scaler)，其中是一个 torch 的 dtype 和一个 bool，例如 "
+                "请返回元组 (dtype, use_scaler)，即一个 torch dtype 和一个 bool，例如 "
                 "(torch.float16, True)；"
-                f"{name} 得到的是 {value!r}。",
+                f"对 {name} 返回的却是 {value!r}。",
             )
     if seen["asked"]:
         raise Fail(
@@ -288,10 +288,9 @@ def judge_choose_amp(seen: dict) -> None:
             "not "
             "the machine given by the arguments, and with its default it also answers True on GPUs that can "
             "only emulate bf16. Decide from device_type and capability.",
-            f"你的函数调用了 torch.cuda.{seen['asked'][0]}。它描述的是运行这段代码的那块 GPU，而不是参数所描"
-            "述的"
-            "机器；而且按默认参数，它在只能模拟 bf16 的 GPU 上也返回 True。请只根据 device_type 和 "
-            "capability 来判断。",
+            f"你的函数调用了 torch.cuda.{seen['asked'][0]}。它描述的是运行这段代码的那块 GPU，"
+            "而不是参数所描述的机器；而且按默认参数，它在只能以非原生方式运行 bf16 的 GPU 上也返回 True。"
+            "请只根据 device_type 和 capability 来判断。",
         )
     for name, answer in seen["answers"].items():
         dtype, use_scaler = answer["value"]
@@ -300,8 +299,8 @@ def judge_choose_amp(seen: dict) -> None:
                 f"for the {name} you chose {dtype} with use_scaler={use_scaler}. What the scaler protects "
                 "against "
                 "depends on the dtype's exponent range: decide it from the dtype you chose.",
-                f"{name} 你选了 {dtype}，use_scaler={use_scaler}。梯度缩放防范的问题取决于 dtype 的指数范围："
-                "要根据你选的 dtype 来决定。",
+                f"对于 {name}，你选了 {dtype}，并且 use_scaler={use_scaler}。"
+                "梯度缩放防范的问题取决于 dtype 的指数范围：要根据你选的 dtype 来决定。",
             )
     gpus = sorted((cap, name) for name, (kind, cap) in machines.items() if kind == "cuda")
     for (_, older), (_, newer) in zip(gpus, gpus[1:], strict=False):

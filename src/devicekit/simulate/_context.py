@@ -174,7 +174,7 @@ class simulate(contextlib.ContextDecorator):  # noqa: N801 - used like a functio
                     RuntimeError,
                     f"simulate(): this machine has {real} real GPU(s); simulated GPUs would meet real CUDA "
                     "tensors. Run without simulate(), or pass force=True to simulate anyway.",
-                    f"simulate()：这台机器有 {real} 块真实 GPU，模拟的 GPU 会和真实的 CUDA 张量混在一起。"
+                    f"simulate()：这台机器有 {real} 块真实 GPU，模拟 GPU 会和真实的 CUDA 张量混在一起。"
                     "请不用 simulate() 直接运行，或者传入 force=True 坚持模拟。",
                 )
                 raise exc

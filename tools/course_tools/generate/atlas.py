@@ -20,6 +20,7 @@ from typing import Any
 from course_tools import course
 from course_tools.paths import ROOT
 from devicekit.catalog import fill, load_catalog
+from devicekit.explain import fix_code
 
 #: Where the widget loads the catalog from, relative to the site root (and to explainer.js's folder).
 WIDGET_JSON_PATH = "assets/devicekit-catalog.json"
@@ -214,7 +215,7 @@ def _family_section(family: dict[str, Any], catalog: dict[str, Any], lang: str, 
         "",
         f"**{md_text(labels['fix'])}**{gap}{md_text(fill(family['fix'][lang], (), words))}",
         "",
-        code_block(family["fix"]["code"]),
+        code_block(fix_code(family, lang)),
         "",
         f"**{md_text(ui['prints'])}**",
         "",
