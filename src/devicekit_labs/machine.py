@@ -57,15 +57,16 @@ def gpus_line(gpus: int, simulated: bool) -> Message:
         name = torch.cuda.get_device_name(0)
         return Message(
             f"GPUs for this lab: {gpus} simulated {name} (this machine has no CUDA GPU; devicekit.simulate "
-            "applies CUDA's device rules and raises its messages, and computes every value on the CPU).",
+            "checks every operation with CUDA's device rules and raises CUDA's messages, and computes every "
+            "value on the CPU).",
             f"本实验使用的 GPU：{gpus} 块模拟的 {name}（这台机器没有 CUDA GPU；devicekit.simulate 按 CUDA "
-            "的设备规则检查、给出 CUDA 的报错信息，所有数值都在 CPU 上真实计算）。",
+            "的设备规则检查每个运算，报错信息用 CUDA 的原文，所有数值都在 CPU 上真实算出）。",
         )
     count = torch.cuda.device_count()
     names = ", ".join(sorted({torch.cuda.get_device_name(i) for i in range(count)}))
     return Message(
         f"GPUs for this lab: {count} real ({names}); nothing is simulated.",
-        f"本实验使用的 GPU：{count} 块真实 GPU（{names}），没有任何模拟。",
+        f"本实验使用的 GPU：{count} 块真实 GPU（{names}），不做任何模拟。",
     )
 
 
