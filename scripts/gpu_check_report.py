@@ -37,6 +37,9 @@ def pytest_runtest_logreport(report):
         "reason": _reason(report),
         "seconds": round(getattr(report, "duration", 0.0), 3),
     }
+    if report.failed:  # nbval's whole text: the stored output against this machine's, cell by cell
+        text = getattr(report, "longreprtext", "") or str(report.longrepr)
+        _RESULTS[report.nodeid]["detail"] = text.strip()[:4000]
 
 
 def pytest_sessionfinish(session):

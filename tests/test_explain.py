@@ -721,3 +721,22 @@ def test_devicekit_errors_are_explained_in_a_chinese_notebook_too():
             caught = exc
         assert "设备" in str(caught)
         assert explain(caught).family == "same-device"
+
+
+def test_the_simulation_note_names_no_device():
+    """A dtype error between two simulated GPU tensors carries devicekit.simulate's note ("its tensors live on
+    the CPU"): the explanation names no device from it, and a device error keeps the message's own devices."""
+    import torch
+
+    import devicekit
+
+    with devicekit.simulate(gpus=1):
+        low, full = torch.ones(2, 2, device="cuda", dtype=torch.bfloat16), torch.ones(2, 2, device="cuda")
+        with pytest.raises(RuntimeError) as dtype_error:
+            low @ full
+        with pytest.raises(RuntimeError) as device_error:
+            torch.ones(2, device="cuda") + torch.ones(2)
+    assert "devicekit.simulate" in "".join(dtype_error.value.__notes__)
+    result = explain(dtype_error.value)
+    assert result.family == "dtype-mismatch" and result.devices == ()
+    assert explain(device_error.value).devices == ("cuda:0", "cpu")

@@ -14,8 +14,9 @@ from torch.utils.data import DataLoader
 
 from check_outcome import expect
 from course_tools.paths import ROOT
-from devicekit import mismatch_device
 from devicekit_labs import exercises_for, run
+from devicekit_labs.lab03 import CopyRecorder
+from devicekit_labs.machine import probe_devices, probe_gpus
 
 LAB = "03-propagation"
 _HIDDEN = hidden_module("03-propagation")
@@ -92,13 +93,15 @@ def test_checks(key, answer, hint):
     assert torch.get_default_device().type == "cpu", "a check must restore the default device"
 
 
-def test_the_drill_truth_on_this_runner_is_the_solution():
-    acc = mismatch_device()
-    assert {key: outcome(case, acc) for key, case in drill_cases(acc).items()} == RIGHT
+def test_the_drill_truth_on_a_gpu_is_the_solution():
+    # on this machine's GPUs, or simulated ones: x on cuda:0 and on cuda:1
+    with probe_gpus():
+        for acc in probe_devices():
+            assert {key: outcome(case, acc) for key, case in drill_cases(acc).items()} == RIGHT, acc
 
 
 def test_the_drill_agrees_with_what_cuda_recorded():
-    # the meta stand-in and CUDA must give the same answers, or the drill would teach meta's quirks
+    # the answer key must be what a real GPU did, where results/cuda-messages.json recorded the mix
     recorded = json.loads((ROOT / "results" / "cuda-messages.json").read_text())
     for item, (case, raised) in RECORDED.items():
         assert recorded["cases"][case]["raised"] is raised, case
@@ -113,26 +116,32 @@ def test_hints_never_name_the_wrong_items_nor_count_them():
         assert not any(str(n) in result.en.split(":", 1)[1] for n in range(1, 13))
 
 
-def test_to_numpy_reaches_the_copy_on_meta():
-    # The check's meta branch relies on this: .cpu() of a meta tensor raises, .numpy() of it is a TypeError.
-    with pytest.raises(NotImplementedError, match="meta"):
-        torch.ones(2, device="meta").cpu()
-    with pytest.raises(TypeError, match="can't convert meta device type tensor to numpy"):
-        torch.ones(2, device="meta").numpy()
+def test_the_copy_recorder_names_the_gpus_the_code_named():
+    # the checks of exercises 2 and 4 tell copies apart by device: on simulated GPUs too, every way of
+    # copying (to, cuda, cpu, tolist, item) is recorded with the cuda:N the code named
+    with probe_gpus():
+        gpu = probe_devices()[-1]
+        ids = torch.tensor([3, 1], device=gpu)
+        with CopyRecorder() as recorder:
+            torch.zeros(2).to(gpu)
+            ids.cpu()
+            ids.tolist()
+            ids[0].item()
+        assert recorder.copies == [("cpu", str(gpu)), (str(gpu), "cpu"), (str(gpu), "cpu"), (str(gpu), "cpu")]
     assert isinstance(torch.ones(2).detach().cpu().numpy(), np.ndarray)
 
 
-def test_a_global_meta_default_breaks_the_dataloader_even_without_shuffle():
-    # What lab 3 shows on the CPU runner: the global default reaches the loader's seed draw.
-    torch.set_default_device("meta")
-    try:
-        for shuffle in (True, False):
-            with pytest.raises(RuntimeError, match=r"Tensor.item\(\) cannot be called on meta tensors"):
-                next(iter(DataLoader(list(range(8)), batch_size=4, shuffle=shuffle)))
-        # meta does not check a generator's device (CUDA does: "Expected a 'cuda' device type for generator")
-        assert torch.randperm(4, generator=torch.Generator()).device.type == "meta"
-    finally:
-        torch.set_default_device(None)
+def test_a_global_gpu_default_breaks_the_shuffling_dataloader_with_cudas_message():
+    # What lab 3 shows: the global default reaches RandomSampler's randperm, which refuses its CPU generator
+    recorded = json.loads((ROOT / "results" / "cuda-messages.json").read_text())["cases"]
+    with probe_gpus():
+        torch.set_default_device(probe_devices()[0])
+        try:
+            with pytest.raises(RuntimeError) as info:
+                next(iter(DataLoader(list(range(8)), batch_size=4, shuffle=True)))
+        finally:
+            torch.set_default_device(None)
+    assert str(info.value) == recorded["randperm-default-device-cuda"]["message"]
 
 
 def test_exercises_are_numbered_in_notebook_order():

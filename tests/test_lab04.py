@@ -3,14 +3,18 @@ both languages. (tests/test_grade.py grades every lab: the solution in full, the
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from check_outcome import expect
-from devicekit import mismatch_device, to_device
+from course_tools.paths import ROOT
+from devicekit import to_device
 from devicekit_labs import exercises_for, run
 from devicekit_labs.lab04 import ImageBatch
+from devicekit_labs.machine import probe_devices, probe_gpus
 
 LAB = "04-data"
 
@@ -88,16 +92,20 @@ def test_checks(key, answer, hint):
     expect(run(LAB, key, answer), hint)
 
 
-def test_the_ragged_check_really_runs_pack_padded_sequence_on_the_mismatch_device():
-    # The truth behind the lengths rule is PyTorch's, on this runner's mismatch device.
+def test_the_ragged_check_really_runs_pack_padded_sequence_on_a_gpu():
+    # The truth behind the lengths rule is PyTorch's, on a GPU (real or simulated): lengths on cuda:0 are
+    # refused with the message recorded on an H200, lengths on the CPU are packed there
     from torch.nn.utils.rnn import pack_padded_sequence
 
-    device = mismatch_device()
-    data = torch.zeros(2, 3, 4, device=device)
-    with pytest.raises(RuntimeError, match="CPU int64"):
-        pack_padded_sequence(data, torch.tensor([3, 1], device=device), batch_first=True)
-    packed = pack_padded_sequence(data, torch.tensor([3, 1]), batch_first=True)
-    assert packed.data.device == device and packed.batch_sizes.device.type == "cpu"
+    recorded = json.loads((ROOT / "results" / "cuda-messages.json").read_text())["cases"]
+    with probe_gpus():
+        device = probe_devices()[0]
+        data = torch.zeros(2, 3, 4, device=device)
+        with pytest.raises(RuntimeError) as info:
+            pack_padded_sequence(data, torch.tensor([3, 1], device=device), batch_first=True)
+        packed = pack_padded_sequence(data, torch.tensor([3, 1]), batch_first=True)
+        assert packed.data.device == device and packed.batch_sizes.device.type == "cpu"
+    assert str(info.value) == recorded["pack-padded-cuda-lengths"]["message"]
 
 
 def test_hints_never_reveal_the_non_blocking_answers():

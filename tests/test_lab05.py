@@ -9,9 +9,10 @@ import torch
 from torch import nn
 
 from check_outcome import expect
-from devicekit import locate_mismatch, mismatch_device, strict_devices
+from devicekit import locate_mismatch, strict_devices
 from devicekit_labs import exercises_for, run
 from devicekit_labs.lab05 import FeatureScale, MixerTagger, Tagger, distance_weights, token_ids
+from devicekit_labs.machine import probe_gpus
 
 LAB = "05-debugging"
 
@@ -120,6 +121,7 @@ CASES = [
     ("fix-scale", lambda dim: None, "nn.Module subclass"),
     ("fix-scale", StubScale, "not done yet"),
     ("find-culprit", culprit_strict, None),
+    ("find-culprit", culprit_plain, None),
     ("find-culprit", lambda m, b: "blocks.0.mixer", "not the module where"),
     ("find-culprit", _stub, "not done yet"),
     ("fix-weights", weights_fixed, None),
@@ -128,8 +130,6 @@ CASES = [
     ("fix-weights", weights_copied, "copies them"),
     ("fix-weights", _stub, "not done yet"),
 ]
-if mismatch_device().type == "meta":  # on an accelerator PyTorch itself raises, and the plain tool suffices
-    CASES.append(("find-culprit", culprit_plain, "stand-in lets through"))
 
 
 @pytest.mark.parametrize(("key", "answer", "hint"), CASES)
@@ -138,17 +138,24 @@ def test_checks(key, answer, hint):
 
 
 def test_the_lab_models_fail_as_the_lab_says():
-    device = mismatch_device()
-    torch.manual_seed(0)
-    tagger, ids = Tagger().to(device), token_ids(device)
-    with pytest.raises(RuntimeError):
-        tagger(ids)
-    assert culprit_plain(tagger, ids) == "layers.2.scale"
-    mixer = MixerTagger().to(device)
-    if device.type == "meta":  # the lab's section 5: meta lets the CPU @ meta matmul through
-        assert mixer(ids).device == device
-        assert culprit_plain(mixer, ids) is None
-    assert culprit_strict(mixer, ids) == "blocks.0.mixer"
+    """On a GPU (real or simulated) both models raise PyTorch's own error, in the forms the lab reads, and
+    `locate_mismatch` alone names each module; under `strict_devices` it names the same ones."""
+    with probe_gpus(1):
+        device = torch.device("cuda", 0)
+        torch.manual_seed(0)
+        tagger, ids = Tagger().to(device), token_ids(device)
+        with pytest.raises(RuntimeError, match="found at least two devices, cuda:0 and cpu!"):
+            tagger(ids)
+        with pytest.raises(RuntimeError, match=r"aten\.mul\.Tensor .*cuda:0 \(arg 0 'self'\), cpu \(arg 1"):
+            with strict_devices():
+                tagger(ids)
+        assert culprit_plain(tagger, ids) == "layers.2.scale"
+        mixer = MixerTagger().to(device)
+        with pytest.raises(RuntimeError, match=r"mat2 is on cuda:0, .* wrapper_CUDA_bmm"):
+            mixer(ids)
+        assert culprit_plain(mixer, ids) == culprit_strict(mixer, ids) == "blocks.0.mixer"
+        fixed = Tagger(scale_cls=BufferScale).to(device)
+        assert culprit_plain(fixed, ids) is None
 
 
 def test_hints_never_reveal_the_module_names():

@@ -107,7 +107,7 @@ CASES = [
 @pytest.mark.parametrize(("key", "answer", "hint"), CASES, ids=lambda c: getattr(c, "__name__", str(c)))
 def test_checks(key, answer, hint):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the cuda-autocast answer warns on a CPU-only machine
+        warnings.simplefilter("ignore")  # deprecation warnings of the answers
         result = run(LAB, key, answer)
     assert result.passed is (hint is None), result.en
     if hint:
@@ -161,9 +161,22 @@ def step_with_l1_loss(model, optimizer, scaler, x, y, dtype):
     return loss
 
 
+def step_l1_loss_on_a_gpu(model, optimizer, scaler, x, y, dtype):
+    """Right on the CPU; on a GPU the loss is not the mean-squared error: only the GPU values show it."""
+    loss_fn = nn.functional.l1_loss if x.is_cuda else nn.functional.mse_loss
+    optimizer.zero_grad()
+    with torch.autocast(x.device.type, dtype=dtype):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
 @pytest.mark.parametrize(
     ("key", "answer", "hint"),
     [
+        ("amp-step", step_l1_loss_on_a_gpu, "(cuda:1 with float16) after two steps"),
         ("choose-amp", lambda device_type, capability: (torch.bfloat16, False), "V100"),
         ("choose-amp", lambda device_type, capability: (torch.float16, True), "A100"),
         (

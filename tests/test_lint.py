@@ -330,7 +330,7 @@ def test_finding_position_and_messages():
     [finding] = lint_source("import torch\nstate = torch.load(path)\n")
     assert (finding.line, finding.col, finding.code, finding.scenario) == (2, 9, "DK008", 8)
     assert finding.message("en").startswith("`torch.load` without `map_location`")
-    assert "修复" in finding.message("zh") and "map_location" in finding.message("zh")
+    assert "解决方法" in finding.message("zh") and "map_location" in finding.message("zh")
 
 
 def test_noqa():

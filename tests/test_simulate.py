@@ -67,6 +67,39 @@ def test_numpy_raises_cudas_type_error_and_tolist_works():
         assert torch.ones(2, device="cuda").tolist() == [1.0, 1.0]
 
 
+def test_numpy_force_copies_to_the_host_as_on_a_gpu():
+    # torch/_tensor_docs.py (v2.13.0), Tensor.numpy: "If force is True this is equivalent to calling
+    # t.detach().cpu().resolve_conj().resolve_neg().numpy()", on any device
+    with simulate(gpus=2):
+        t = torch.tensor([1.0, 2.0], device="cuda:1", requires_grad=True)
+        array = t.numpy(force=True)
+        assert array.dtype.name == "float32" and array.tolist() == [1.0, 2.0]
+        with pytest.raises(TypeError):
+            t.detach().numpy()
+
+
+def test_tolist_copies_to_the_host_where_a_dispatch_mode_sees_it():
+    # a check that watches device-to-host copies (lab 3's) must see tolist's, as it does on a GPU
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Copies(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is torch.ops.aten._to_copy.default and "device" in kwargs:
+                self.seen.append((str(args[0].device), str(kwargs["device"])))
+            return func(*args, **kwargs)
+
+    with simulate(gpus=2):
+        ids = torch.tensor([[3, 1], [4, 1]], device="cuda:1")
+        with Copies() as copies:
+            assert ids.tolist() == [[3, 1], [4, 1]]
+        assert copies.seen == [("cuda:1", "cpu")]
+
+
 def test_cuda_means_the_current_device_and_an_index_past_the_count_is_an_invalid_ordinal():
     with simulate(gpus=2):
         torch.cuda.set_device(1)

@@ -197,6 +197,19 @@ def test_a_dataloader_with_pin_memory_in_the_main_thread():
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+def test_devicekits_loader_prefetches_on_a_side_stream_of_a_simulated_gpu():
+    # DeviceLoader's CUDA path: copies under torch.cuda.stream(side), wait_stream, record_stream per tensor
+    from devicekit import DeviceManager
+
+    data = [{"x": torch.full((3,), float(i)), "y": torch.tensor(i)} for i in range(4)]
+    with simulate(gpus=2):
+        loader = torch.utils.data.DataLoader(data, batch_size=2)
+        batches = list(DeviceManager("cuda:1").loader(loader))
+        assert [b["x"].device for b in batches] == [torch.device("cuda", 1)] * 2
+        assert [b["y"].tolist() for b in batches] == [[0, 1], [2, 3]]
+        batches[0]["x"].record_stream(torch.cuda.current_stream(1))
+
+
 def test_forked_dataloader_workers_make_cpu_tensors_and_cannot_use_cuda():
     data = torch.utils.data.TensorDataset(torch.arange(8.0).reshape(4, 2))
     context = multiprocessing.get_context("fork")

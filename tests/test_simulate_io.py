@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -65,13 +66,29 @@ def test_one_gpu_raises_pytorchs_message_and_every_map_location_works():
             "cuda",
             "cuda:0",
             torch.device("cuda"),
-            lambda storage, loc: storage.to(torch.device("cuda")),
+            lambda storage, loc: storage.to(device=torch.device("cuda")),
             lambda storage, loc: storage.cuda(),
         ):
             t = torch.load(io.BytesIO(raw), map_location=where)["t"]
             assert t.device == torch.device("cuda", 0) and t.tolist() == [0.0, 1.0, 2.0], where
         assert not is_simulated(torch.load(io.BytesIO(raw), map_location="cpu")["t"])
         assert torch.load(io.BytesIO(raw), weights_only=False, map_location="cuda")["t"].is_cuda
+
+
+def test_a_storage_takes_its_device_by_keyword_only_as_in_pytorch():
+    """``UntypedStorage.to(self, *, device, non_blocking=False)`` (torch/storage.py, v2.13.0): the positional
+    form raises PyTorch's own TypeError, simulated or not (a map_location learners write)."""
+    buf = io.BytesIO()
+    torch.save({"t": torch.ones(2)}, buf)
+    messages = []
+    for block in (contextlib.nullcontext(), simulate(gpus=1)):
+        with block, pytest.raises(TypeError) as info:
+            torch.load(io.BytesIO(buf.getvalue()), map_location=lambda storage, loc: storage.to("cpu"))
+        messages.append(str(info.value))
+    with simulate(gpus=1), pytest.raises(TypeError) as info:
+        torch.load(io.BytesIO(buf.getvalue()), map_location=lambda storage, loc: storage.to("cuda:0"))
+    messages.append(str(info.value))
+    assert len(set(messages)) == 1 and "positional argument" in messages[0], messages
 
 
 def test_the_recorded_cuda9_case_uses_pytorchs_own_validation():

@@ -269,3 +269,20 @@ def test_the_real_course_badges():
         assert zh.startswith(f"已验证：torch {', '.join(releases)} · CPU ")
         if result is None:  # no real GPU run committed: CUDA is never claimed
             assert en.endswith("CUDA —") and zh.endswith("CUDA —")
+
+
+def test_a_cell_whose_real_output_differs_from_the_simulated_one_is_listed_with_nbval_s_text(
+    course_root, monkeypatch
+):
+    monkeypatch.setattr(gpu_check, "ROOT", course_root)
+    notebooks = [p.relative_to(course_root).as_posix() for p in verified.lab_notebooks(LAB, course_root)]
+    labs = {LAB: {"needs": ["cpu"], "ran": True, "reason": "", "notebooks": notebooks}}
+    first = notebooks[0]
+    detail = "Cell outputs differ\n- Expected all tensors ... cuda:0\n+ Expected all tensors ... cuda:1"
+    report = {f"{rel}::Cell 0": {"outcome": "passed", "reason": "", "seconds": 0.1} for rel in notebooks}
+    report[f"{first}::Cell 1"] = {"outcome": "failed", "reason": "differ", "seconds": 0.1, "detail": detail}
+    gpu_check.lab_results(labs, report, "cuda")
+    record = labs[LAB]["notebooks"][first]
+    assert record["outcome"] == "failed"
+    assert record["differences"] == [{"cell": f"{first}::Cell 1", "detail": detail}]
+    assert all("differences" not in labs[LAB]["notebooks"][rel] for rel in notebooks[1:])

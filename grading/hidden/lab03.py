@@ -8,8 +8,8 @@ import torch
 
 from devicekit_labs import Fail
 
-#: Exercise 1's answers: "error" (raises), "x" (on x's device) or "cpu". The mixes are ones where meta and
-#: CUDA agree: tests/test_lab03.py runs them on this runner and compares with results/cuda-messages.json.
+#: Exercise 1's answers: "error" (raises), "x" (on x's device) or "cpu". tests/test_lab03.py runs the mixes on
+#: a GPU, real or simulated, and compares the answers with what results/cuda-messages.json recorded.
 PREDICT_MIXES = {
     "a": "x", "b": "x", "c": "error", "d": "error", "e": "error", "f": "x",
     "g": "error", "h": "x", "i": "x", "j": "cpu", "k": "x", "l": "error",

@@ -8,6 +8,7 @@ from torch import nn
 
 from devicekit_labs import Fail
 from devicekit_labs.lab07 import MACHINES, MORE_MACHINES, STEPS, make_batch, make_model
+from devicekit_labs.machine import probe_gpus
 
 
 def reference_step(model, optimizer, scaler, x, y, dtype) -> torch.Tensor:
@@ -22,11 +23,19 @@ def reference_step(model, optimizer, scaler, x, y, dtype) -> torch.Tensor:
 
 
 def _available(device: torch.device) -> bool:
-    return device.type == "cpu" or (device.type == "cuda" and device.index or 0) < torch.cuda.device_count()
+    if device.type == "cpu":
+        return True
+    return device.type == "cuda" and (device.index or 0) < torch.cuda.device_count()
 
 
 def judge_amp_reference(seen: dict) -> None:
-    """After two steps the weights equal two reference steps (on every device this process can run)."""
+    """After two steps the weights equal two reference steps, on every device the probe ran on: the reference
+    runs on the same GPUs, real or simulated (`probe_gpus`, as the probe did)."""
+    with probe_gpus():
+        _compare_with_reference(seen)
+
+
+def _compare_with_reference(seen: dict) -> None:
     for case in seen["cases"]:
         device = torch.device(case["device"])
         if "params_after" not in case or not _available(device):

@@ -85,10 +85,12 @@ _EXC_LINE = re.compile(
     r"^\s*(?:E\s+)?(?:\[rank\d+\]:\s*)?"
     r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure)\s*:"
 )
-# Lines that end an exception message inside a traceback.
+# Lines that end an exception message inside a traceback; devicekit.simulate's note under an error raised by a
+# simulated GPU too: it is not PyTorch's message, and its "(its tensors live on the CPU)" names no device
+# the error is about (a dtype error between two simulated GPU tensors named "cpu").
 _STOP_LINE = re.compile(
     r"^\s*(?:\[rank\d+\]:\s*)?(?:Traceback \(most recent call last\)|During handling of the above exception"
-    r"|The above exception was the direct cause|File \")"
+    r"|The above exception was the direct cause|File \"|devicekit\.simulate[:：])"
 )
 _SPACES = re.compile(r"\s+")
 

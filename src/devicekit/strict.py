@@ -191,13 +191,13 @@ def _mismatch(op: str, seen: dict[str, list[Message]], rejected_scalar: str | No
     parts_zh = "、".join(f"{dev}（{'、'.join(w.zh for w in where)}）" for dev, where in seen.items())
     en = (
         f"strict_devices: {op} got tensors on different devices: {parts_en}. "
-        "Move them to one device first (dm.to(...) / tensor.to(device)); outside strict_devices PyTorch "
-        "may not raise for this mix and silently return a tensor on one of the devices."
+        "Move them to one device first (dm.to(...) / tensor.to(device)); outside strict_devices CUDA raises "
+        "for most such mixes, but some devices (meta) let them through and return a tensor on one of them."
     )
     zh = (
         f"strict_devices：{op} 收到了不同设备上的张量：{parts_zh}。请先把它们移到同一个设备上"
-        "（dm.to(...) 或 tensor.to(device)）；不在 strict_devices 里时，PyTorch 对这种混用不一定报错，"
-        "可能悄悄返回其中一个设备上的张量。"
+        "（dm.to(...) 或 tensor.to(device)）；不在 strict_devices 里时，CUDA 对大多数这类混用会报错，"
+        "但有些设备（meta）会放过它们，悄悄返回其中一个设备上的张量。"
     )
     if rejected_scalar == "too_many":
         en += (

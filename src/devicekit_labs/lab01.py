@@ -1,7 +1,8 @@
 """Self-checks for lab 01 (devices and ``.device``).
 
-Every check is a probe (runs the learner's function on inputs it plants, on the CPU and on two GPUs, real or
-simulated: `devicekit_labs.machine.probe_devices`) and a judge (reads what the probe saw, never runs learner code).
+Every check is a probe (runs the learner's function on inputs it plants, on the CPU and on two GPUs, real
+or simulated: `devicekit_labs.machine.probe_devices`) and a judge (reads what the probe saw, never runs
+learner code).
 """
 
 from __future__ import annotations
@@ -67,10 +68,10 @@ def judge_move_batch(seen: dict) -> None:
         moved = result["tensor"]
         if moved["device"].startswith("cuda") and target.startswith("cuda") and moved["device"] != target:
             raise Fail(
-                f"asked for {target}, the returned tensor is on {moved['device']}: `.cuda()` and \"cuda\" "
+                f'asked for {target}, the returned tensor is on {moved["device"]}: `.cuda()` and "cuda" '
                 "mean the current GPU (cuda:0 unless you changed it), not the device you were given. Pass "
                 "`device` itself to `.to()`.",
-                f"要求的是 {target}，返回的张量却在 {moved['device']} 上：`.cuda()` 和 \"cuda\" 指的是当前 GPU"
+                f'要求的是 {target}，返回的张量却在 {moved["device"]} 上：`.cuda()` 和 "cuda" 指的是当前 GPU'
                 "（没改过就是 cuda:0），不是传进来的那个设备。请把 `device` 本身交给 `.to()`。",
             )
         if moved["device"] != target:
@@ -148,10 +149,10 @@ def judge_causal_mask(seen: dict) -> None:
         mask = case["result"]["tensor"]
         if mask["device"].startswith("cuda") and device.startswith("cuda") and mask["device"] != device:
             raise Fail(
-                f"for an input on {device} the mask was created on {mask['device']}: \"cuda\" means the "
-                "current GPU (cuda:0 unless you changed it), not the input's. Take the device from the input: "
-                "device=x.device.",
-                f"输入在 {device} 上，掩码却创建在了 {mask['device']} 上：\"cuda\" 指的是当前 GPU"
+                f'for an input on {device} the mask was created on {mask["device"]}: "cuda" means the '
+                "current GPU (cuda:0 unless you changed it), not the input's. Take the device from the "
+                "input: device=x.device.",
+                f'输入在 {device} 上，掩码却创建在了 {mask["device"]} 上："cuda" 指的是当前 GPU'
                 "（没改过就是 cuda:0），不是输入所在的那块。设备应当取自输入：device=x.device。",
             )
         if mask["device"] != device:

@@ -1,9 +1,10 @@
 """Self-checks for lab 03 (how devices propagate: operands, indices, leaving the device, default device).
 
-The probes run the learner's functions on the CPU and on this runner's other device (the accelerator, or
-``meta``), under `devicekit.strict_devices` where meta would let a mix through, and record every copy
-between devices the function made (`CopyRecorder`): that tells "copied the ids to the host" or "moved the
-model with .to()" on any runner, also where meta cannot run the copy itself.
+The probes run the learner's functions on the CPU and on two GPUs, real or simulated
+(`devicekit_labs.machine.probe_devices`: ``cuda:1`` where an index matters, so an answer that hard-codes
+``"cuda"``, the current GPU, fails), and record every copy between devices the function made
+(`CopyRecorder`): that tells "copied the ids to the host" or "moved the model with .to()" apart from right
+answers that return the same values.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from devicekit.device import mismatch_device
-from devicekit.strict import strict_devices
 from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
 from devicekit_labs.drills import judge_drill, probe_drill
+from devicekit_labs.machine import probe_devices, simulating
 
 LAB = "03-propagation"
 
@@ -26,8 +26,9 @@ LAB = "03-propagation"
 class CopyRecorder(TorchDispatchMode):
     """Records every copy between devices (``Tensor.to``, ``.cpu()``, ``copy_``, ``.item()``) as it starts.
 
-    ``copies`` is a list of ``(source device, destination device)`` strings. A copy is recorded before
-    it runs, so a copy out of ``meta`` (which fails: meta has no data) is recorded too.
+    ``copies`` is a list of ``(source device, destination device)`` strings, recorded before each copy
+    runs. On simulated GPUs a copy's destination reaches dispatch as ``meta:N`` (what C++ sees of
+    ``cuda:N``, `devicekit.simulate`); it is recorded as the ``cuda:N`` the learner's code named.
     """
 
     def __init__(self) -> None:
@@ -40,8 +41,8 @@ class CopyRecorder(TorchDispatchMode):
         packet = str(getattr(func, "_overloadpacket", func))
         if packet.endswith("_to_copy") and args and isinstance(args[0], torch.Tensor):
             target = kwargs.get("device")
-            if target is not None and torch.device(target) != args[0].device:
-                self.copies.append((str(args[0].device), str(torch.device(target))))
+            if target is not None and _named(torch.device(target)) != args[0].device:
+                self.copies.append((str(args[0].device), str(_named(torch.device(target)))))
         elif (
             packet.endswith("copy_") and len(args) > 1 and all(isinstance(a, torch.Tensor) for a in args[:2])
         ):
@@ -51,6 +52,26 @@ class CopyRecorder(TorchDispatchMode):
             if args[0].device.type != "cpu":
                 self.copies.append((str(args[0].device), "cpu"))
         return func(*args, **kwargs)
+
+
+def _named(device: torch.device) -> torch.device:
+    """The device as the learner's code names it: ``cuda:N`` for a simulated GPU's ``meta:N``."""
+    if device.type == "meta" and device.index is not None and simulating():
+        return torch.device("cuda", device.index)
+    return device
+
+
+def dropped_index(message: str, device: str) -> bool:
+    """Whether a device error met ``cuda:0`` where the probe asked for another GPU: a ``"cuda"`` or
+    ``.cuda()`` in the answer, which means the current GPU, not the one the tensors are on."""
+    return device.startswith("cuda:") and device != "cuda:0" and "cuda:0" in message
+
+
+_CURRENT_GPU = (
+    '"cuda" and .cuda() mean the current GPU (cuda:0 unless you changed it), not the GPU the other tensors '
+    "are on. ",
+    '"cuda" 和 .cuda() 指的是当前 GPU（没改过就是 cuda:0），不是其他张量所在的那块 GPU。',
+)
 
 
 # --- exercise 1 ---------------------------------------------------------------------------------------------
@@ -156,14 +177,11 @@ def planted_table() -> torch.Tensor:
 _IDS = ([[3, 1], [9, 3]], [4, 0, 7])
 
 
-def _call_recorded(fn: object, *args: object, strict: bool = False) -> dict:
+def _call_recorded(fn: object, *args: object) -> dict:
     """Call the learner's ``fn`` with every device copy recorded: its value or its error, and the copies."""
     recorder = CopyRecorder()
 
     def call() -> object:
-        if strict:
-            with strict_devices(), recorder:
-                return fn(*args)  # type: ignore[operator]
         with recorder:
             return fn(*args)  # type: ignore[operator]
 
@@ -178,12 +196,12 @@ def _call_recorded(fn: object, *args: object, strict: bool = False) -> dict:
 
 @judged(LAB, "lookup", 2, "look up rows where the ids are", "在 ids 所在的设备上查表", target="lookup")
 def probe_lookup(lookup) -> dict:
-    other = mismatch_device()
+    gpus = probe_devices()
     cases = []
-    for ids_list in _IDS:
-        for device in (torch.device("cpu"), other):
+    for ids_list, gpu in zip(_IDS, (gpus[-1], gpus[0]), strict=True):
+        for device in (torch.device("cpu"), gpu):
             ids = torch.tensor(ids_list, device=device)
-            called = _call_recorded(lookup, planted_table(), ids, strict=True)
+            called = _call_recorded(lookup, planted_table(), ids)
             case = {"ids": ids_list, "device": str(device), "copies": called["copies"]}
             if "error" in called:
                 case["error"] = called["error"]
@@ -211,11 +229,13 @@ def judge_lookup(seen: dict) -> None:
         if "error" in case:
             err = case["error"]
             if err["kind"] == "error" and "device" in err["message"]:
+                en, zh = _CURRENT_GPU if dropped_index(err["message"], device) else ("", "")
                 raise Fail(
-                    f"with the ids on {device} the lookup failed: {err['message'][:150]} ... The indexed "
-                    "tensor and the indices must be on one device (CPU indices are the only exception).",
-                    f"ids 在 {device} 上时查表失败：{err['message'][:150]} ……被索引的张量和索引必须在同一个"
-                    "设备上（只有 CPU 上的索引例外）。",
+                    f"with the ids on {device} the lookup failed: {err['message'][:150]} ... {en}The indexed "
+                    "tensor and the indices must be on one device (CPU indices are the only exception): take "
+                    "the device from the ids.",
+                    f"ids 在 {device} 上时查表失败：{err['message'][:150]} ……{zh}"
+                    "被索引的张量和索引必须在同一个设备上（只有 CPU 上的索引例外）：设备应当取自 ids。",
                 )
             failed_call(case, f"with the ids on {device}", f"ids 在 {device} 上时")
         got = case["result"]
@@ -224,16 +244,15 @@ def judge_lookup(seen: dict) -> None:
                 f"expected a tensor back, got {got['type']}.", f"应当返回一个张量，实际是 {got['type']}。"
             )
         if got["device"] != device:
+            en, zh = _CURRENT_GPU if dropped_index(got["device"], device) else ("", "")
             raise Fail(
                 f"with the ids on {device} the rows came back on {got['device']}: return them on the ids' "
-                "device.",
-                f"ids 在 {device} 上时，查到的行却在 {got['device']} 上：请在 ids 所在的设备上返回结果。",
+                f"device. {en}".rstrip(),
+                f"ids 在 {device} 上时，查到的行却在 {got['device']} 上：请在 ids 所在的设备上返回结果。{zh}",
             )
         ids = torch.tensor(case["ids"])
         want_shape = [*ids.shape, 2]
-        if got["shape"] != want_shape or (
-            "values" in got and not torch.equal(got["values"], planted_table()[ids])
-        ):
+        if got["shape"] != want_shape or not torch.equal(got["values"], planted_table()[ids]):
             raise Fail(
                 "the result is wrong: it should be the rows of table for each id, shape ids.shape + (2,).",
                 "结果不对：应当是每个 id 对应的 table 行，形状为 ids.shape + (2,)。",
@@ -262,7 +281,7 @@ def _array_seen(value: object) -> dict:
 
 @judged(LAB, "to-numpy", 3, "hand any tensor to NumPy", "把任意张量交给 NumPy", target="to_numpy")
 def probe_to_numpy(to_numpy) -> dict:
-    other = mismatch_device()
+    gpu = probe_devices()[-1]
     cases = []
     for tensor in _planted_arrays():
         called = _call_recorded(to_numpy, tensor)
@@ -275,9 +294,9 @@ def probe_to_numpy(to_numpy) -> dict:
             {"error": called["error"]} if "error" in called else {"result": _array_seen(called["value"])}
         )
         cases.append(case)
-    source = torch.tensor([1.0, 2.0, 3.0], device=other, requires_grad=True)
+    source = torch.tensor([1.0, 2.0, 3.0], device=gpu, requires_grad=True)
     called = _call_recorded(to_numpy, source)
-    case = {"device": str(other), "dtype": "float32", "requires_grad": True, "copies": called["copies"]}
+    case = {"device": str(gpu), "dtype": "float32", "requires_grad": True, "copies": called["copies"]}
     case.update({"error": called["error"]} if "error" in called else {"result": _array_seen(called["value"])})
     cases.append(case)
     return {"cases": cases}
@@ -296,9 +315,6 @@ def judge_to_numpy(seen: dict) -> None:
         )
         if "error" in case:
             err = case["error"]
-            copied = any(src == device and dst == "cpu" for src, dst in case.get("copies", []))
-            if device != "cpu" and err["kind"] == "standin" and copied:
-                continue  # meta has no values to copy: the copy to the host was made, which is the point
             if err["type"] == "TypeError" and "numpy" in err["message"]:
                 raise Fail(
                     f"{what_en}: {err['message']} NumPy reads host memory only: copy the tensor there first.",
@@ -381,11 +397,12 @@ def _build_seen(build: object, device: torch.device, default: torch.device | Non
 
 @judged(LAB, "default-device", 4, "scope the default device", "限定默认设备的作用范围", target="build")
 def probe_default_device(build) -> dict:
-    other = mismatch_device()
+    gpu = probe_devices()[-1]
     cpu = torch.device("cpu")
-    # build(other) as the lab calls it; build(cpu) while the caller's default is the other device, so that
-    # "restore the CPU" and "restore what was there" can be told apart
-    return {"runs": [_build_seen(build, other, None), _build_seen(build, cpu, other)]}
+    # build(gpu) as the lab calls it, on cuda:1 so that a scope made of the device's type alone (cuda:0)
+    # fails; build(cpu) while the caller's default is that GPU, so that "restore the CPU" and "restore what
+    # was there" can be told apart
+    return {"runs": [_build_seen(build, gpu, None), _build_seen(build, cpu, gpu)]}
 
 
 @probe_default_device.judge
@@ -409,10 +426,23 @@ def judge_default_device(seen: dict) -> None:
                 "build() 应当返回 (model, loader)，其中 model 是 nn.Linear(4, 2)。",
             )
         if run["parameter_devices"] != [device]:
+            on = run["parameter_devices"]
+            dropped = dropped_index(" ".join(on), device)
             raise Fail(
-                f"for build({device}) the model's parameters are on {run['parameter_devices']}, not on "
-                f"{device}.",
-                f"build({device}) 的模型参数在 {run['parameter_devices']} 上，而不是 {device}。",
+                f"for build({device}) the model's parameters are on {on}, not on {device}."
+                + (
+                    ' "cuda" (a device type without an index) means the current GPU, cuda:0 unless you '
+                    "changed it, not the device build() was given: use `device` itself."
+                    if dropped
+                    else ""
+                ),
+                f"build({device}) 的模型参数在 {on} 上，而不是 {device}。"
+                + (
+                    '"cuda"（只有设备类型、没有编号）指的是当前 GPU（没改过就是 cuda:0），'
+                    "不是传给 build() 的那个设备：请直接使用 `device`。"
+                    if dropped
+                    else ""
+                ),
             )
         moved = [c for c in run["copies"] if c[1] == device]
         if moved:

@@ -1,4 +1,9 @@
-"""Self-checks for lab 04 (data pipelines: moving whole batches, keeping some tensors on the CPU)."""
+"""Self-checks for lab 04 (data pipelines: moving whole batches, keeping some tensors on the CPU).
+
+The probes run the learner's functions for the CPU and for two GPUs, real or simulated
+(`devicekit_labs.machine.probe_devices`: ``cuda:1`` first, so an answer that moves to ``"cuda"``, the current
+GPU, fails), and the judges read the values that arrived on the GPU, copied back to the CPU.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from devicekit.device import mismatch_device
 from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
 from devicekit_labs.drills import judge_drill, probe_drill
+from devicekit_labs.machine import probe_devices
 
 LAB = "04-data"
 
@@ -37,6 +42,19 @@ def ragged_samples(variant: int = 0) -> list[dict[str, object]]:
 _BATCH_KEYS = ("tokens", "lengths", "labels")
 
 
+def dropped_index(devices: list[str | None], device: str) -> bool:
+    """Whether a tensor landed on ``cuda:0`` where the probe asked for another GPU: a ``"cuda"`` or
+    ``.cuda()`` in the answer, which means the current GPU, not the device the function was given."""
+    return device.startswith("cuda:") and device != "cuda:0" and "cuda:0" in devices
+
+
+_CURRENT_GPU = (
+    ' "cuda" and .cuda() mean the current GPU (cuda:0 unless you changed it), not the device you were '
+    "given: pass `device` itself.",
+    '"cuda" 和 .cuda() 指的是当前 GPU（没改过就是 cuda:0），不是传进来的那个设备：请直接使用 `device`。',
+)
+
+
 def _consume(embed: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor) -> object:
     """What a model does with the batch: embed the tokens on their device, then pack them by length."""
     return pack_padded_sequence(embed(tokens), lengths, batch_first=True, enforce_sorted=False)
@@ -52,8 +70,9 @@ def _consume(embed: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor) -> o
 )
 def probe_ragged_batch(collate_and_move) -> dict:
     runs = []
-    for variant in (0, 1):
-        for device in (torch.device("cpu"), mismatch_device()):
+    gpus = probe_devices()
+    for variant, gpu in ((0, gpus[-1]), (1, gpus[0])):
+        for device in (torch.device("cpu"), gpu):
             samples = ragged_samples(variant)
             called = observe(collate_and_move, samples, device)
             run: dict = {"variant": variant, "device": str(device)}
@@ -91,10 +110,8 @@ def probe_ragged_batch(collate_and_move) -> dict:
 
 @probe_ragged_batch.judge
 def judge_ragged_batch(seen: dict) -> None:
-    for run in seen["runs"]:  # each set of samples on the CPU first, then on the other device
+    for run in seen["runs"]:  # each set of samples on the CPU first, then on a GPU
         device = run["device"]
-        if device != "cpu" and run.get("error", {}).get("kind") == "standin":
-            continue  # what only the stand-in cannot run (a copy back to the host): the CPU run has passed
         failed_call(run, f"collate_and_move(samples, {device})", f"collate_and_move(samples, {device})")
         fields = run["fields"]
         missing = [key for key in _BATCH_KEYS if fields.get(key) is None]
@@ -116,11 +133,12 @@ def judge_ragged_batch(seen: dict) -> None:
                 "维 int64 张量。其他的都移过去，'lengths' 留在创建它的地方。",
             )
         if tokens["device"] != device or labels["device"] != device:
+            en, zh = _CURRENT_GPU if dropped_index([tokens["device"], labels["device"]], device) else ("", "")
             raise Fail(
                 f"for device={device} 'tokens' is on {tokens['device']} and 'labels' on {labels['device']}: "
-                "everything the model and the loss read must be on the target device.",
+                f"everything the model and the loss read must be on the target device.{en}",
                 f"device={device} 时，'tokens' 在 {tokens['device']} 上，'labels' 在 {labels['device']} 上："
-                "模型和损失函数要读的张量都必须在目标设备上。",
+                f"模型和损失函数要读的张量都必须在目标设备上。{zh}",
             )
         samples = ragged_samples(run["variant"])
         want_lengths = [len(s["tokens"]) for s in samples]  # type: ignore[arg-type]
@@ -140,16 +158,15 @@ def judge_ragged_batch(seen: dict) -> None:
                 f"'labels' 应当是 ({rows},) 的张量；实际是 {tuple(tokens['shape'])} {tokens['dtype']} 和 "
                 f"{tuple(labels['shape'])}。",
             )
-        if "values" in tokens:
-            for row, sample in enumerate(samples):
-                seq = sample["tokens"]
-                padded = tokens["values"][row]
-                if not torch.equal(padded[: len(seq)], seq) or bool(padded[len(seq) :].ne(0).any()):  # type: ignore[arg-type]
-                    raise Fail(
-                        "'tokens' should be the sequences in order, each padded with 0 to the longest one.",
-                        "'tokens' 应当按顺序排列各序列，每条都用 0 补齐到最长序列的长度。",
-                    )
-        if "values" in labels and labels["values"].tolist() != [s["label"] for s in samples]:
+        for row, sample in enumerate(samples):
+            seq = sample["tokens"]
+            padded = tokens["values"][row]
+            if not torch.equal(padded[: len(seq)], seq) or bool(padded[len(seq) :].ne(0).any()):  # type: ignore[arg-type]
+                raise Fail(
+                    "'tokens' should be the sequences in order, each padded with 0 to the longest one.",
+                    "'tokens' 应当按顺序排列各序列，每条都用 0 补齐到最长序列的长度。",
+                )
+        if labels["values"].tolist() != [s["label"] for s in samples]:
             raise Fail(
                 "'labels' must hold each sample's label, in the order of the samples.",
                 "'labels' 要按样本顺序给出每个样本的标签。",
@@ -208,7 +225,7 @@ def _image_batch_seen(batch: object) -> dict:
 )
 def probe_dataclass_batch(move_image_batch) -> dict:
     runs = []
-    for device in (torch.device("cpu"), mismatch_device()):
+    for device in (torch.device("cpu"), *probe_devices()[::-1]):
         original = image_batch()
         fields_before = (original.images, original.labels, original.names)
         called = observe(move_image_batch, original, device)
@@ -244,11 +261,13 @@ def judge_dataclass_batch(seen: dict) -> None:
         images, labels = moved["images"], moved["labels"]
         if images is None or labels is None or images["device"] != device or labels["device"] != device:
             where = [f["device"] if f else None for f in (images, labels)]
+            if dropped_index(where, device):
+                en, zh = _CURRENT_GPU
+            else:
+                en, zh = " Labels are the tensor people forget.", "最容易被忘掉的就是 labels。"
             raise Fail(
-                f"images are on {where[0]} and labels on {where[1]}, not both on {device}. Labels are the "
-                "tensor people forget.",
-                f"images 在 {where[0]} 上，labels 在 {where[1]} 上，两者并不都在 {device} 上。"
-                "最容易被忘掉的就是 labels。",
+                f"images are on {where[0]} and labels on {where[1]}, not both on {device}.{en}",
+                f"images 在 {where[0]} 上，labels 在 {where[1]} 上，两者并不都在 {device} 上。{zh}",
             )
         if moved["names"] != planted.names:
             raise Fail("the file names must come back unchanged.", "文件名应当原样保留。")
@@ -272,7 +291,7 @@ def judge_dataclass_batch(seen: dict) -> None:
                     f"{name} 在移动过程中改变了 dtype 或形状（{field['dtype']} {tuple(field['shape'])}）："
                     "移动不应转换它们。",
                 )
-            if "values" in field and not torch.equal(field["values"], want):
+            if not torch.equal(field["values"], want):
                 raise Fail(f"the {name}' values changed on the way.", f"{name} 的数值在移动过程中变了。")
 
 

@@ -3,6 +3,9 @@
 The models live here, not in the notebook, because the checks must rebuild them to compute the right
 answers for real: each check is a probe (runs the learner's code on planted models and inputs, returns plain
 data) and a judge (rebuilds the lab's own models where it needs the tool's verdict, never runs learner code).
+Probes and the judges' own runs compute on two GPUs, real or simulated (`devicekit_labs.machine`): the
+exercises about where a tensor is born are checked on ``cuda:1``, so an answer that writes ``"cuda"`` (the
+current GPU, ``cuda:0``) where it should follow its input fails.
 The lab tells learners to find the bugs with devicekit first and to read the source
 (``inspect.getsource``) only of the module the tools name, as they would in a model they did not write.
 """
@@ -14,10 +17,9 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from devicekit.device import mismatch_device
 from devicekit.locate import locate_mismatch
-from devicekit.strict import strict_devices
 from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
+from devicekit_labs.machine import probe_devices, probe_gpus
 
 LAB = "05-debugging"
 
@@ -178,9 +180,15 @@ def _cpu_births(fn, x: torch.Tensor) -> list[str]:
 
 
 def _located(model: nn.Module, *inputs: torch.Tensor) -> str | None:
-    with strict_devices():
-        report = locate_mismatch(model, *inputs)
+    """The module `locate_mismatch` names for one forward pass, or None when the pass runs."""
+    report = locate_mismatch(model, *inputs)
     return None if report is None else report.module
+
+
+def _gpus() -> tuple[torch.device, torch.device]:
+    """(first GPU, last GPU) of the probe's machine: cuda:0 and cuda:1 on two GPUs, real or simulated."""
+    gpus = probe_devices()
+    return gpus[0], gpus[-1]
 
 
 def _plain(value: object) -> object:
@@ -237,8 +245,10 @@ def judge_first_module(seen: dict) -> None:
             f"模型里没有名为 {answer!r} 的模块：请照 model.named_modules() 或 locate_mismatch "
             "打印的名字原样填写（是模块，不是模块里的某个张量）。",
         )
-    target = mismatch_device()
-    if answer != _located(model.to(target), token_ids(target)):
+    with probe_gpus():  # the tool's verdict on the GPU, as the learner's notebook saw it
+        target = _gpus()[0]
+        truth = _located(model.to(target), token_ids(target))
+    if answer != truth:
         kind = type(names[answer]).__name__
         raise Fail(
             f"{answer!r} ({kind}) is a real module, but not the innermost one where the devices mix. Run "
@@ -296,7 +306,7 @@ def probe_fix_scale(fixed_cls) -> dict:
     seen: dict = {"is_module_class": True, "layers": [_probe_one_layer(fixed_cls, dim) for dim in SCALE_DIMS]}
     if any("error" in layer["build"] for layer in seen["layers"]):
         return seen
-    target = mismatch_device()
+    target = _gpus()[-1]  # the second GPU: a scale that goes to "cuda" (cuda:0) shows there
     torch.manual_seed(0)
     built = observe(lambda: Tagger(scale_cls=fixed_cls).to(target))
     if "error" in built:
@@ -306,8 +316,8 @@ def probe_fix_scale(fixed_cls) -> dict:
     tagger["saved_keys"] = sorted(model.state_dict())
     run_it = observe(_located, model, token_ids(target))
     tagger["located"] = run_it if "error" in run_it else {"value": run_it["value"]}
-    # the other way round: from the accelerator back to the CPU (to_empty: meta holds no values to copy)
-    back = observe(model.to_empty, device="cpu")
+    # the other way round: from the GPU back to the CPU
+    back = observe(model.to, "cpu")
     tagger["stray_after_back"] = back if "error" in back else {"value": _stray(model, torch.device("cpu"))}
     return {**seen, "tagger": {"value": tagger}}
 
@@ -372,8 +382,9 @@ def judge_fix_scale(seen: dict) -> None:
     failed_call(tagger["located"], "running the tagger built with your class", "运行用你的类搭出的模型时")
     if tagger["located"]["value"] is not None:
         raise Fail(
-            "the tagger built with your class still mixes devices somewhere (strict_devices finds it).",
-            "用你的类搭出的模型仍有设备混用的地方（strict_devices 能查出来）。",
+            f"the tagger built with your class on {target} still mixes devices somewhere (locate_mismatch "
+            "names the module).",
+            f"用你的类在 {target} 上搭出的模型仍有设备混用的地方（locate_mismatch 能指出是哪个模块）。",
         )
     if "layers.2.scale.scale" not in tagger["saved_keys"]:
         raise Fail(
@@ -403,21 +414,26 @@ def judge_fix_scale(seen: dict) -> None:
 
 
 def _culprit_cases() -> list[tuple[str, nn.Module, torch.Tensor]]:
-    """(label, model, batch): the models the check asks about, built the same way for probe and judge."""
-    target, cpu = mismatch_device(), torch.device("cpu")
+    """(label, model, batch): the models the check asks about, built the same way for probe and judge
+    (inside `probe_gpus`: the GPUs are cuda:0 and cuda:1, real or simulated)."""
+    first, last = _gpus()
+    cpu = torch.device("cpu")
     torch.manual_seed(0)
     cases = [
-        ("MixerTagger", MixerTagger().to(target), token_ids(target)),
-        ("a model you have not seen", _PositionTagger().to(target), token_ids(target)),
-        ("Tagger", Tagger().to(target), token_ids(target)),
-        ("a Tagger without the bug", Tagger(scale_cls=_BufferScale).to(target), token_ids(target)),
+        ("MixerTagger", MixerTagger().to(last), token_ids(last)),
+        ("a model you have not seen", _PositionTagger().to(last), token_ids(last)),
+        ("Tagger", Tagger().to(first), token_ids(first)),
+        ("a Tagger without the bug", Tagger(scale_cls=_BufferScale).to(last), token_ids(last)),
         ("a Tagger on the CPU, batch on the CPU", Tagger(), token_ids(cpu)),
         (
-            f"a Tagger without the bug on {target}, batch left on the CPU",
-            Tagger(_BufferScale).to(target),
+            f"a Tagger without the bug on {last}, batch left on the CPU",
+            Tagger(_BufferScale).to(last),
             token_ids(),
         ),
     ]
+    if first != last:
+        label = f"a Tagger without the bug on {last}, batch on {first}"
+        cases.append((label, Tagger(_BufferScale).to(last), token_ids(first)))
     return cases
 
 
@@ -440,9 +456,15 @@ def judge_find_culprit(seen: dict) -> None:
             "expected a function find_culprit(model, batch) that returns a module name or None.",
             "应当是函数 find_culprit(model, batch)，返回模块名或 None。",
         )
-    for (label, model, batch), answer in zip(_culprit_cases(), seen["answers"], strict=True):
+    with probe_gpus():  # the tool's verdicts on the same GPUs as the probe's
+        truths = [(label, _located(model, batch)) for label, model, batch in _culprit_cases()]
+    if len(truths) != len(seen["answers"]):
+        raise Fail(
+            "the check's observations do not match its cases: run the check again.",
+            "自测的观察结果与它的用例对不上：请重新运行自测。",
+        )
+    for (label, truth), answer in zip(truths, seen["answers"], strict=True):
         got = _expect_name(answer, f"find_culprit on {label}", f"find_culprit 作用于 {label} 时")
-        truth = _located(model, batch)
         if got == truth:
             continue
         if truth is None:
@@ -453,10 +475,10 @@ def judge_find_culprit(seen: dict) -> None:
             )
         raise Fail(
             f"on {label} your function answered {got!r}, which is not the module where the devices mix. "
-            "Remember which mixes the stand-in lets through without an error, and that the model and the "
-            "batch can be the ones on different devices.",
-            f"在 {label} 上你的函数回答 {got!r}，但设备混用不是发生在那里。想一想替身设备会放过哪些混用而"
-            "不报错，也别忘了不一致的可能是模型和批次本身。",
+            "Run the tool on the model and the batch you are given, as they are, and remember that the model "
+            "and the batch can be the ones on different devices (two GPUs included).",
+            f"在 {label} 上你的函数回答 {got!r}，但设备混用不是发生在那里。请把传进来的模型和批次原样交给"
+            "工具运行，也别忘了不一致的可能是模型和批次本身（包括分处两块 GPU 的情形）。",
         )
 
 
@@ -470,7 +492,7 @@ WEIGHT_STEPS = (7, 5)
 def probe_fix_weights(weights_fn) -> dict:
     if not callable(weights_fn):
         return {"callable": False}
-    target = mismatch_device()
+    target = _gpus()[-1]  # the second GPU: weights made on "cuda" (cuda:0) show there
     cases = []
     for steps in WEIGHT_STEPS:
         x = torch.randn(2, steps, DIM, generator=torch.Generator().manual_seed(steps))
@@ -539,6 +561,14 @@ def judge_fix_weights(seen: dict) -> None:
                 "要改的是它们创建在哪里，而不是它们的值。",
             )
         got = _tensor_or_fail(case["target"], f"for an input on {target}", f"输入在 {target} 上时")
+        if got["device"].startswith("cuda") and got["device"] != target:
+            raise Fail(
+                f'for an input on {target} the weights are on {got["device"]}: "cuda" and .cuda() mean '
+                "the current GPU (cuda:0 unless you changed it), not the input's. Take the device from the "
+                "input: device=x.device.",
+                f'输入在 {target} 上时，权重却在 {got["device"]} 上："cuda" 和 .cuda() 指的是当前 GPU'
+                "（没改过就是 cuda:0），不是输入所在的那块。设备应当取自输入：device=x.device。",
+            )
         if got["device"] != target:
             raise Fail(
                 f"for an input on {target} the weights are on {got['device']}: every tensor created inside "
@@ -552,7 +582,7 @@ def judge_fix_weights(seen: dict) -> None:
                 f"输入在 {target} 上时，权重是形状为 {got['shape']} 的 {got['dtype']}，而不是 "
                 f"float32（{steps}×{steps}）。",
             )
-        if "values" in got and not torch.allclose(got["values"], want):
+        if not torch.allclose(got["values"], want):
             raise Fail(
                 f"for an input on {target} the weights hold other values than distance_weights(x).",
                 f"输入在 {target} 上时，权重的数值与 distance_weights(x) 不同。",
@@ -573,6 +603,7 @@ def judge_fix_weights(seen: dict) -> None:
     )
     if seen["located"]["value"] is not None:
         raise Fail(
-            "the mixer built with your function still mixes devices (strict_devices finds it).",
-            "用你的函数搭出的模型仍有设备混用（strict_devices 能查出来）。",
+            f"the mixer built with your function on {target} still mixes devices (locate_mismatch names the "
+            "module).",
+            f"用你的函数在 {target} 上搭出的模型仍有设备混用（locate_mismatch 能指出是哪个模块）。",
         )

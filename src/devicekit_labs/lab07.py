@@ -1,8 +1,8 @@
 """Self-checks for lab 07 (mixed precision: autocast, GradScaler, bf16 and fp16).
 
-Exercise 1 runs the learner's step on the CPU in bf16 and fp16 (and on the GPU when there is one) and, on a
-CPU runner, on the stand-in: meta has no autocast, so there the probe records which `torch.autocast` region
-the step opens (its device type must be the data's) and runs the step with that region empty. Exercise 2 asks
+Exercise 1 runs the learner's step in bf16 and fp16 on the CPU and on the second of two GPUs, real or
+simulated (`devicekit_labs.machine`): on the GPU the linear layers' dtypes show whether the region's device
+type is the data's, and the weights after two steps are real values the grader compares. Exercise 2 asks
 about machines; the public judge checks the rules the lesson states (a scaler exactly for fp16, support that
 only grows with the compute capability, no question to the GPU this code runs on), the grader's hidden judge
 the choice for each machine.
@@ -17,9 +17,8 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from devicekit.device import available_devices, mismatch_device
 from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
-from devicekit_labs.standin import readable_meta
+from devicekit_labs.machine import probe_devices
 
 LAB = "07-amp"
 
@@ -40,14 +39,15 @@ STEPS = 2
 
 
 def _amp_cases() -> list[tuple[torch.device, torch.dtype]]:
-    """(device, autocast dtype) pairs to check: bf16 and fp16 on the CPU, and the accelerator's if present."""
+    """(device, autocast dtype) pairs to check: bf16 and fp16 on the CPU and on the probe's last GPU (cuda:1
+    where there are two), bf16 there only from compute capability 8.0 (native bf16)."""
     cases = [(torch.device("cpu"), torch.bfloat16), (torch.device("cpu"), torch.float16)]
-    for name in available_devices():
-        dev = torch.device(name)
-        if dev.type == "cuda":
-            cases.append((dev, torch.float16))
-            if torch.cuda.get_device_properties(dev).major >= 8:
-                cases.append((dev, torch.bfloat16))
+    gpus = probe_devices()
+    if gpus:
+        gpu = gpus[-1]
+        cases.append((gpu, torch.float16))
+        if torch.cuda.get_device_capability(gpu)[0] >= 8:
+            cases.append((gpu, torch.bfloat16))
     return cases
 
 
@@ -65,39 +65,9 @@ def _dtype_name(dtype: object) -> str | None:
     return str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else None
 
 
-@contextlib.contextmanager
-def _recording_autocast(regions: list[dict]) -> Iterator[None]:
-    """Record every `torch.autocast` region opened inside (device type, dtype, enabled).
-
-    `torch.autocast`, `torch.amp.autocast` and the deprecated `torch.cpu.amp.autocast` /
-    `torch.cuda.amp.autocast` all initialise through `torch.amp.autocast_mode.autocast.__init__`. Meta has
-    no autocast (PyTorch refuses the device type): a region for ``"meta"`` is recorded, then opened empty.
-    """
-    cls = torch.amp.autocast_mode.autocast
-    original = cls.__init__
-
-    def init(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None) -> None:
-        regions.append(
-            {"device_type": str(device_type), "dtype": _dtype_name(dtype), "enabled": bool(enabled)}
-        )
-        if str(device_type) == "meta":
-            original(self, "cpu", dtype=None, enabled=False, cache_enabled=cache_enabled)
-        else:
-            original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-    cls.__init__ = init
-    try:
-        yield
-    finally:
-        cls.__init__ = original
-
-
 def _new_scaler(device: torch.device, dtype: torch.dtype) -> torch.amp.GradScaler:
-    # fp16 needs a scaler; a small initial scale keeps this tiny model's first step finite. Meta has none.
-    enabled = dtype == torch.float16 and device.type != "meta"
-    return torch.amp.GradScaler(
-        "cpu" if device.type == "meta" else device.type, init_scale=2.0**8, enabled=enabled
-    )
+    # fp16 needs a scaler; a small initial scale keeps this tiny model's first step finite
+    return torch.amp.GradScaler(device.type, init_scale=2.0**8, enabled=dtype == torch.float16)
 
 
 def _probe_amp_case(amp_step, device: torch.device, dtype: torch.dtype) -> dict:
@@ -106,34 +76,28 @@ def _probe_amp_case(amp_step, device: torch.device, dtype: torch.dtype) -> dict:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = _new_scaler(device, dtype)
     x, y = make_batch(device)
-    before = [p.detach().clone() for p in model.parameters()] if device.type != "meta" else None
-    regions: list[dict] = []
+    before = [p.detach().clone() for p in model.parameters()]
     linear_dtypes, hooks = _linear_dtypes(model)
-    reads = readable_meta() if device.type == "meta" else contextlib.nullcontext()
     try:
-        with _recording_autocast(regions), reads:
-            first = observe(amp_step, model, optimizer, scaler, x, y, dtype)
-            if "error" in first:
-                return {**seen, "error": first["error"]}
-            twin = None
-            if device.type != "meta":
-                # The same step from the same weights, without the gradients left over from the first step:
-                # a step that clears them ends with the same weights on both copies.
-                twin = copy.deepcopy(model)
-                for p in twin.parameters():
-                    p.grad = None
-                twin_scaler = _new_scaler(device, dtype)
-                twin_scaler.load_state_dict(scaler.state_dict())
-                twin_step = observe(
-                    amp_step, twin, torch.optim.SGD(twin.parameters(), lr=0.1), twin_scaler, x, y, dtype
-                )
-            second = observe(amp_step, model, optimizer, scaler, x, y, dtype)
+        first = observe(amp_step, model, optimizer, scaler, x, y, dtype)
+        if "error" in first:
+            return {**seen, "error": first["error"]}
+        # The same step from the same weights, without the gradients left over from the first step: a step
+        # that clears them ends with the same weights on both copies.
+        twin = copy.deepcopy(model)
+        for p in twin.parameters():
+            p.grad = None
+        twin_scaler = _new_scaler(device, dtype)
+        twin_scaler.load_state_dict(scaler.state_dict())
+        twin_step = observe(
+            amp_step, twin, torch.optim.SGD(twin.parameters(), lr=0.1), twin_scaler, x, y, dtype
+        )
+        second = observe(amp_step, model, optimizer, scaler, x, y, dtype)
     finally:
         for hook in hooks:
             hook.remove()
     if "error" in second:
         return {**seen, "error": second["error"]}
-    seen["regions"] = regions
     seen["linear_dtypes"] = [_dtype_name(d) for d in linear_dtypes]
     seen["param_dtypes"] = [[n, _dtype_name(p.dtype)] for n, p in model.named_parameters()]
     loss = second["value"]
@@ -142,8 +106,6 @@ def _probe_amp_case(amp_step, device: torch.device, dtype: torch.dtype) -> dict:
     seen["growth_tracker"] = (
         int(scaler.state_dict().get("_growth_tracker", 0)) if scaler.is_enabled() else None
     )
-    if device.type == "meta":
-        return seen
     seen["weights_changed"] = not all(
         torch.equal(a, p.detach()) for a, p in zip(before, model.parameters(), strict=True)
     )
@@ -158,13 +120,6 @@ def _probe_amp_case(amp_step, device: torch.device, dtype: torch.dtype) -> dict:
     return seen
 
 
-def _probe_cases() -> list[tuple[torch.device, torch.dtype]]:
-    cases = _amp_cases()
-    if mismatch_device().type == "meta":  # a CPU runner: the stand-in shows which region the step opens
-        cases += [(torch.device("meta"), torch.bfloat16), (torch.device("meta"), torch.float16)]
-    return cases
-
-
 @judged(
     LAB, "amp-step", 1, "write a mixed-precision training step", "写一个混合精度训练步", target="amp_step"
 )
@@ -174,7 +129,7 @@ def probe_amp_step(amp_step) -> dict:
     return {
         "callable": True,
         "steps": STEPS,
-        "cases": [_probe_amp_case(amp_step, d, t) for d, t in _probe_cases()],
+        "cases": [_probe_amp_case(amp_step, d, t) for d, t in _amp_cases()],
     }
 
 
@@ -188,9 +143,6 @@ def judge_amp_step(seen: dict) -> None:
     for case in seen["cases"]:
         label = f"{case['device']} with {case['dtype']}"
         failed_call(case, f"({label}) your step", f"（{label}）你的训练步")
-        if case["device"] == "meta":
-            _judge_standin_case(case, label)
-            continue
         if not case["linear_dtypes"]:
             raise Fail(
                 f"({label}) the model was never called: run its forward pass inside the step.",
@@ -243,41 +195,12 @@ def judge_amp_step(seen: dict) -> None:
 
 def _judge_loss(case: dict, label: str) -> None:
     loss = case["loss"]
-    finite = "values" not in loss or bool(torch.isfinite(loss["values"].float()).all())
+    finite = "values" in loss and bool(torch.isfinite(loss["values"].float()).all())
     if "device" not in loss or loss["shape"] != [] or not finite:
         raise Fail(
             f"({label}) return the loss: a finite 0-dim tensor.",
             f"（{label}）请返回损失：一个有限的 0 维张量。",
         )
-
-
-def _judge_standin_case(case: dict, label: str) -> None:
-    opened = [r for r in case["regions"] if r["enabled"]]
-    others = [r for r in opened if r["device_type"] != "meta"]
-    if others:
-        raise Fail(
-            f"(data on meta, standing in for an accelerator) your step opened torch.autocast("
-            f"{others[0]['device_type']!r}) for data on meta. Take the region's device type from the data, "
-            "not from a string: an autocast for another device type leaves this device's math alone.",
-            f"（数据在 meta 上，meta 代替加速器）你的训练步为 meta 上的数据打开了 torch.autocast("
-            f"{others[0]['device_type']!r})。区域的 device_type 要取自数据所在的设备，不要写成固定的字符串："
-            "别的设备类型的 autocast 不会改变这个设备上的运算。",
-        )
-    if not opened or any(r["dtype"] != case["dtype"] for r in opened):
-        got = opened[0]["dtype"] if opened else None
-        raise Fail(
-            f"(data on meta, standing in for an accelerator) your step opened no autocast region in "
-            f"{case['dtype']} (dtype {got}): use the dtype you were given.",
-            f"（数据在 meta 上，meta 代替加速器）你的训练步没有打开 dtype 为 {case['dtype']} 的 autocast 区域"
-            f"（实际 dtype 为 {got}）：要用传进来的那个 dtype。",
-        )
-    wrong = [(n, d) for n, d in case["param_dtypes"] if d != "float32"]
-    if wrong:
-        raise Fail(
-            f"({label}) after the step, parameter {wrong[0][0]} is {wrong[0][1]}: do not convert the model.",
-            f"（{label}）训练步之后，参数 {wrong[0][0]} 变成了 {wrong[0][1]}：不要转换模型本身。",
-        )
-    _judge_loss(case, label)
 
 
 #: Machines the choice exercise asks about: (device type, CUDA compute capability or None).

@@ -49,6 +49,14 @@ class ScoresInForward(nn.Module):  # a new mask in every forward, created on the
         return torch.where(mask, scores, float("-inf"))
 
 
+class ScoresCudaInForward(ScoresOk):  # device="cuda" for scores on a GPU: the current GPU, not theirs
+    def forward(self, scores):
+        steps = scores.shape[-1]
+        device = "cuda" if scores.is_cuda else "cpu"
+        mask = torch.ones(steps, steps, dtype=torch.bool, device=device).tril()
+        return torch.where(mask, scores, float("-inf"))
+
+
 class ScoresFloatMask(ScoresOk):
     def __init__(self, steps):
         nn.Module.__init__(self)
@@ -133,6 +141,18 @@ class StackOtherName(StackOk):
         return x
 
 
+class StackCudaInput(StackOk):  # moves x to "the GPU" for the layers: cuda:0, whatever GPU they are on
+    def forward(self, x):
+        if next(self.parameters()).is_cuda:
+            x = x.cuda()
+        return super().forward(x)
+
+
+class StackInputToLayers(StackOk):  # moves x to the device of the layers: right on any device
+    def forward(self, x):
+        return super().forward(x.to(self.layers[0].weight.device))
+
+
 class StackAppend(StackOk):
     def __init__(self, width, depth):
         nn.Module.__init__(self)
@@ -172,6 +192,17 @@ class NoiseOnCpu(NoiseOk):  # the taught bug: a factory without device=
 class NoiseDefaultDtype(NoiseOk):  # reviewers: the input's device but not its dtype
     def forward(self, x):
         return x + torch.randn(x.shape, device=x.device) * self.std
+
+
+class NoiseCudaDevice(NoiseOk):  # device="cuda" for an input on a GPU: the current GPU, not x's
+    def forward(self, x):
+        device = "cuda" if x.is_cuda else "cpu"
+        return x + torch.randn(x.shape, dtype=x.dtype, device=device) * self.std
+
+
+class NoiseCpuThenMoved(NoiseOk):  # made on the CPU, then moved to x's device and dtype: right, one copy more
+    def forward(self, x):
+        return x + torch.randn(x.shape, dtype=x.dtype).to(x.device) * self.std
 
 
 class NoiseFixedStd(NoiseOk):
@@ -234,6 +265,22 @@ class TwoStageCpuInput(TwoStageOk):  # reviewers: x.to("cpu") hard-coded
         return self.stage2(self.stage1(x.to("cpu")).to(self.second))
 
 
+class TwoStageDeviceType(TwoStageOk):  # x.to(device.type): "cuda" is the current GPU, the index is lost
+    def forward(self, x):
+        hidden = self.stage1(x.to(self.first.type))
+        return self.stage2(hidden.to(self.second.type))
+
+
+class TwoStageDotCuda(TwoStageOk):  # .cuda() for a stage on a GPU: cuda:0, whatever `second` names
+    def __init__(self, first, second):
+        nn.Module.__init__(self)
+        self.first, self.second = torch.device(first), torch.device(second)
+        self.stage1 = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).to(self.first)
+        self.stage2 = nn.Linear(8, 2)
+        if self.second.type == "cuda":
+            self.stage2 = self.stage2.cuda()
+
+
 class TwoStageSwapped(TwoStageOk):
     def __init__(self, first, second):
         nn.Module.__init__(self)
@@ -275,7 +322,7 @@ class TwoStageNonBlocking(TwoStageOk):
         return self.stage2(hidden.to(self.second, non_blocking=True))
 
 
-class TwoStageLogs(TwoStageOk):  # right on a GPU, awkward on meta: .item() of an activation
+class TwoStageLogs(TwoStageOk):  # reads a value off the GPU every call: .item() of an activation
     def forward(self, x):
         hidden = self.stage1(x.to(self.first))
         out = self.stage2(hidden.to(self.second))
@@ -290,6 +337,7 @@ WRONG = {
         ("upper triangle", ScoresUpper, "above the diagonal must become -inf"),
         ("new CPU mask in forward", ScoresInForward, "do not make a new one in forward"),
         ("float mask", ScoresFloatMask, "bool mask built from `steps`"),
+        ('device="cuda" mask made in forward', ScoresCudaInForward, "mean the current GPU"),
         ("stub", ScoresStub, "not done yet"),
         ("an instance instead of the class", ScoresOk(5), "the class itself"),
     ],
@@ -300,6 +348,7 @@ WRONG = {
         ("no relu", StackNoRelu, "each followed by torch.relu"),
         ("a tuple", StackTuple, "plain Python tuple"),
         ("attribute not called layers", StackOtherName, "no attribute called 'layers'"),
+        ("x.cuda() for layers on a GPU", StackCudaInput, "mean the current GPU"),
     ],
     "noise-forward": [
         ("factory without device", NoiseOnCpu, "take it from x"),
@@ -307,6 +356,7 @@ WRONG = {
         ("std hard-coded to 0.5", NoiseFixedStd, "std 2.0"),
         ("uniform noise", NoiseUniform, "Gaussian noise with mean 0"),
         ("std ignored", NoiseUnscaled, "Scale standard normal noise"),
+        ('device="cuda" for an input on a GPU', NoiseCudaDevice, "device=x.device"),
     ],
     "two-stage": [
         ("activations never cross", TwoStageNoHop, "the activations to the second's"),
@@ -315,6 +365,8 @@ WRONG = {
         ("stages swapped", TwoStageSwapped, "Place each stage on the device"),
         ("output moved back", TwoStageBack, "the second stage's device"),
         ("stage1 without ReLU", TwoStageNoRelu, "stage2(stage1(x))"),
+        ("x.to(device.type)", TwoStageDeviceType, "mean the current GPU"),
+        (".cuda() for the second stage", TwoStageDotCuda, "stage2's on cuda:1"),
     ],
 }
 
@@ -328,12 +380,14 @@ RIGHT = {
         ("ModuleList comprehension", StackOk),
         ("ModuleList.append", StackAppend),
         ("indexed loop with .relu()", StackIndexed),
+        ("x moved to the layers' device first", StackInputToLayers),
     ],
     "noise-forward": [
         ("randn_like", NoiseOk),
         ("randn with shape, dtype and device", NoiseLong),
         ("empty_like().normal_()", NoiseNormal),
         ("torch.normal with dtype and device", NoiseNew),
+        ("randn on the CPU, then .to(x.device)", NoiseCpuThenMoved),
     ],
     "two-stage": [
         ("Module.to in __init__", TwoStageOk),

@@ -44,6 +44,10 @@ def lookup_tolist(table, ids):
     return table[torch.tensor(ids.tolist())].to(ids.device)
 
 
+def lookup_cuda_table(table, ids):
+    return table.cuda()[ids] if ids.is_cuda else table[ids]  # .cuda() is cuda:0, whatever GPU the ids are on
+
+
 def lookup_first_column(table, ids):
     return table.to(ids.device)[ids][..., 0]
 
@@ -96,6 +100,10 @@ def numpy_asarray(t):
     return np.asarray(t.cpu().detach())
 
 
+def numpy_to_cpu_copy(t):
+    return t.detach().to("cpu", copy=True).numpy()
+
+
 # --- exercise 4: default-device -----------------------------------------------------------------------------
 
 
@@ -125,6 +133,12 @@ def build_on_cpu(device):
 def build_to_empty(device):
     model = nn.Linear(4, 2)
     model.to(device)  # Module.to in place, still a copy from the CPU
+    return model, DataLoader(list(range(8)), batch_size=4, shuffle=True)
+
+
+def build_device_type(device):
+    with torch.device(device.type):  # "cuda" is the current GPU, cuda:0: the index is lost
+        model = nn.Linear(4, 2)
     return model, DataLoader(list(range(8)), batch_size=4, shuffle=True)
 
 
@@ -178,6 +192,7 @@ WRONG = {
         ('table.to("cpu")', lookup_hard_cpu, "must be on one device"),
         ("ids through a Python list", lookup_tolist, "Do not copy the ids"),
         ("one column only", lookup_first_column, "shape ids.shape + (2,)"),
+        ("table.cuda() for ids on a GPU", lookup_cuda_table, "mean the current GPU"),
     ],
     "to-numpy": [
         ("no copy to the host", numpy_no_copy, "NumPy reads host memory only"),
@@ -193,6 +208,7 @@ WRONG = {
         ("model left on the CPU", build_on_cpu, "the model's parameters are on ['cpu']"),
         ("Module.to as a statement", build_to_empty, "then moved"),
         ("seven items", build_no_shuffle_seven, "0..7 once each"),
+        ("with torch.device(device.type)", build_device_type, "means the current GPU"),
     ],
 }
 
@@ -210,6 +226,7 @@ RIGHT = {
         ("detach().cpu().numpy()", numpy_ok),
         ("numpy(force=True)", numpy_force),
         ("np.asarray(t.cpu().detach())", numpy_asarray),
+        ('detach().to("cpu", copy=True).numpy()', numpy_to_cpu_copy),
     ],
     "default-device": [
         ("with torch.device(device)", build_scoped),

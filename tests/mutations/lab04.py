@@ -63,6 +63,13 @@ def collate_time_first(samples, device):
     return to_device(batch, device, skip_keys=["lengths"])
 
 
+def collate_cuda(samples, device):
+    batch = _collate(samples)
+    if device.type == "cuda":  # .cuda() is the current GPU, cuda:0, whatever `device` names
+        batch["tokens"], batch["labels"] = batch["tokens"].cuda(), batch["labels"].cuda()
+    return batch
+
+
 def collate_ok(samples, device):
     return to_device(_collate(samples), device, skip_keys=["lengths"])
 
@@ -87,7 +94,7 @@ def collate_fields(samples, device):
 
 
 def collate_lengths_counted_on_device(samples, device):
-    # right on a GPU (none of these tokens is 0), awkward on meta: the count is copied back to the host
+    # right (none of these tokens is 0): the count is made on the GPU and copied back to the host
     batch = to_device(_collate(samples), device, skip_keys=["lengths"])
     batch["lengths"] = (batch["tokens"] != 0).sum(dim=1).cpu()
     return batch
@@ -116,6 +123,18 @@ def image_half(batch, device):
 
 def image_names_tuple(batch, device):
     return ImageBatch(batch.images.to(device), batch.labels.to(device), tuple(batch.names))
+
+
+def image_device_type(batch, device):
+    # "cuda" names the current GPU, cuda:0: the index of `device` is lost
+    return ImageBatch(batch.images.to(device.type), batch.labels.to(device.type), list(batch.names))
+
+
+def image_non_blocking(batch, device):
+    # pinned, then copied without blocking: right, the GPU's own work is ordered after the copy
+    pinned = batch.images.pin_memory() if device.type == "cuda" else batch.images
+    images = pinned.to(device, non_blocking=True)
+    return ImageBatch(images, batch.labels.to(device, non_blocking=True), list(batch.names))
 
 
 def image_to_device(batch, device):
@@ -148,6 +167,7 @@ WRONG = {
         ("lengths all T_max", collate_padded_lengths, "true length"),
         ("lengths and labels of the lab's example", collate_hard_coded, "true length"),
         ("time-first tokens", collate_time_first, "should be a (4, 5)"),
+        (".cuda() for a GPU device", collate_cuda, "mean the current GPU"),
     ],
     "dataclass-batch": [
         ("labels forgotten", image_labels_left, "Labels are the tensor people forget"),
@@ -155,6 +175,7 @@ WRONG = {
         ("a dict back", image_dict, "expected an ImageBatch back"),
         ("images halved", image_half, "changed dtype or shape"),
         ("names turned into a tuple", image_names_tuple, "file names must come back unchanged"),
+        (".to(device.type)", image_device_type, "mean the current GPU"),
     ],
     "non-blocking": [
         # the taught bug first: reading a device-to-host non_blocking copy without synchronising
@@ -178,6 +199,7 @@ RIGHT = {
         ("to_device", image_to_device),
         ("a new ImageBatch by hand", image_by_hand),
         ("dataclasses.replace", image_replace),
+        ("pinned, non_blocking copies", image_non_blocking),
     ],
     "non-blocking": [
         ("a function", lambda: dict(RIGHT_ANSWERS)),

@@ -1,12 +1,13 @@
 """Mutation cases for lab 05 (debugging a mismatch). WRONG: (name, answer, hint substring in English), the
-taught bug first; RIGHT: (name, answer), different right answers, one of them awkward on the stand-in."""
+taught bug first; RIGHT: (name, answer), different right answers. The checks run on two GPUs, real or
+simulated: the cases that write "cuda" (cuda:0) where the input is on cuda:1 only fail there."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from devicekit import locate_mismatch, mismatch_device, strict_devices
+from devicekit import locate_mismatch, strict_devices
 from devicekit_labs.lab05 import FeatureScale, Tagger, distance_weights, token_ids
 
 LAB = "05-debugging"
@@ -29,7 +30,7 @@ def first_the_class():
 
 
 def first_the_report():
-    device = mismatch_device()
+    device = torch.device("cuda", 0)
     torch.manual_seed(0)
     return locate_mismatch(Tagger().to(device), token_ids(device))
 
@@ -43,7 +44,7 @@ def first_ok():
 
 
 def first_from_the_tool():
-    device = mismatch_device()
+    device = torch.device("cuda", 0)
     torch.manual_seed(0)
     return locate_mismatch(Tagger().to(device), token_ids(device)).module
 
@@ -137,12 +138,6 @@ class ScaleNnBuffer(nn.Module):
 # --- find-culprit ------------------------------------------------------------------------------------------
 
 
-def culprit_plain(model, batch):
-    """The taught bug: the tool without strict_devices, blind to the mixes meta lets through."""
-    report = locate_mismatch(model, batch)
-    return None if report is None else report.module
-
-
 def culprit_hard_coded(model, batch):
     return "layers.2.scale"
 
@@ -162,18 +157,34 @@ def culprit_never(model, batch):
     return None
 
 
+def culprit_batch_moved_first(model, batch):
+    """Moves the batch to the model's device before asking: hides the mix of model and batch."""
+    device = next(model.parameters()).device
+    report = locate_mismatch(model, batch.to(device))
+    return None if report is None else report.module
+
+
+def culprit_batch_to_cuda(model, batch):
+    """Sends the batch to "cuda" when the model is on a GPU: cuda:0, whichever GPU the model is on."""
+    on_gpu = next(model.parameters()).is_cuda
+    report = locate_mismatch(model, batch.cuda() if on_gpu else batch)
+    return None if report is None else report.module
+
+
 def culprit_ok(model, batch):
+    report = locate_mismatch(model, batch)
+    return None if report is None else report.module
+
+
+def culprit_under_strict(model, batch):
     with strict_devices():
         report = locate_mismatch(model, batch)
     return None if report is None else report.module
 
 
-def culprit_plain_then_strict(model, batch):
+def culprit_from_the_error(model, batch):
     report = locate_mismatch(model, batch)
-    if report is None:
-        with strict_devices():
-            report = locate_mismatch(model, batch)
-    return report and report.module
+    return getattr(report, "module", None)
 
 
 # --- fix-weights -------------------------------------------------------------------------------------------
@@ -194,8 +205,24 @@ def weights_float64(x):
     return torch.softmax(-(positions[:, None] - positions[None, :]).abs().double(), dim=-1)
 
 
-def weights_on_the_stand_in(x):
-    positions = torch.arange(x.shape[1], device=mismatch_device())
+def weights_on_cuda(x):
+    """device="cuda" for any GPU input: the current GPU (cuda:0), not x's."""
+    positions = torch.arange(x.shape[1], device="cuda" if x.is_cuda else "cpu")
+    return torch.softmax(-(positions[:, None] - positions[None, :]).abs().float(), dim=-1)
+
+
+def weights_gpu_branch_without_abs(x):
+    """A separate GPU branch that forgets .abs(): right on the CPU, wrong values on a GPU."""
+    if not x.is_cuda:
+        return weights_ok(x)
+    positions = torch.arange(x.shape[1], device=x.device)
+    return torch.softmax(-(positions[:, None] - positions[None, :]).float(), dim=-1)
+
+
+def weights_on_the_input_index(x):
+    """Right on a GPU too: the index taken from the input."""
+    device = torch.device("cuda", x.device.index) if x.is_cuda else x.device
+    positions = torch.arange(x.shape[1], device=device)
     return torch.softmax(-(positions[:, None] - positions[None, :]).abs().float(), dim=-1)
 
 
@@ -232,25 +259,22 @@ WRONG = {
         ("a scale made in forward", ScaleMadeInForward, "missing from state_dict"),
     ],
     "find-culprit": [
-        # the exercise asks for a function that works "on this runner too": without strict_devices, meta
-        # lets the mixer's matmul through (on a GPU PyTorch raises, and the plain tool finds the module)
-        *(
-            [("locate_mismatch without strict_devices", culprit_plain, "lets through without an error")]
-            if mismatch_device().type == "meta"
-            else []
-        ),
+        # the taught skill missed: the lab's own module name, whatever the model
         ("a hard-coded name", culprit_hard_coded, "not the module where the devices mix"),
         ("the report object", culprit_the_report, "as a string"),
         ("the top-level module", culprit_top_level, "not the module where the devices mix"),
         ("always None", culprit_never, "not the module where the devices mix"),
+        ("the batch moved to the model first", culprit_batch_moved_first, "batch left on the CPU"),
+        ('the batch sent to "cuda" first', culprit_batch_to_cuda, "on MixerTagger your function answered ''"),
     ],
     "fix-weights": [
         ("the original: positions born on the CPU", distance_weights, "the weights are on cpu"),
         ("built on the CPU, then copied", weights_copied, "copies them"),
         ("the lab's 7 positions hard-coded", weights_hard_coded_steps, "of shape [5, 5]"),
         ("float64 weights", weights_float64, "yours are float64"),
-        ("always on the stand-in", weights_on_the_stand_in, "for an input on the CPU the weights are on"),
         ("nearest positions weighted least", weights_without_the_minus, "hold other values"),
+        ('device="cuda" for a GPU input', weights_on_cuda, "cuda:1"),
+        ("a GPU branch that computes other values", weights_gpu_branch_without_abs, "hold other values"),
     ],
 }
 
@@ -262,11 +286,13 @@ RIGHT = {
         ("nn.Buffer and addcmul", ScaleNnBuffer),
     ],
     "find-culprit": [
-        ("locate under strict", culprit_ok),
-        ("plain first, then strict", culprit_plain_then_strict),
+        ("locate_mismatch", culprit_ok),
+        ("locate under strict_devices", culprit_under_strict),
+        ("getattr on the report", culprit_from_the_error),
     ],
     "fix-weights": [
         ("device=x.device", weights_ok),
         ("float positions, Tensor.softmax", weights_float_positions),
+        ("cuda with the input's index", weights_on_the_input_index),
     ],
 }

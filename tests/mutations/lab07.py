@@ -1,5 +1,6 @@
 """Mutation cases for lab 07 (mixed precision). WRONG: (name, answer, hint substring in English), the taught
-bug first; RIGHT: (name, answer), different right answers, one of them awkward on the stand-in."""
+bug first; RIGHT: (name, answer), different right answers. The step is checked on the CPU and on the second of
+two GPUs, real or simulated: a region for the wrong device type, or a batch sent to "cuda", fails there."""
 
 from __future__ import annotations
 
@@ -92,6 +93,19 @@ def step_returning_a_float(model, optimizer, scaler, x, y, dtype):
     return loss.item()
 
 
+def step_batch_sent_to_cuda(model, optimizer, scaler, x, y, dtype):
+    """Sends the batch to "cuda" whenever CUDA is there: cuda:0, wherever the model is (the CPU, cuda:1)."""
+    if torch.cuda.is_available():
+        x, y = x.to("cuda"), y.to("cuda")
+    optimizer.zero_grad()
+    with torch.autocast(x.device.type, dtype=dtype):
+        loss = nn.functional.mse_loss(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
 def step_ok(model, optimizer, scaler, x, y, dtype):
     optimizer.zero_grad()
     with torch.autocast(x.device.type, dtype=dtype):
@@ -117,7 +131,7 @@ _history: list[float] = []
 
 
 def step_logging_and_clipping(model, optimizer, scaler, x, y, dtype):
-    """Right on a GPU; awkward on the stand-in: `.item()` has no value to read on meta."""
+    """Right on a GPU: `.item()` reads the loss's value, and clipping sees unscaled gradients."""
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast(x.device.type, dtype=dtype):
         loss = nn.functional.mse_loss(model(x), y)
@@ -127,6 +141,29 @@ def step_logging_and_clipping(model, optimizer, scaler, x, y, dtype):
     scaler.step(optimizer)
     scaler.update()
     _history.append(loss.item())
+    return loss
+
+
+def step_region_from_the_parameters(model, optimizer, scaler, x, y, dtype):
+    """Right too: the region's device type taken from the model's parameters, which are where x is."""
+    device_type = next(model.parameters()).device.type
+    optimizer.zero_grad()
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        loss = nn.functional.mse_loss(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
+def step_region_chosen_by_is_cuda(model, optimizer, scaler, x, y, dtype):
+    """Right on a GPU: "cuda" for any CUDA tensor (autocast's device type has no index)."""
+    optimizer.zero_grad()
+    with torch.autocast("cuda" if x.is_cuda else "cpu", dtype=dtype):
+        loss = nn.functional.mse_loss(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
     return loss
 
 
@@ -194,6 +231,7 @@ WRONG = {
         ("gradients never cleared", step_without_zero_grad, "left over from the first one"),
         ("scaler never updated", step_without_update, "since the last update()"),
         ("returns loss.item()", step_returning_a_float, "return the loss"),
+        ('the batch sent to "cuda"', step_batch_sent_to_cuda, "Expected all tensors to be on the same"),
     ],
     "choose-amp": [
         ("asks torch.cuda.is_bf16_supported()", choose_by_is_bf16_supported, "is_bf16_supported"),
@@ -210,6 +248,8 @@ RIGHT = {
         ("the lesson's step", step_ok),
         ("torch.amp spelling, loss outside, zero_grad at the end", step_amp_spelling_zero_at_the_end),
         ("logs loss.item(), clips unscaled gradients", step_logging_and_clipping),
+        ("region from the parameters' device type", step_region_from_the_parameters),
+        ('"cuda" if x.is_cuda else "cpu"', step_region_chosen_by_is_cuda),
     ],
     "choose-amp": [
         ("capability compared as a tuple", choose_ok),

@@ -51,7 +51,7 @@ class Finding:
         rule = RULES[self.code]
         if lang == "zh":
             detail = f"：{self.detail.zh}" if self.detail is not None else ""
-            return f"{rule.title_zh}{detail}。修复：{rule.fix_zh}"
+            return f"{rule.title_zh}{detail}。解决方法：{rule.fix_zh}"
         detail = f": {self.detail.en}" if self.detail is not None else ""
         return f"{rule.title_en}{detail}. Fix: {rule.fix_en}"
 

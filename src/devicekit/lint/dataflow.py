@@ -40,6 +40,8 @@ from devicekit.lint.names import (
     looks_like_device_name,
     looks_like_lengths,
     looks_like_loader_name,
+    looks_like_loss_class,
+    looks_like_model_name,
 )
 from devicekit.lint.params import tensor_params
 from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
@@ -81,6 +83,8 @@ _RUNTIME_METHOD = re.compile(
 _LAUNCH_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 _TRANSFORM_MAKERS = re.compile(r"(^|\.)transforms(\.v2)?\.(Compose|ToTensor|PILToTensor|ToImage)$")
 _NUMPY = re.compile(r"^numpy\.")
+#: A dataset class of torchvision (`datasets.FashionMNIST(...)`): it gives CPU samples.
+_DATASETS = re.compile(r"^torchvision\.datasets\.[A-Z]\w*$")
 #: NumPy functions that do not read their argument's data (so a CUDA tensor is fine).
 _NUMPY_HARMLESS = frozenset(
     {"numpy.shape", "numpy.ndim", "numpy.isscalar", "numpy.random.seed", "numpy.dtype"}
@@ -117,6 +121,13 @@ class Questions:
         tensors = [v for v in values if v is not None and v.kind in kinds and v.place.kind != UNKNOWN]
         hosts = [v for v in tensors if v.place.kind == HOST and not (zero_dim_ok and v.zero_dim)]
         others = [v for v in tensors if v.place.kind in (DEVICE, INPUT)]
+        if not hosts and others:  # a CPU tensor made on another path (`w = torch.ones(n) if w is None`)
+            for value in values:
+                if value is not None and value.fallback is not None and value.place.kind != HOST:
+                    rest = [o for o in others if o is not value]
+                    if rest and not (zero_dim_ok and value.fallback.zero_dim):
+                        self._mismatch(flow, node, value.fallback, rest[0])
+                        return
         if not hosts or not others:
             return
         other = others[0]
@@ -134,6 +145,12 @@ class Questions:
             self.meet(flow, node, args, zero_dim_ok=False)
             return
         tensors = [a for a in args if a is not None and a.kind in _TENSORS and a.place.kind != UNKNOWN]
+        if module.place.kind == HOST and module.wrapper is not None:
+            line, col = module.wrapper
+            where = ast.Constant(value=None)
+            where.lineno, where.col_offset = line, col
+            flow.report(where, "DK013", module.place.why)
+            return
         if module.place.kind == HOST and not module.moved and module.created is not None:
             moved = [a for a in tensors if a.place.kind == DEVICE]
             if moved:
@@ -151,6 +168,44 @@ class Questions:
                         self._mismatch(flow, node, arg, stand_in, submodule=True)
                     else:
                         self._mismatch(flow, node, arg, stand_in)
+
+    def wrapped(self, flow: Flow, call: ast.Call, full: str, inner: Val) -> Val | None:
+        """A module on the CPU for sure (built and never moved) wrapped for several GPUs.
+
+        `DistributedDataParallel(module, device_ids=[...])` raises at once for a CPU module ("device_ids
+        and output_device arguments only work with single-device/multiple-device GPU modules or CPU
+        modules", recorded case `ddp-device-ids-cpu-module`). `nn.DataParallel` moves the module itself
+        when it is given one device id, and otherwise raises when it runs on a machine with several GPUs
+        ("module must have its parameters and buffers on device cuda:0 (device_ids[0])",
+        `torch/nn/parallel/data_parallel.py` (v2.13.0), `DataParallel.__init__` and `forward`): the
+        wrapper it returns carries where it was wrapped, and a call of it while it is still on the CPU is
+        reported there (`Flow._module_call`). What it returns is None when the usual rules apply."""
+        if inner.kind != "module" or inner.place.kind != HOST or inner.loss or inner.moved:
+            return None
+        if inner.created is None and inner.place.why is None:
+            return None
+        ids = keyword(call, "device_ids")
+        if ids is None and len(call.args) > 1:
+            ids = call.args[1]
+        name = inner.label or _label(call.args[0]) or "the model"
+        detail = why.wrapped_on_cpu(name, inner.place.why, call.lineno)
+        if "Distributed" in full:
+            if ids is not None and not (isinstance(ids, ast.Constant) and ids.value is None):
+                flow.report(call, "DK013", detail)
+                return replace(inner, place=UNKNOWN_PLACE, created=None)
+            return None
+        if not full.endswith("DataParallel"):
+            return None
+        if isinstance(ids, (ast.List, ast.Tuple)) and len(ids.elts) == 1:
+            return None  # one device id: DataParallel moves the module there itself
+        here = flow.events is None and flow.source is self.analysis.source
+        return replace(
+            inner,
+            created=None,
+            wrapper=(call.lineno, call.col_offset) if here else None,
+            label=None,
+            place=replace(inner.place, why=detail),
+        )
 
     def host_api(self, flow: Flow, node: ast.AST, value: Val | None, api: str) -> None:
         """`.numpy()` or a NumPy function on a tensor that is on an accelerator for sure."""
@@ -424,7 +479,9 @@ class FileAnalysis:
                     )
                     self.ctx.report(value.node, "DK004", detail)
                 attrs[attr] = replace(value, attribute=module, created=None, label=name)
-            elif value.kind in ("tensor", "device"):
+            elif value.kind in ("tensor", "device") or (
+                not module and value.kind in ("moved", "module") and value.place.kind == DEVICE
+            ):  # (a trainer's `self.model = model.to(DEVICE)`: a model on the device for its methods)
                 attrs[attr] = replace(value, created=None, label=name)
         if module:
             for name in registered - set(attrs):  # `self.register_buffer("scale", ...)`
@@ -786,7 +843,7 @@ class Flow:
             self.returns.append(self.ev(stmt.value) if stmt.value is not None else None)
         elif isinstance(stmt, ast.If):
             self.ev(stmt.test)
-            self.branches([stmt.body, stmt.orelse])
+            self.branches([stmt.body, stmt.orelse], fallback=not _about_devices(stmt.test))
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             before = dict(self.env)
             self.bind_loop(stmt.target, stmt.iter)
@@ -835,7 +892,7 @@ class Flow:
                 if isinstance(child, ast.expr):
                     self.ev(child)
 
-    def branches(self, bodies: list[list[ast.stmt]]) -> None:
+    def branches(self, bodies: list[list[ast.stmt]], fallback: bool = False) -> None:
         before, bound = self.env, self.bound
         results: list[tuple[dict[str, Val], set[str]]] = []
         assigned: set[str] = set()
@@ -851,7 +908,7 @@ class Flow:
             return
         self.env, names = results[0]
         for other, other_names in results[1:]:
-            self.env = join_envs(self.env, other, before, names, other_names)
+            self.env = join_envs(self.env, other, before, names, other_names, fallback)
             names = names | other_names
 
     def expression_statement(self, expr: ast.AST) -> None:
@@ -869,6 +926,14 @@ class Flow:
                     self.env[key] = receiver.at(place, moved=True)
                 elif not self.dtype_only(expr):
                     self.env[key] = receiver.at(UNKNOWN_PLACE, moved=True)
+            elif (
+                receiver is None
+                and place is not None
+                and key is not None
+                and key in self.bound
+                and looks_like_model_name(key)
+            ):  # `model_restoration = MPRNet()` from unread code, then `model_restoration.cuda()`
+                self.env[key] = Val("moved", place, label=key, moved=True)
             elif receiver is not None and receiver.kind in _TENSORS and place is not None:
                 if receiver.whole:  # a whole batch may move in place (a tokenizer's `BatchEncoding`)
                     if key is not None:
@@ -900,6 +965,8 @@ class Flow:
                 del self.env[name]
             return
         label = key if len(key) <= 40 else None
+        if value.fallback is not None and (value.fallback.label is None or "(" in value.fallback.label):
+            value = replace(value, fallback=value.fallback.named(label))  # `w = ... if w is None else w`
         if self.self_name is not None and key.startswith(self.self_name + "."):
             self.env[key] = replace(value, label=label, node=target)  # where an attribute is set (DK004)
         else:
@@ -1012,7 +1079,18 @@ class Flow:
             return self.ev(expr.operand)
         if isinstance(expr, ast.IfExp):
             self.ev(expr.test)
-            return join(self.ev(expr.body), self.ev(expr.orelse))
+            body, orelse = self.ev(expr.body), self.ev(expr.orelse)
+            # `"cuda" if torch.cuda.is_available() else "cpu"`: the code is written for the accelerator,
+            # the path on which a device bug shows (as `place_of` reads the same expression)
+            options = [v for v in (body, orelse) if v is not None and v.kind == "device"]
+            if len(options) == 2 and any(v.place.kind == DEVICE for v in options):
+                return next(v for v in options if v.place.kind == DEVICE)
+            if not _about_devices(expr.test):
+                # `torch.ones(n) if w is None else w`: the caller's tensor, or one made on the CPU
+                for made, other in ((body, orelse), (orelse, body)):
+                    if other is None and made is not None and made.kind == "tensor" and made.made:
+                        return Val("tensor", UNKNOWN_PLACE, fallback=made)
+            return join(body, orelse, fallback=not _about_devices(expr.test))
         if isinstance(expr, ast.Subscript):
             return self.subscript(expr)
         if isinstance(expr, (ast.Tuple, ast.List)):
@@ -1059,6 +1137,9 @@ class Flow:
             return replace(base, label=_label(expr), zero_dim=base.zero_dim if slices else None, node=expr)
         if base.kind == "batch":
             return replace(base, kind="tensor", label=_label(expr), node=expr, whole=False)
+        if base.kind == "dataset":  # `test_data[0]`: one sample, as the dataset makes it (on the CPU)
+            reason = why.sample_of(base.label or "the dataset", expr.lineno)
+            return Val("batch", Place(HOST, why=reason), batch=True, node=expr)
         if base.kind in ("seq", "dict"):
             if isinstance(expr.slice, ast.Constant):
                 for key, item in base.items or ():
@@ -1204,7 +1285,10 @@ class Flow:
         if place is None:
             return None
         if place.kind == DEVICE:
-            return replace(place, why=why.moved_to(place.device or "the device", line))
+            named = call.args[0] if call.args else None
+            named = named if isinstance(named, (ast.Name, ast.Attribute)) else None
+            shown = (_label(named) if named is not None else None) or place.device or "the device"
+            return replace(place, why=why.moved_to(shown, line))
         return place
 
     def dtype_only(self, call: ast.Call) -> bool:
@@ -1279,6 +1363,9 @@ class Flow:
             if keyword(call, "collate_fn") is not None:
                 return Val("custom-loader")  # its collate_fn may move the batches: where they are is unknown
             return Val("loader", Place(HOST), label=None)
+        if _DATASETS.match(full):  # a torchvision dataset: its samples are CPU tensors (or images)
+            self.args(call)
+            return Val("dataset", Place(HOST))
         if _TRANSFORM_MAKERS.search(full):
             self.args(call)
             makes = "ToTensor" in full or "PILToTensor" in full or "ToImage" in full
@@ -1298,6 +1385,15 @@ class Flow:
             ):
                 inner = inner.args[0]
             value = self.ev(inner)
+            key = dotted(inner)
+            if (
+                value is None
+                and key is not None
+                and key not in self.bound
+                and looks_like_loader_name(key)
+                and not self.names.imports_torch_geometric
+            ):  # `next(iter(self.valid_dataloader))`: as a loop over it would read it
+                value = Val("loader", Place(HOST), label=key)
             if value is not None and value.kind == "loader":
                 return Val(
                     "batch",
@@ -1312,6 +1408,9 @@ class Flow:
             inner = args[0]
             if inner is None or inner.kind not in ("module", "moved"):
                 return None
+            wrapped = self.analysis.questions.wrapped(self, call, full, inner)
+            if wrapped is not None:
+                return wrapped
             # DataParallel on a CPU module is DK013's (its own rule and message), not a model never moved
             if full.endswith("DataParallel") and (
                 "Distributed" not in full or keyword(call, "device_ids") is not None or len(call.args) > 1
@@ -1323,6 +1422,10 @@ class Flow:
         if self.names.is_loss_constructor(call) or self.names.is_module_constructor(call):
             args, kwargs = self.args(call)
             return self._built(call, full, [*args, *kwargs.values()])
+        if looks_like_loss_class(full) and self._project_target(call) is None:
+            # `losses.CharbonnierLoss()` from code not read: a loss, whose output is where its inputs are
+            self.args(call)
+            return Val("module", UNKNOWN_PLACE, label=_label(func), loss=True, cls=full)
         if isinstance(func, ast.Attribute):
             key = dotted(func)
             if key is not None and key in self.env:  # `self.encoder(x)`: an attribute that holds a module
@@ -1550,11 +1653,16 @@ class Flow:
         if placed is not None:  # `from_pretrained(..., device_map=...)`, `nn.Linear(2, 2, device=...)`
             place = self.place_of(placed, call.lineno) if keyword(call, "device") is not None else None
             return Val("module", place or UNKNOWN_PLACE, label=label, moved=True, cls=cls)
-        if self.names.is_loss_constructor(call):
+        if self.names.is_loss_constructor(call) or (cls is not None and looks_like_loss_class(cls)):
             weighted = keyword(call, "weight") is not None or keyword(call, "pos_weight") is not None
             place = UNKNOWN_PLACE if weighted else Place(HOST)
             return Val("module", place, label=label, loss=not weighted, cls=full)
-        wraps = any(v is not None and v.kind == "module" for v in args)  # `Wrapper(model, ...)`
+        # `Wrapper(model, ...)`: around a module that is already somewhere (modules built right here and
+        # never moved, `nn.Sequential(nn.Linear(...))`, leave it on the CPU)
+        wraps = any(
+            v is not None and v.kind == "module" and not (v.place.kind == HOST and v.created is not None)
+            for v in _flatten(args)
+        )
         if wraps or (
             target is not None
             and isinstance(target[1], ast.ClassDef)
@@ -1696,9 +1804,9 @@ class Flow:
             tuple(sorted((k, _signature(v)) for k, v in kwargs.items())),
             id(self.events) if self.events is not None else None,
         )
-        if signature in self.analysis.summaries:
+        if signature in self.analysis.summaries and not self.quiet:
             return self.analysis.summaries[signature]
-        if not known and not any(True for _ in env):
+        if not known and not any(True for _ in env) and not self.quiet:
             return None
         self.analysis.contexts += 1
         self.analysis.active.add(id(node))
@@ -1720,6 +1828,12 @@ class Flow:
             inner.run(node.body)
         finally:
             self.analysis.active.discard(id(node))
+        if self.quiet and self.self_name is not None and params:
+            # `__init__` calling `self.set_model()`: what the helper puts in `self.x` is there afterwards
+            prefix = params[0].arg + "."
+            for key, value in inner.env.items():
+                if key.startswith(prefix):
+                    self.env[self.self_name + key[len(params[0].arg) :]] = value
         result = inner.returned()
         self.analysis.summaries[signature] = result
         return result
@@ -1743,6 +1857,26 @@ def _changed_params(function: ast.AST) -> set[str]:
                 if isinstance(target, ast.Name) and target.id in names:
                     changed.add(target.id)
     return changed
+
+
+_DEVICE_WORDS = re.compile(r"cpu|cuda|device|gpu|mps|xpu|accelerat", re.I)
+
+
+def _about_devices(test: ast.AST) -> bool:
+    """A test that asks about devices (`x.is_cuda`, `device == "cpu"`, `torch.cuda.is_available()`):
+    its paths are chosen by where things are, so a CPU tensor on one of them may be right."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name) and _DEVICE_WORDS.search(node.id):
+            return True
+        if isinstance(node, ast.Attribute) and _DEVICE_WORDS.search(node.attr):
+            return True
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _DEVICE_WORDS.search(node.value)
+        ):
+            return True
+    return False
 
 
 def _expects_an_error(expr: ast.AST) -> bool:
@@ -1842,6 +1976,7 @@ def _result(values: list[Val | None], expr: ast.AST) -> Val | None:
     )
     batch = all(t.batch for t in tensors)
     made = place.kind == HOST and any(t.made for t in tensors if t.place.kind == HOST)
+    fallback = next((t.fallback for t in tensors if t.fallback is not None), None)
     return Val(
         "tensor",
         place,
@@ -1850,6 +1985,7 @@ def _result(values: list[Val | None], expr: ast.AST) -> Val | None:
         batch=batch and place.kind == HOST,
         made=made,
         created=created if made else None,
+        fallback=fallback if place.kind != HOST else None,
     )
 
 

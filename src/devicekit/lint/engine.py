@@ -110,8 +110,14 @@ def _raw_source(cell: dict) -> str:
 
 
 def _cell_source(text: str) -> str:
-    """The cell's code with its IPython lines blanked (line numbers kept)."""
-    return "\n".join("" if _IPYTHON_LINE.match(line) else line for line in split_lines(text))
+    """The cell's code with its IPython lines blanked (line numbers kept); an indented one becomes `pass`,
+    so that a block holding only magics (`elif logger == "TensorBoard":` then `%load_ext ...`) parses."""
+    return "\n".join(_blanked(line) if _IPYTHON_LINE.match(line) else line for line in split_lines(text))
+
+
+def _blanked(line: str) -> str:
+    indent = line[: len(line) - len(line.lstrip())]
+    return f"{indent}pass" if indent else ""
 
 
 def lint_notebook(

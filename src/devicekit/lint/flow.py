@@ -190,9 +190,7 @@ class _Scope:
         self.module_moves: list[tuple[int, str]] = []
         self.optimizer_loads: list[ast.Call] = []
         self.losses: dict[str, ast.AST] = {}
-        self.parallel: list[tuple[ast.Call, str | None, str | None]] = []
         self.parallel_first: dict[str, int] = {}
-        self.called: list[tuple[int, str]] = []  # (line, name) of every `name(...)` call
         self.has_batch = any(v.batch for v in env.values())
         self.device_blocks = 0
         self.assigned: set[str] = set()  # names this scope assigned (not from a loop over a loader)
@@ -297,14 +295,6 @@ class _Scope:
             first = _first_device_id(value_expr, self.env, self.names)
             if first is not None:
                 self.parallel_first[key] = first
-            arg = dotted(value_expr.args[0]) if value_expr.args else None
-            arg_value = (
-                self.env.get(arg)
-                if arg
-                else infer(value_expr.args[0] if value_expr.args else None, self.env, self.names)
-            )
-            if arg_value is not None and arg_value.kind == "module" and arg_value.device == "cpu":
-                self.parallel.append((value_expr, arg, key))
         if key in self.parallel_first and isinstance(value_expr, ast.Call) and value_expr.func is not None:
             self._moved_parallel(key, value_expr)
         old = self.env.get(key)
@@ -466,10 +456,6 @@ class _Scope:
 
     def call(self, call: ast.Call) -> None:
         func = call.func
-        if self.parallel:
-            callee = dotted(func)
-            if callee is not None:
-                self.called.append((call.lineno, callee))
         if isinstance(func, ast.Attribute):
             if func.attr == "numpy":
                 self._numpy(call)
@@ -601,11 +587,6 @@ class _Scope:
         if any_moved:
             for node in self.losses.values():
                 self.ctx.report(node, "DK007")
-        for call, arg, result in self.parallel:
-            later = [key for line, key in self.module_moves if line >= call.lineno]
-            used = any(key == result and line > call.lineno for line, key in self.called)
-            if used and arg not in later and result not in later:  # run on a CPU module: the error
-                self.ctx.report(call, "DK013")
 
 
 def _under_a_cpu_test(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:

@@ -44,7 +44,9 @@ DTYPES = frozenset(
 )
 NN_NOT_MODULES = frozenset({"Parameter", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 RNN_CLASSES = frozenset({"RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"})
-_MODULE_BASE = re.compile(r"(^|\.)(Module|LightningModule|Sequential|ModuleList|ModuleDict)$")
+_MODULE_BASE = re.compile(
+    r"(^|\.)(Module|LightningModule|Sequential|ModuleList|ModuleDict)$|^torchmetrics\.(\w+\.)*Metric$"
+)
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda|rank|local_rank|gpu_id|device_id)s?$", re.I)
 _LOADER_NAME = re.compile(r"loader$", re.I)
 _LENGTHS_NAME = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)(_tensor)?$", re.I)
@@ -74,6 +76,20 @@ def looks_like_lengths(key: str) -> bool:
     if last.endswith(("']", '"]')) and "[" in last:
         last = last[last.rindex("[") + 2 : -2]
     return bool(_LENGTHS_NAME.match(last))
+
+
+_MODEL_NAME = re.compile(r"(model|net|encoder|decoder|classifier|backbone|module)\w*$", re.I)
+
+
+def looks_like_model_name(key: str) -> bool:
+    """`model`, `self.net`, `model_restoration`: a name that probably holds a model (its last part)."""
+    return bool(_MODEL_NAME.search(key.rsplit(".", 1)[-1]))
+
+
+def looks_like_loss_class(name: str) -> bool:
+    """`CharbonnierLoss`, `FocalLoss`, `LabelSmoothingCriterion`: a class that computes a loss."""
+    last = name.rsplit(".", 1)[-1]
+    return last[:1].isupper() and last.endswith(("Loss", "Criterion"))
 
 
 def looks_like_loader_name(key: str) -> bool:

@@ -74,6 +74,11 @@ class Val:
         to_tensor: a transform pipeline that makes tensors (`ToTensor`), on the CPU.
         whole: a DataLoader's whole batch (`for batch in loader`), which may be a dict-like object whose
             `.to()` moves in place (a tokenizer's `BatchEncoding`): DK002 leaves it alone.
+        wrapper: for a module, the `(line, col)` of the `nn.DataParallel(...)` call in the file being
+            linted that wrapped it while it was on the CPU (DK013 is reported there if it runs so).
+        fallback: a tensor on some other path, made on the CPU in the file being linted: `w =
+            torch.ones(n) if w is None else w` holds the caller's `w`, or that CPU tensor when the caller
+            gives none. Where it meets a tensor on a device, that path fails (DK003).
         node: for a batch, the expression it was last read from (DK001 is reported there).
     """
 
@@ -92,19 +97,39 @@ class Val:
     to_tensor: bool = False
     loss: bool = False
     whole: bool = False
+    wrapper: tuple[int, int] | None = None
+    fallback: Val | None = None
     node: object = field(default=None, compare=False, repr=False)
 
     def at(self, place: Place, **changes: object) -> Val:
         """The same value somewhere else (a move): no longer a fresh batch or a CPU creation."""
-        return replace(self, place=place, batch=False, made=False, created=None, attribute=False, **changes)
+        return replace(
+            self,
+            place=place,
+            batch=False,
+            made=False,
+            created=None,
+            attribute=False,
+            wrapper=None,
+            fallback=None,
+            **changes,
+        )
 
     def named(self, label: str | None) -> Val:
         """The value under a new name (an assignment keeps the first name that is short enough)."""
         return self if label is None else replace(self, label=label)
 
 
-def join(a: Val | None, b: Val | None) -> Val | None:
-    """What a name holds after two paths (an `if` and its `else`, a loop run or not)."""
+def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:
+    """What a name holds after two paths (an `if` and its `else`, a loop run or not).
+
+    With `fallback` (two paths of a test that is not about devices), a tensor made on the CPU on one path
+    and a tensor from elsewhere on the other is the other one, keeping the CPU tensor as its `fallback`.
+    """
+    if fallback and a is not None and b is not None and a.kind == b.kind == "tensor":
+        for made, other in ((a, b), (b, a)):
+            if made.place.kind == HOST and made.made and other.place.kind != HOST:
+                return replace(other, fallback=other.fallback or made)
     if a is None or b is None:
         return None
     if a is b:
@@ -130,6 +155,8 @@ def join(a: Val | None, b: Val | None) -> Val | None:
         a.to_tensor and b.to_tensor,
         a.loss and b.loss and a.cls == b.cls,  # one of two losses: which arguments it compares is unknown
         a.whole and b.whole,
+        a.wrapper if a.wrapper == b.wrapper else None,
+        a.fallback if a.fallback == b.fallback else None,
     )
 
 
@@ -139,6 +166,7 @@ def join_envs(
     before: dict[str, Val] | None = None,
     a_set: set[str] | frozenset[str] = frozenset(),
     b_set: set[str] | frozenset[str] = frozenset(),
+    fallback: bool = False,
 ) -> dict[str, Val]:
     """Two environments joined name by name. A name that both paths know is joined. A name that only one
     path knows, that was not bound `before` the paths split and that the other path did not set at all
@@ -151,7 +179,9 @@ def join_envs(
             if before is not None and key not in before and key not in b_set:
                 out[key] = value
             continue
-        joined = join(value, other)
+        prior = before.get(key) if before is not None else None
+        # (a CPU tensor that was there before the test, moved on one path, is no tensor made on the other)
+        joined = join(value, other, fallback and (prior is None or prior.place.kind != HOST))
         if joined is not None:
             out[key] = joined
     if before is not None:
@@ -186,6 +216,21 @@ def moved_to_cpu(line: int) -> Message:
 def batch_from(loader: str, line: int) -> Message:
     return Message(
         f"comes from `{loader}` at line {line} and is never moved", f"来自第 {line} 行的 `{loader}`，从未移动"
+    )
+
+
+def sample_of(dataset: str, line: int) -> Message:
+    return Message(
+        f"is a sample of the dataset `{dataset}` taken at line {line}, on the CPU, and is never moved",
+        f"是第 {line} 行从数据集 `{dataset}` 取出的样本，在 CPU 上，从未移动",
+    )
+
+
+def wrapped_on_cpu(module: str, why: Message | None, line: int) -> Message:
+    reason = why or Message("is on the CPU", "在 CPU 上")
+    return Message(
+        f"`{module}` {reason.en}, and is wrapped at line {line} while it is there",
+        f"`{module}` {reason.zh}，并在第 {line} 行仍在那里时被包装",
     )
 
 
@@ -268,8 +313,8 @@ def default_reason(place: Place) -> Message:
 
 def buffer_of(name: str) -> Message:
     return Message(
-        f"`{name}` is a buffer or a parameter of the module: it moves with it",
-        f"`{name}` 是模块的缓冲区或参数：它随模块一起移动",
+        f"is `{name}`, a buffer or a parameter of the module, which moves with it",
+        f"是 `{name}`，模块的缓冲区或参数，随模块一起移动",
     )
 
 

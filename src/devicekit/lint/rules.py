@@ -287,10 +287,11 @@ optimizer.load_state_dict(ckpt["optimizer"])
         code="DK010",
         scenario=10,
         name="numpy-on-accelerator",
-        title_en="`.numpy()` on a tensor that was moved to a device: NumPy only reads CPU tensors",
-        title_zh="对已移到设备上的张量调用 `.numpy()`：NumPy 只能读取 CPU 上的张量",
-        fix_en="`.detach().cpu().numpy()`",
-        fix_zh="改成 `.detach().cpu().numpy()`",
+        title_en="a tensor that was moved to a device goes to NumPy (`.numpy()`, `np.sum(...)`): "
+        "NumPy only reads CPU tensors",
+        title_zh="已移到设备上的张量交给了 NumPy（`.numpy()`、`np.sum(...)`）：NumPy 只能读取 CPU 上的张量",
+        fix_en="`.detach().cpu().numpy()`, or stay in torch (`torch.stack(xs).sum(0)`, `sum(losses)`)",
+        fix_zh="改成 `.detach().cpu().numpy()`，或者留在 torch 里（`torch.stack(xs).sum(0)`、`sum(losses)`）",
         default=True,
         bad="""\
 x = x.to(device)
@@ -355,8 +356,10 @@ loader = DataLoader(dataset, batch_size=32, shuffle=True)
         code="DK013",
         scenario=13,
         name="data-parallel-device",
-        title_en="`nn.DataParallel` wraps a module that is not on `device_ids[0]`",
-        title_zh="`nn.DataParallel` 包装的模块不在 `device_ids[0]` 上",
+        title_en="`nn.DataParallel` (or `DistributedDataParallel` given `device_ids`) wraps a module that "
+        "is not on `device_ids[0]`",
+        title_zh="`nn.DataParallel`（或给了 `device_ids` 的 `DistributedDataParallel`）包装的模块不在 "
+        "`device_ids[0]` 上",
         fix_en='move the module to `device_ids[0]` first: `model.to(f"cuda:{ids[0]}")`',
         fix_zh='先把模块移到 `device_ids[0]`：`model.to(f"cuda:{ids[0]}")`',
         default=True,

@@ -77,7 +77,9 @@ def _deserializer(storage: Any, location: str) -> Any:
 
 def _storage_to(original: Any) -> Any:
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-        device = kwargs.get("device", args[0] if args else None)
+        if args:  # the storage's to() takes the device by keyword only: PyTorch's own TypeError
+            return original(self, *args, **kwargs)
+        device = kwargs.get("device")
         if device is not None and str(device).startswith("cuda"):
             from ._function import resolve
 

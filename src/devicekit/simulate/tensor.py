@@ -147,11 +147,25 @@ class SimulatedTensor(torch.Tensor):
     def numpy(self, *, force: bool = False) -> Any:  # type: ignore[override]
         from ._rules import numpy_error
 
+        if force:  # PyTorch's documented meaning: t.detach().cpu().resolve_conj().resolve_neg().numpy()
+            return self.detach().cpu().resolve_conj().resolve_neg().numpy()
         exc = numpy_error(self.device)
         raise exc
 
     def tolist(self) -> Any:  # type: ignore[override]
-        return self._dk_inner.tolist()
+        # through a copy to the host, as PyTorch's own tolist of a GPU tensor (tensor_to_list in
+        # torch/csrc/utils/tensor_list.cpp: data.toBackend(Backend::CPU)), so a dispatch mode that watches
+        # device-to-host copies (a lab's check, a profiler) sees this one as it would on a GPU
+        return self.cpu().tolist()
+
+    def record_stream(self, stream: Any) -> None:  # type: ignore[override]
+        # the caching allocator's note that another stream uses this memory (devicekit's DeviceLoader makes
+        # it for every prefetched batch): a simulated GPU's work has finished when it returns and its memory
+        # is the CPU's, so there is nothing to keep alive; any other argument gets PyTorch's own error
+        from ._streams import SimulatedStream
+
+        if not isinstance(stream, SimulatedStream):
+            torch.Tensor.record_stream(self, stream)
 
     def __format__(self, format_spec: str) -> str:
         if self.dim() == 0:

@@ -1,0 +1,1 @@
+from .look import look
