@@ -105,6 +105,9 @@ def outside_simulation() -> Iterator[bool]:
     Inside, ``torch.cuda.is_available()`` is what this machine says (False without a GPU), ``torch.compile``
     works, and tensors are plain CPU (or meta) tensors; a simulated tensor made before must not be used
     there. Afterwards the simulation is back as it was: the same machine, modes and replaced attributes.
+    The replaced attributes and the machine are the process's, not the thread's: while the block runs,
+    another thread of the simulation (a DataLoader's pin-memory thread) sees no simulation either, so run
+    it where no such thread is working (a notebook cell, a self-check's probe).
     """
     found = _simulation()
     if found is None:
