@@ -414,9 +414,9 @@ def test_live_meta_vs_cpu_error_is_same_device():
     result = explain(info.value)
     assert result.family == "same-device"
     assert result.devices == ("meta", "cpu")
-    # the meta device note: meta stands in for the GPU here, so the advice is the GPU fix, not to_empty
-    assert "stands in for the GPU" in result.en and "to_empty" not in result.en
-    assert "充当 GPU" in result.zh and "to_empty" not in result.zh
+    # the meta device note is about meta itself (issue 39): no data, and where a model on meta goes next
+    assert "no data" in result.en and "meta-no-data" in result.en and "stands in" not in result.en
+    assert "没有数据" in result.zh and "meta-no-data" in result.zh and "充当" not in result.zh
     assert result.message.startswith("RuntimeError: ")
 
 
@@ -605,26 +605,73 @@ def test_random_mixtures_of_real_messages_never_raise(parts):
     assert result.family is None or result.family in FAMILIES
 
 
-# --- issue 20/25: where each family is taught; the meta stand-in ---------------------------------------
+# --- issue 20/25/40: where each family is taught; meta ------------------------------------------------
 
 
 @pytest.mark.parametrize("family", CATALOG["families"], ids=lambda f: f["id"])
-def test_every_explanation_names_the_lessons_and_lab_that_teach_its_family(family):
+def test_every_explanation_names_the_lessons_and_labs_that_teach_its_family(family):
     lessons = family.get("lessons", [family["lesson"]])
-    assert lessons[0] == family["lesson"] and set(lessons) <= LABS and family["lab"] in LABS
+    labs = family.get("labs", [family["lab"]])
+    assert lessons[0] == family["lesson"] and set(lessons) <= LABS
+    assert labs[0] == family["lab"] and set(labs) <= LABS and len(set(labs)) == len(labs)
     example = family["examples"][0]
     text = f"{example['context']}\n{example['message']}" if example.get("context") else example["message"]
     result = explain(text)
-    assert result.lessons == tuple(lessons) and result.lab == family["lab"]
+    assert result.lessons == tuple(lessons) and result.lab == family["lab"] and result.labs == tuple(labs)
     en_last = next(line for line in result.en.splitlines() if line.startswith("Taught in:"))
     zh_last = next(line for line in result.zh.splitlines() if line.startswith("对应课程与实验："))
-    # by number, not slug (the zh reviewer, item 6): "lessons 2, 8; lab 8" / "第 2、8 课；实验 8"
+    # by number, not slug (the zh reviewer, item 6): "lessons 2, 8; labs 2, 8" / "第 2、8 课；实验 2、8"
     numbers = [str(int(slug.split("-")[0])) for slug in lessons]
-    lab = str(int(family["lab"].split("-")[0]))
-    one, many = ("lesson", "第") if len(lessons) == 1 else ("lessons", "第")
-    assert en_last == f"Taught in: {one} {', '.join(numbers)}; lab {lab}"
-    assert zh_last == f"对应课程与实验：{many} {'、'.join(numbers)} 课；实验 {lab}"
-    assert not any(slug in en_last or slug in zh_last for slug in [*lessons, family["lab"]])
+    lab_numbers = [str(int(slug.split("-")[0])) for slug in labs]
+    one = "lesson" if len(lessons) == 1 else "lessons"
+    lab_word = "lab" if len(labs) == 1 else "labs"
+    assert en_last == f"Taught in: {one} {', '.join(numbers)}; {lab_word} {', '.join(lab_numbers)}"
+    assert zh_last == f"对应课程与实验：第 {'、'.join(numbers)} 课；实验 {'、'.join(lab_numbers)}"
+    assert not any(slug in en_last or slug in zh_last for slug in [*lessons, *labs])
+
+
+def _explained_in_stored_outputs() -> dict[str, set[str]]:
+    """Lab id -> the families whose explanation (``[devicekit] ... [family]``) its stored outputs show."""
+    shown: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "labs").glob("[0-9]*.ipynb")):
+        lab = path.name.split(".")[0]
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for output in cell.get("outputs", []):
+                text = "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+                for family in re.findall(r"\[devicekit\] [^\n]*\[([a-z0-9-]+)\]", text):
+                    shown.setdefault(lab, set()).add(family)
+    return shown
+
+
+def test_an_explanation_shown_in_a_lab_names_that_lab():
+    """Issue 40: the explanation under an error in lab 5 must not send the learner to lab 1 alone. Every
+    family explained in a lab's stored outputs lists that lab (``labs`` in the catalog)."""
+    shown = _explained_in_stored_outputs()
+    assert sum(len(families) for families in shown.values()) >= 10, "the labs' outputs show explanations"
+    missing = {
+        (lab, family)
+        for lab, families in shown.items()
+        for family in families
+        if family in FAMILY_BY_ID and lab not in explain_labs(FAMILY_BY_ID[family])
+    }
+    assert not missing, (
+        f"add each lab to the family's 'labs' in src/devicekit/catalog.json: {sorted(missing)}"
+    )
+    # and the other way: a lab listed besides the family's own "lab" shows the family (no stale pointers)
+    stale = {
+        (lab, family["id"])
+        for family in CATALOG["families"]
+        for lab in family.get("labs", [])[1:]
+        if family["id"] not in shown.get(lab, set())
+    }
+    assert not stale, f"these labs no longer show the family: drop them from its 'labs': {sorted(stale)}"
+
+
+def explain_labs(family: dict) -> tuple[str, ...]:
+    """The labs the explanation of ``family`` names, as `explain` lists them."""
+    example = family["examples"][0]
+    text = f"{example['context']}\n{example['message']}" if example.get("context") else example["message"]
+    return explain(text).labs
 
 
 def test_devices_line_lists_devices_with_the_chinese_enumeration_comma():
@@ -689,14 +736,17 @@ META_PLACEMENT = [
 
 
 @pytest.mark.parametrize("family_id,message", META_PLACEMENT)
-def test_under_the_meta_stand_in_the_advice_is_the_gpu_fix(family_id, message):
-    """meta stands in for the GPU on the CPU runner: no to_empty advice for a placement error."""
+def test_a_meta_placement_error_says_what_meta_is(family_id, message):
+    """meta is not the course's GPU stand-in any more (issue 39): the note says a meta tensor has no data
+    and points to meta-no-data, and no longer tells the learner to read meta as cuda:0."""
     result = explain(message)
-    assert "to_empty" not in result.en and "to_empty" not in result.zh
-    assert "stands in for the GPU" in result.en and "充当 GPU" in result.zh
+    assert "no data" in result.en and "to_empty" in result.en and "meta-no-data" in result.en
+    assert "没有数据" in result.zh and "to_empty" in result.zh and "meta-no-data" in result.zh
+    assert not any(word in result.en for word in ("stands in", "mismatch_device", "cuda:0 —"))
+    assert not any(word in result.zh for word in ("充当", "mismatch_device", "当作 cuda:0"))
 
 
-def test_the_meta_stand_in_cases_exist():
+def test_the_meta_placement_cases_exist():
     assert len(META_PLACEMENT) >= 5
 
 

@@ -165,6 +165,21 @@ def test_loader_cuda_with_pinned_dataloader_and_compute_overlap():
     assert int(total.item()) == sum(range(64))
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="devicekit.simulate refuses to start beside a real GPU")
+def test_loader_cuda_prefetch_on_a_simulated_gpu():
+    """On a simulated GPU the CUDA path runs too (lesson 4 and lab 4 use it there): the batches are the
+    loader's, on cuda:0, and the simulated stream is not handed to record_stream (it is no torch.Stream)."""
+    from devicekit.simulate import simulate
+
+    dl = _loader(n=10, bs=4)
+    expected = [(x.clone(), y.clone()) for x, y in dl]
+    with simulate():
+        got = [(x.device, y.device, x.cpu(), y.cpu()) for x, y in DeviceLoader(dl, "cuda")]
+    assert [(str(xd), str(yd)) for xd, yd, _, _ in got] == [("cuda:0", "cuda:0")] * 3
+    for (_, _, gx, gy), (ex, ey) in zip(got, expected, strict=True):
+        assert torch.equal(gx, ex) and torch.equal(gy, ey)
+
+
 # --------------------------------------------------------------------------------------------
 # AMP
 # --------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""The CPU stand-in, stated exactly (`course_tools.generate.standin`, whose ``OPS`` is the one source of
-truth): every row runs here and must do what the table says, on meta, under ``devicekit.strict_devices()``
-and, on a CUDA runner, on the GPU; rows with a recorded case agree with ``results/cuda-messages.json``; and
-``docs/standin.md`` / ``docs/standin.zh.md`` show exactly the table made from ``OPS``.
+"""The meta table of the "Labs without a GPU" page (`course_tools.generate.standin`, whose ``OPS`` is the one
+source of truth): every row runs here and must do what the table says, on meta, under
+``devicekit.strict_devices()`` and, on a CUDA runner, on the GPU; rows with a recorded case agree with
+``results/cuda-messages.json``; and ``docs/standin.md`` / ``docs/standin.zh.md`` show exactly the table made
+from ``OPS``.
 """
 
 from __future__ import annotations

@@ -489,23 +489,33 @@
     });
   }
 
+  // The labs that practise a family, its "lab" first (explain.py: _labs).
+  function labsOf(data) {
+    var listed = data.labs && data.labs.length ? data.labs : data.lab ? [data.lab] : [];
+    var all = data.lab ? [data.lab].concat(listed) : listed.slice();
+    return all.filter(function (item, index) {
+      return all.indexOf(item) === index;
+    });
+  }
+
   // A lesson's or lab's number from its slug: "05-debugging" gives "5" (explain.py: _number).
   function numberOf(slug) {
     var head = slug.split("-")[0];
     return /^[0-9]+$/.test(head) ? String(parseInt(head, 10)) : slug;
   }
 
-  // "lessons 2, 8; lab 8" / "第 2、8 课；实验 8" (explain.py: _taught).
+  // "lessons 2, 8; labs 2, 8" / "第 2、8 课；实验 2、8" (explain.py: _taught).
   function taught(data, labels, lang) {
     var lessons = lessonsOf(data).map(numberOf);
+    var labs = labsOf(data).map(numberOf);
     var sep = lang === "en" ? ", " : "\u3001";
     var end = lang === "en" ? "; " : "\uff1b";
     var parts = [];
     if (lessons.length) {
       parts.push((lessons.length > 1 ? labels.lesson_many : labels.lesson_one).replace("{}", lessons.join(sep)));
     }
-    if (data.lab) {
-      parts.push(labels.lab_one.replace("{}", numberOf(data.lab)));
+    if (labs.length) {
+      parts.push((labs.length > 1 ? labels.lab_many : labels.lab_one).replace("{}", labs.join(sep)));
     }
     return parts.join(end);
   }

@@ -276,11 +276,17 @@ def resolve_device(device: DeviceLike, *, origin: Message | str = DEFAULT_ORIGIN
 
 
 def mismatch_device() -> torch.device:
-    """The device a lab puts things on to provoke a *real* device-mismatch error on this runner.
+    """A second device that provokes a real device-mismatch error here: the accelerator, else ``meta``.
 
     With an accelerator that is the accelerator itself, and PyTorch's own CUDA/MPS checks fire. On a
-    CPU-only runner it is ``meta``: tensors with a shape and a dtype but no data. Meta tensors hold no
-    values: anything computed on them has a shape and a device, never numbers.
+    CPU-only machine it is ``meta``: tensors with a shape and a dtype but no data, so anything computed on
+    them has a shape and a device, never numbers.
+
+    The course's labs do not stand in for a GPU with ``meta`` any more: they run on a CUDA GPU, a real one
+    or, on a machine without one, a simulated one (`devicekit.simulate`, entered by
+    ``devicekit_labs.use_gpus``), which raises CUDA's own messages and computes real values. This function
+    stays for code that calls it; to see what a GPU would do on a CPU-only machine, use
+    ``devicekit.simulate()`` instead.
 
     Meta is checked less than CUDA (measured with torch 2.13, `tests/test_device.py` runs each case):
 

@@ -56,8 +56,9 @@ class Explanation:
     (``devicekit.lang.current_language()``), both (English first) when it is unknown.
     ``message`` is the error line that was matched, so a learner can see which line
     of a long traceback counted.  ``lesson`` and ``lab`` name the lesson that teaches
-    the family and the lab that practises it; ``lessons`` lists every lesson that
-    teaches it, ``lesson`` first.
+    the family and the lab that practises it first; ``lessons`` lists every lesson that
+    teaches it, ``lesson`` first, and ``labs`` every lab whose cells raise it, ``lab``
+    first (so the explanation under an error in lab 5 names lab 5 too).
     """
 
     family: str | None
@@ -70,6 +71,7 @@ class Explanation:
     message: str
     lesson: str | None = None
     lessons: tuple[str, ...] = ()
+    labs: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         from .lang import current_language
@@ -188,6 +190,12 @@ def _lessons(data: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys([data["lesson"], *listed] if data.get("lesson") else listed))
 
 
+def _labs(data: dict) -> tuple[str, ...]:
+    """The labs that practise a family, its ``lab`` first."""
+    listed = data.get("labs") or ([data["lab"]] if data.get("lab") else [])
+    return tuple(dict.fromkeys([data["lab"], *listed] if data.get("lab") else listed))
+
+
 def _number(slug: str) -> str:
     """A lesson's or lab's number from its slug: ``"05-debugging"`` gives ``"5"``."""
     head = slug.split("-", 1)[0]
@@ -195,16 +203,19 @@ def _number(slug: str) -> str:
 
 
 def _taught(data: dict, labels: dict[str, str], lang: str) -> str:
-    """The "Taught in" line by number: ``lessons 2, 8; lab 8`` in English, ``第 2、8 课；实验 8`` in
-    Chinese (the catalog's ``lesson_one``, ``lesson_many`` and ``lab_one`` labels hold the wording)."""
+    """The "Taught in" line by number: ``lessons 2, 8; labs 2, 8`` in English, ``第 2、8 课；实验 2、8``
+    in Chinese (the catalog's ``lesson_one``, ``lesson_many``, ``lab_one`` and ``lab_many`` labels hold
+    the wording)."""
     lessons = [_number(slug) for slug in _lessons(data)]
+    labs = [_number(slug) for slug in _labs(data)]
     sep, end = (", ", "; ") if lang == "en" else ("、", "；")
     parts = []
     if lessons:
         word = labels["lesson_many"] if len(lessons) > 1 else labels["lesson_one"]
         parts.append(word.replace("{}", sep.join(lessons)))
-    if data.get("lab"):
-        parts.append(labels["lab_one"].replace("{}", _number(data["lab"])))
+    if labs:
+        word = labels["lab_many"] if len(labs) > 1 else labels["lab_one"]
+        parts.append(word.replace("{}", sep.join(labs)))
     return end.join(parts)
 
 
@@ -295,4 +306,5 @@ def explain(error: BaseException | str) -> Explanation:
         message=hit.candidate,
         lesson=data.get("lesson"),
         lessons=_lessons(data),
+        labs=_labs(data),
     )

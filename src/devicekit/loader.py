@@ -137,10 +137,13 @@ class _CudaPrefetcher:
         batch = self.next_batch
         if batch is _END:
             raise StopIteration
+        from .simulate.tensor import is_simulated
+
         current = torch.cuda.current_stream(self.device)
         current.wait_stream(self.side)
         for _, t in iter_tensors(batch):
-            if t.is_cuda:
+            # a simulated GPU's copy has already finished, and its stream is no torch.Stream to record
+            if t.is_cuda and not is_simulated(t):
                 t.record_stream(current)
         self.next_batch = self._load()
         return batch

@@ -157,7 +157,8 @@ def _course_links(family: dict[str, Any], lang: str, pages: dict[str, dict[str, 
     lessons = (
         list(dict.fromkeys([family["lesson"], *family.get("lessons", ())])) if family.get("lesson") else []
     )
-    for kind, page_id in [*(("lesson", lesson) for lesson in lessons), ("lab", family.get("lab"))]:
+    labs = list(dict.fromkeys([family["lab"], *family.get("labs", ())])) if family.get("lab") else []
+    for kind, page_id in [*(("lesson", lesson) for lesson in lessons), *(("lab", lab) for lab in labs)]:
         if not page_id:
             continue
         entry = pages.get(page_id, {})
@@ -322,6 +323,7 @@ def widget_data() -> dict[str, Any]:
             "lab": fam.get("lab"),
             "lesson": fam.get("lesson"),
             "lessons": fam.get("lessons", []),
+            "labs": fam.get("labs", []),
         }
         if "context" in fam:
             entry["context"] = {

@@ -1,10 +1,14 @@
-"""The CPU stand-in, stated exactly: which device mixes PyTorch itself catches when ``meta`` stands in for
-the accelerator, and which it lets through.
+"""The meta table of the "Labs without a GPU" page: which device mixes PyTorch itself catches when a tensor on
+``meta`` meets a CPU tensor, and which it lets through, next to what CUDA does.
+
+The course's labs no longer use ``meta`` as a GPU stand-in (they run on a real or simulated GPU,
+``devicekit.simulate``); the table stays as a fact about ``meta`` and as the list of operations CUDA checks
+(``devicekit.lint`` reads its CUDA column, ``strict_devices`` is tested against it).
 
 ``OPS`` is the one source of truth (``tests/test_standin_ops.py`` runs every row and asserts its outcome, so
 a PyTorch upgrade that changes what meta checks fails the suite). Each row is an operation the course uses,
-written with ``acc(...)`` (a tensor on the stand-in accelerator: ``meta`` on a CPU-only runner, the GPU on a
-CUDA runner) and ``cpu(...)`` (a CPU tensor). The tables in ``docs/standin.md`` and ``docs/standin.zh.md``
+written with ``acc(...)`` (a tensor on the other device: ``meta`` on a CPU-only runner, the GPU on a CUDA
+runner) and ``cpu(...)`` (a CPU tensor). The tables in ``docs/standin.md`` and ``docs/standin.zh.md``
 are what `render_table` makes from ``OPS``; a test checks that page and data cannot drift.
 
 After changing ``OPS``: ``.venv/bin/python -m course_tools.generate.standin --write`` rewrites both pages'
@@ -534,7 +538,7 @@ HEADER = {
 
 
 def make_namespace(acc_device: torch.device) -> dict:
-    """The names the table's code uses: ``acc``/``ACC`` (the stand-in accelerator) and ``cpu``."""
+    """The names the table's code uses: ``acc``/``ACC`` (the other device) and ``cpu``."""
     generator = torch.Generator().manual_seed(0)
 
     def cpu(*shape):
