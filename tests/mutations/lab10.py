@@ -282,7 +282,7 @@ WRONG = {
         ("converts every tensor to float64", state_dict_in_float64, "keep each tensor's dtype"),
         ("turns integer buffers into floats", state_dict_integers_as_floats, "keep each tensor's dtype"),
         ("moves the tensors to the cpu", state_dict_on_the_cpu, "leave the tensors where they are"),
-        ("moves the tensors to cuda", state_dict_to_cuda, "leave the tensors where they are"),
+        ("moves the tensors to cuda", state_dict_to_cuda, "but the model is on cuda:1"),
     ],
 }
 

@@ -376,7 +376,7 @@ WRONG = {
         ),
         ("init_weights() without a fallback", materialize_init_weights_only, "AttributeError"),
         ("normal_ everywhere", materialize_random_normal, "does not hold the values"),
-        ("to_empty(device=device.type)", materialize_device_type, "means the current GPU"),
+        ("to_empty(device=device.type)", materialize_device_type, 'not on cuda:1: "cuda" (or device.type)'),
         ("stub", lambda model, device: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "load-full": [
@@ -409,7 +409,7 @@ WRONG = {
         ("get_state_dict and dcp.load, no set_state_dict", resume_without_set_state_dict, "learning rate"),
         ("moments copied by hand", resume_moments_by_hand, "learning rate"),
         ('model.to("cpu") before loading', resume_onto_the_cpu, TO_CPU_HINT),
-        ("model.cuda() before loading", resume_onto_cuda, "the parameters are on cuda:0"),
+        ("model.cuda() before loading", resume_onto_cuda, "but the model was on cuda:1"),
         ("stub", lambda model, optimizer, path: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
 }
