@@ -27,7 +27,7 @@ _SPEC.loader.exec_module(MUTATIONS)
 
 def _run(key, answer):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # meta load_state_dict warns that copying into meta is a no-op
+        warnings.simplefilter("ignore")
         return run(LAB, key, answer)
 
 
@@ -69,10 +69,11 @@ def test_the_rotate_probe_restores_the_default_device():
     assert torch.zeros(1).device == before
 
 
-def test_the_stand_in_gap_the_rotate_probe_works_around_is_real():
+def test_the_meta_gap_the_rotate_probe_leaves_unjudged_is_real():
     # Dynamo keeps torch.tensor(data, device="meta") as a real tensor, and FakeTensorMode refuses any
     # operation on it, with or without a fake tensor beside it; on a GPU the same code compiles. The probe
-    # re-runs such a call under strict_devices.
+    # compiles for meta only because it cannot compile for the simulated GPU, and leaves such a call
+    # unjudged (the eager case on cuda:1 has judged the answer's devices).
     for fn in (MUTATIONS.rotate_ok, lambda x: torch.tensor([[0.0, 1.0], [-1.0, 0.0]], device=x.device) * 2):
         torch.compiler.reset()
         with pytest.raises(RuntimeError, match="Please convert all Tensors to FakeTensors"):
@@ -91,8 +92,26 @@ def test_the_rotate_probe_describes_x_before_the_call_in_non_representable_value
     assert first["result"]["values"].abs().sum() == 0
     planted = devicekit_labs.lab10.planted_points(torch.float64)
     assert not torch.equal(planted.float().double(), planted)
-    eager_devices = [c["device"] for c in seen["cases"] if not c["compiled"]]
-    assert eager_devices == ["cpu", str(devicekit.mismatch_device())]
+    eager = [(c["device"], c["default"]) for c in seen["cases"] if not c["compiled"]]
+    assert eager == [("cpu", "cpu"), ("cuda:1", "cpu"), ("cpu", "cuda:1")]
+    on_gpu = next(c for c in seen["cases"] if c["device"] == "cuda:1")
+    assert on_gpu["result"]["values"].abs().sum() == 0, "real values on the second GPU, zeroed by the answer"
+
+
+def test_the_rotate_probe_compiles_outside_the_simulation_and_leaves_it_as_it_was():
+    # torch.compile raises inside a simulation; the probe's compiled cases run outside it, and afterwards
+    # the simulation the probe runs in is back: the same machine, torch.compile refused again
+    exercise = next(e for e in devicekit_labs.exercises_for(LAB) if e.key == "rotate")
+    with devicekit.simulate(gpus=2):
+        seen = exercise.probe(MUTATIONS.rotate_ok)
+        assert torch.cuda.device_count() == 2 and torch.ones(1, device="cuda:1").device.index == 1
+        with pytest.raises(RuntimeError, match="torch.compile is not simulated"):
+            torch.compile(MUTATIONS.rotate_ok)
+    compiled = [c for c in seen["cases"] if c["compiled"]]
+    assert [c["device"] for c in compiled] == ["cpu", "cpu", "cpu", "meta"]
+    assert all("error" not in c for c in compiled)
+    assert compiled[-1].get("not_judged"), "torch.tensor(data, device='meta') under compile: the meta gap"
+    exercise.judge(seen)
 
 
 def test_the_state_dict_probe_compares_with_a_copy_taken_before_the_call():

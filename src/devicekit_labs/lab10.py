@@ -1,26 +1,27 @@
 """Self-checks for lab 10 (devices under `torch.compile`).
 
 Both checks are two-part (`judged`): the probe compiles or calls the learner's code on inputs it plants,
-on the CPU and on the stand-in device (`mismatch_device()`: the accelerator, else `meta`), and returns
-plain data; the judge reads that data only. The probe compiles with ``backend="aot_eager"``: Dynamo traces
-with FakeTensors, which compare the devices of an operation's tensors on their common path
-(`_find_common_device`: elementwise operations, `torch.mm`, `@`, `F.linear` without bias; not a
-convolution's weight, nor an embedding with a meta side, which have their own fake kernels), AOTAutograd
-traces again (without Inductor's decompositions), and the graph runs on PyTorch's eager kernels, so no
-C/C++ compiler is needed. Eager calls with x on `meta` run under `strict_devices`, since meta's own kernels
-let many device mixes through.
+on the CPU and on a second GPU (``cuda:1``, real or simulated: `devicekit_labs.machine.probe_devices`), and
+returns plain data; the judge reads that data only. Eager calls on ``cuda:1`` meet CUDA's device rules and
+give real values. ``torch.compile`` cannot run on a simulated GPU (Dynamo cannot trace its tensors), so
+every compiled call runs in `outside.outside_simulation`: on a machine with GPUs on ``cuda:1``, without one
+on the CPU and on ``meta`` (`outside.compile_device`), the one other device Dynamo can trace there; its
+FakeTensors compare the devices of an operation's tensors whatever the devices are
+(`_find_common_device`). The probe compiles with ``backend="aot_eager"``: Dynamo and AOTAutograd trace,
+PyTorch's eager kernels run the graph, so no C/C++ compiler is needed.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn
 
-from devicekit.device import mismatch_device
-from devicekit.strict import strict_devices
 from devicekit_labs import Fail, describe_tensor, failed_call, judged, observe
+from devicekit_labs.machine import probe_devices
+from devicekit_labs.outside import compile_device, outside_simulation
 
 LAB = "10-compile"
 #: The backend of every compiled call in this lab: Dynamo traces as for the default one, no code is generated.
@@ -78,18 +79,22 @@ def make_lm() -> nn.Module:
 def _rotate_cases() -> list[dict]:
     """Input device, dtype, compiled or not, default device during the call: in the order judged.
 
-    The last case runs the function eagerly with x on the other device. A function can be right when
-    compiled and wrong eagerly (a branch on `torch.compiler.is_compiling()`); on `meta` that eager call runs
-    under `strict_devices`, which checks the devices of every operation as a GPU's kernels would.
+    Eager calls run on ``cuda:1`` (real or simulated) and with ``cuda:1`` as the default device: CUDA's
+    device rules with real values. Compiled calls run outside the simulation (`outside_simulation`): on the
+    CPU, and on the other device `compile_device` gives (``cuda:1`` with real GPUs, else ``meta``), as the
+    input's device and as the default device. A function can be right eagerly and wrong when compiled (or
+    the other way round: a branch on `torch.compiler.is_compiling()`); each way has its case.
     """
-    other = str(mismatch_device())
+    gpu = str(probe_devices()[-1])
+    traced = str(compile_device(gpu))
     cases = [
         ("cpu", "float32", False, "cpu"),
         ("cpu", "float32", True, "cpu"),
-        (other, "float32", True, "cpu"),
-        ("cpu", "float32", True, other),
+        (gpu, "float32", False, "cpu"),
+        ("cpu", "float32", False, gpu),
         ("cpu", "float64", True, "cpu"),
-        (other, "float32", False, "cpu"),
+        ("cpu", "float32", True, traced),
+        (traced, "float32", True, "cpu"),
     ]
     return [
         {"device": device, "dtype": dtype, "compiled": compiled, "default": default}
@@ -119,47 +124,47 @@ def _rotate_label(case: dict) -> tuple[str, str]:
     target="rotate",
 )
 def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
-    """Call ``rotate`` eagerly and compiled, on the CPU and the stand-in, with either default device.
+    """Call ``rotate`` eagerly on the CPU and ``cuda:1``, and compiled (outside the simulation).
 
     Each case records the planted points before the call (``x``): what the function returns is judged
     against them, so an answer that changes its input in place cannot make its own expectation, and whether
     ``x`` still holds them afterwards (the caller's points are theirs: a rotation returns new ones).
     """
     seen = []
+    for case in _rotate_cases():
+        context = outside_simulation() if case["compiled"] else contextlib.nullcontext()
+        with context:
+            seen.append(_rotate_case(rotate, case))
+    return {"cases": seen}
+
+
+def _rotate_case(rotate: Callable[[torch.Tensor], torch.Tensor], case: dict) -> dict:
+    """One case of `probe_rotate`, run where the caller put it (inside or outside the simulation)."""
     before = _default_device_setting()
+    torch.compiler.reset()  # a fresh cache: earlier calls in the notebook must not decide this one
     try:
-        for case in _rotate_cases():
-            torch.compiler.reset()  # a fresh cache: earlier calls in the notebook must not decide this one
-            x = planted_points(getattr(torch, case["dtype"])).to(case["device"])
-            entry = {**case, "x": describe_tensor(x)}  # described now, before the learner's code runs
-            on_meta = x.device.type == "meta"
-            if case["compiled"]:
-                fn = torch.compile(rotate, backend=BACKEND)
-            else:
-                fn = _strictly(rotate) if on_meta else rotate
-                entry["via"] = "strict_devices" if on_meta else "eager"
-            got, default_after = _call_with_default(fn, x, case["default"], before)
-            if case["compiled"] and _meta_gap(got):
-                # Dynamo keeps a tensor made from data on `meta` (torch.tensor(..., device="meta")) as a
-                # real tensor, and FakeTensorMode refuses any operation on a real tensor: a stand-in limit,
-                # not the learner's. The same call runs eagerly under strict_devices, which checks every
-                # operation. A fresh x: the failed trace may have left nothing behind, but be sure.
-                x = planted_points(getattr(torch, case["dtype"])).to(case["device"])
-                got, default_after = _call_with_default(_strictly(rotate), x, case["default"], before)
-                entry["via"] = "strict_devices"
-            entry["default_after"] = default_after
-            if x.device.type != "meta":
-                entry["x_changed"] = not torch.equal(x.detach().cpu(), entry["x"]["values"])
-            if "error" in got:
-                entry["error"] = got["error"]
-            else:
-                entry["result"] = describe_tensor(got["value"])
-                entry["type"] = type(got["value"]).__name__
-            seen.append(entry)
+        x = planted_points(getattr(torch, case["dtype"])).to(case["device"])
+        entry = {**case, "x": describe_tensor(x)}  # described now, before the learner's code runs
+        fn = torch.compile(rotate, backend=BACKEND) if case["compiled"] else rotate
+        got, default_after = _call_with_default(fn, x, case["default"], before)
+        entry["default_after"] = default_after
+        if case["compiled"] and _meta_gap(got):
+            # Dynamo keeps a tensor made from data on `meta` (torch.tensor(..., device="meta")) as a real
+            # tensor, and FakeTensorMode refuses any operation on a real tensor: a limit of compiling for
+            # meta, not the learner's mistake. The eager case on cuda:1 has judged this answer's devices.
+            entry["not_judged"] = True
+            return entry
+        if x.device.type != "meta":
+            entry["x_changed"] = not torch.equal(x.detach().cpu(), entry["x"]["values"])
+        if "error" in got:
+            entry["error"] = got["error"]
+        else:
+            entry["result"] = describe_tensor(got["value"])
+            entry["type"] = type(got["value"]).__name__
+        return entry
     finally:
         _restore_default_device(before)
         torch.compiler.reset()
-    return {"cases": seen}
 
 
 #: What Dynamo says when an operation inside the compiled function gets a real tensor made on `meta` there.
@@ -169,14 +174,6 @@ META_CONSTANT_GAP = "Please convert all Tensors to FakeTensors"
 def _meta_gap(got: dict) -> bool:
     error = got.get("error")
     return error is not None and META_CONSTANT_GAP in error["message"]
-
-
-def _strictly(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
-    def run(x: torch.Tensor) -> torch.Tensor:
-        with strict_devices():
-            return fn(x)
-
-    return run
 
 
 def _default_device_setting() -> torch.device | None:
@@ -212,12 +209,10 @@ def _two_devices(message: str) -> bool:
 @probe_rotate.judge
 def judge_rotate(seen: dict) -> None:
     for case in seen["cases"]:
+        if case.get("not_judged"):
+            continue
         label, label_zh = _rotate_label(case)
         error = case.get("error")
-        if error is not None and error["kind"] == "standin" and case["default"] != "cpu":
-            # x on the CPU, the default device meta: data made on meta cannot be copied to x. A GPU runner
-            # judges this case; here the cases with x on meta have judged the device rule already.
-            continue
         if error is not None and error["kind"] == "error":
             first = error["message"].strip().splitlines()
             text = " ".join(line.strip() for line in first[:2])
@@ -321,20 +316,14 @@ def _state_dict_cases() -> list[tuple[str, str, str, bool, str]]:
     Each is (label in English, label in Chinese, device, compiled or not, which model: `make_model`'s stack
     of layers, or `TinyLM`, whose names `str.lstrip("_orig_mod.")` eats into).
     """
-    other = str(mismatch_device())
+    gpu = str(probe_devices()[-1])
     return [
         ("torch.compile(model), on cpu", "torch.compile(model)，在 cpu 上", "cpu", True, "stack"),
-        (f"torch.compile(model), on {other}", f"torch.compile(model)，在 {other} 上", other, True, "stack"),
+        (f"torch.compile(model), on {gpu}", f"torch.compile(model)，在 {gpu} 上", gpu, True, "stack"),
         ("a plain model, on cpu", "普通模型，在 cpu 上", "cpu", False, "stack"),
         ("torch.compile(TinyLM()), on cpu", "torch.compile(TinyLM())，在 cpu 上", "cpu", True, "lm"),
-        (
-            f"torch.compile(TinyLM()), on {other}",
-            f"torch.compile(TinyLM())，在 {other} 上",
-            other,
-            True,
-            "lm",
-        ),
-        ("a plain TinyLM, on cpu", "普通的 TinyLM，在 cpu 上", "cpu", False, "lm"),
+        (f"torch.compile(TinyLM()), on {gpu}", f"torch.compile(TinyLM())，在 {gpu} 上", gpu, True, "lm"),
+        (f"a plain TinyLM, on {gpu}", f"普通的 TinyLM，在 {gpu} 上", gpu, False, "lm"),
     ]
 
 
@@ -349,15 +338,17 @@ def _state_dict_cases() -> list[tuple[str, str, str, bool, str]]:
 def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, torch.Tensor]]) -> dict:
     """Hand ``plain_state_dict`` compiled and plain modules; record the keys, devices and a strict load.
 
-    The model's state is copied before the call (to the CPU, or as data-less meta tensors): the answer is
-    compared with that copy, dtype included, so one that zeroes or converts the model's own tensors and
-    returns them cannot match itself.
+    The model's state is copied to the CPU before the call: the answer is compared with that copy, dtype
+    included, so one that zeroes or converts the model's own tensors and returns them cannot match itself.
+    The models live on ``cuda:1`` (real or simulated) as well as on the CPU, with real values; only the
+    ``torch.compile`` call that wraps one runs outside the simulation (it traces nothing until the wrapper
+    is called, and the check never calls it).
     """
     seen = []
     for label, label_zh, device, compiled, kind in _state_dict_cases():
         build = make_model if kind == "stack" else make_lm
         model = build().to(device)
-        handed = torch.compile(model, backend=BACKEND) if compiled else model
+        handed = _compiled(model) if compiled else model
         wanted = {key: _snapshot(value) for key, value in model.state_dict().items()}
         got = observe(plain_state_dict, handed)
         entry: dict = {"label": label, "label_zh": label_zh, "device": device, "wanted_keys": list(wanted)}
@@ -396,19 +387,22 @@ def probe_plain_state_dict(plain_state_dict: Callable[[nn.Module], Mapping[str, 
     return {"cases": seen}
 
 
+def _compiled(model: nn.Module) -> nn.Module:
+    """``torch.compile(model)``: the wrapper (OptimizedModule), made outside the simulation."""
+    with outside_simulation():
+        return torch.compile(model, backend=BACKEND)
+
+
 def _snapshot(t: torch.Tensor) -> torch.Tensor:
-    """A copy of ``t`` that no later change to ``t`` reaches: on the CPU, or a meta tensor (no data)."""
-    t = t.detach()
-    return t.clone() if t.device.type == "meta" else t.to("cpu", copy=True)
+    """A copy of ``t`` on the CPU that no later change to ``t`` reaches."""
+    return t.detach().to("cpu", copy=True)
 
 
 def _same(v: object, wanted: torch.Tensor, values: bool) -> bool:
-    """``v`` is a tensor of ``wanted``'s shape and dtype, with its values where there are values to see."""
+    """``v`` is a tensor of ``wanted``'s shape and dtype, with ``wanted``'s values when ``values``."""
     if not isinstance(v, torch.Tensor) or v.shape != wanted.shape or v.dtype != wanted.dtype:
         return False
-    if not values or v.device.type == "meta" or wanted.device.type == "meta":
-        return True
-    return torch.equal(v.detach().cpu(), wanted)
+    return not values or torch.equal(v.detach().cpu(), wanted)
 
 
 @probe_plain_state_dict.judge

@@ -2,16 +2,22 @@
 
 All three checks are two-part (`judged`). Exercise 1 hands the learner models built on ``meta`` (a stack of
 linear layers and a batch norm, and `sharded_workers.TinyBlock`: embedding, attention, layer norm, a parameter
-and a non-persistent buffer of its own, with ``init_weights()``) and a target device (the CPU, and the
-stand-in: the accelerator, else ``meta``); uninitialised memory reads NaN during the call
-(``fill_uninitialized_memory``), and what comes back is compared with the same model built on that device.
+and a non-persistent buffer of its own, with ``init_weights()``) and a target device (the CPU, and ``cuda:1``,
+real or simulated: `machine.probe_devices`, so an answer that drops the index lands on ``cuda:0`` and shows);
+uninitialised memory reads NaN during the call (``fill_uninitialized_memory``), and what comes back is
+compared with the same model built on that device.
 Exercise 2 loads a full checkpoint into a model sharded with FSDP2 on a one-process CPU mesh in the kernel,
 and also tells the learner's function it is a rank of a GPU job: there ``torch.load`` and DCP's loading are
 recorded, not run, so the check sees where each rank would put the whole checkpoint. Exercise 3 starts two
 real processes (``sharded_workers.fsdp_train``: FSDP2 over gloo, or NCCL where there is a GPU per rank) that
 save a distributed checkpoint, once per process, then lets the learner resume it into unsharded models in the
-kernel (a fresh Adam with another learning rate, and one that has stepped), and compares digests of the
-parameters and of Adam's state, and the learning rate, with those the ranks reported at save time.
+kernel, on ``cuda:1`` (real or simulated; a fresh Adam with another learning rate, and one that has stepped),
+and compares digests of the parameters and of Adam's state, and the learning rate, with those the ranks
+reported at save time.
+
+Exercise 2's sharded model and both exercises' worker processes stay on the CPU with gloo on a machine
+without GPUs: DTensor and FSDP2 do not run on simulated tensors, and spawned processes start without the
+simulation (`devicekit.simulate`'s docstring).
 """
 
 from __future__ import annotations
@@ -25,9 +31,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from devicekit.device import best_device, mismatch_device
 from devicekit.distributed import DistInfo, spawn
 from devicekit_labs import Fail, failed_call, judged, observe
+from devicekit_labs.machine import probe_devices
 
 LAB = "11-sharded"
 
@@ -64,7 +70,8 @@ def _owner(model: nn.Module, key: str) -> nn.Module:
 
 
 def _materialise_cases() -> list[str]:
-    return ["cpu", str(mismatch_device())]
+    """The target devices: the CPU and the second GPU (``cuda:1``, so a dropped index shows)."""
+    return ["cpu", str(probe_devices()[-1])]
 
 
 @contextlib.contextmanager
@@ -148,7 +155,7 @@ def probe_materialize(materialize: Callable[[nn.Module, torch.device], nn.Module
             entry["same_model"] = value is handed
             tensors = _tensors(handed)
             entry["devices"] = {key: str(t.device) for key, t in tensors.items()}
-            has_values = {key: "meta" not in (t.device.type, device.type) for key, t in tensors.items()}
+            has_values = {key: t.device.type != "meta" for key, t in tensors.items()}  # left on meta: none
             entry["never_set"] = {
                 key: {
                     "owner": type(_owner(handed, key)).__name__,
@@ -197,12 +204,22 @@ def judge_materialize(seen: dict) -> None:
                 f"（{label_zh}）分配存储之后，请返回传入的那个模型本身（你返回的是 {case['returned']}）。",
             )
         moved = [key for key, where in case["devices"].items() if where != device]
-        if moved and device != "meta" and all(case["devices"][key] == "meta" for key in moved):
+        if moved and all(case["devices"][key] == "meta" for key in moved):
             raise Fail(
                 f"({label}) every parameter and buffer is still on meta: nothing was materialised. "
                 "Call model.to_empty(device=device) first, then set the values.",
                 f"（{label_zh}）所有参数和缓冲区都还在 meta 上：什么都没有分配。"
                 "请先调用 model.to_empty(device=device)，再为各个数值赋值。",
+            )
+        if moved and device.startswith("cuda:") and case["devices"][moved[0]].startswith("cuda"):
+            key = moved[0]
+            raise Fail(
+                f'({label}) {key!r} is on {case["devices"][key]}, not on {device}: "cuda" (or device.type) '
+                "means the current GPU, cuda:0 unless you changed it, not the GPU you were given. Pass the "
+                "device itself: model.to_empty(device=device).",
+                f'（{label_zh}）{key!r} 在 {case["devices"][key]} 上，不在 {device} 上："cuda"（或 '
+                "device.type）指的是当前 GPU（没改过就是 cuda:0），不是传进来的那块 GPU。"
+                "请直接传设备本身：model.to_empty(device=device)。",
             )
         if moved:
             key = moved[0]
@@ -723,7 +740,7 @@ def probe_resume(resume: Callable[[nn.Module, torch.optim.Optimizer, str], objec
     from devicekit_labs import sharded_workers as sw
 
     saved = saved_checkpoint()
-    device = best_device()
+    device = probe_devices()[-1]  # cuda:1: an answer that moves the model elsewhere shows
     seen: dict[str, Any] = {
         "device": str(device),
         "saved": {k: saved[k] for k in ("digest", "optim_digest", "optim_step", "world_size", "lr")},

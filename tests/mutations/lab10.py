@@ -10,12 +10,7 @@ import torch
 from torch._dynamo.eval_frame import OptimizedModule
 from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 
-from devicekit.device import mismatch_device
-
 LAB = "10-compile"
-
-#: On a GPU runner the stand-in is the GPU itself; on a CPU runner it is meta, which cannot copy data out.
-ON_GPU = mismatch_device().type != "meta"
 
 # --- Exercise 1: rotate(x), (x, y) -> (-y, x) on x's device, in x's dtype, compiled ------------------
 
@@ -70,9 +65,31 @@ def rotate_through_float32(x):
 
 
 def rotate_right_only_when_compiled(x):
-    # right while Dynamo traces it, the taught bug when it runs eagerly: only an eager call with x on the
-    # other device catches it (on meta, under strict_devices)
+    # right while Dynamo traces it, the taught bug when it runs eagerly: only an eager call with x on a GPU
+    # catches it (cuda:1, real or simulated)
     return x @ (ROTATION.to(x) if torch.compiler.is_compiling() else ROTATION)
+
+
+def rotate_right_only_when_eager(x):
+    # the other way round: only a compiled call with x off the CPU catches it (cuda:1 with real GPUs, meta
+    # without: the simulated GPU cannot be compiled for)
+    return x @ (ROTATION.to(dtype=x.dtype) if torch.compiler.is_compiling() else ROTATION.to(x))
+
+
+def rotate_cuda_matrix(x):
+    # "cuda" is the current GPU, cuda:0, whatever GPU x is on (and no GPU at all for a CPU x)
+    device = "cuda" if x.is_cuda else x.device
+    return x @ torch.tensor([[0.0, 1.0], [-1.0, 0.0]], device=device, dtype=x.dtype)
+
+
+def rotate_matrix_made_by_cuda(x):
+    r = torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=x.dtype)
+    return x @ (r.cuda() if x.is_cuda else r)  # .cuda() drops x's index: cuda:0
+
+
+def rotate_rounding_through_half(x):
+    # right devices and dtype, values rounded: only a check that reads real values sees it on a GPU
+    return (x @ torch.tensor([[0.0, 1.0], [-1.0, 0.0]], device=x.device, dtype=x.dtype)).half().to(x.dtype)
 
 
 def rotate_ok(x):
@@ -124,6 +141,11 @@ def rotate_ok_filled_out(x):
     out[:, 0] = -x[:, 1]
     out[:, 1] = x[:, 0]
     return out
+
+
+def rotate_ok_cuda_with_index(x):
+    r = torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=x.dtype)
+    return x @ (r.cuda(x.device.index) if x.is_cuda else r.to(x.device))
 
 
 def rotate_ok_matrix_on_the_left(x):
@@ -184,6 +206,12 @@ def state_dict_hard_coded_length(module):
     return {key[len("_orig_mod.") :]: value for key, value in module.state_dict().items()}  # plain keys too
 
 
+def state_dict_to_cuda(module):
+    # "cuda" is cuda:0: a model on cuda:1 comes back on another GPU
+    inner = getattr(module, "_orig_mod", module)
+    return {key: value.to("cuda") if value.is_cuda else value for key, value in inner.state_dict().items()}
+
+
 def state_dict_ok_removeprefix(module):
     return {key.removeprefix("_orig_mod."): value for key, value in module.state_dict().items()}
 
@@ -228,17 +256,16 @@ WRONG = {
         ("matrix on the cpu", rotate_matrix_on_cpu, "two devices"),
         ("matrix on the default device", rotate_matrix_on_default_device, "two devices"),
         ("sets the default device", rotate_setting_default_device, "default device was"),
-        # meta holds no data to copy out: on the CPU runner the check says so, on a GPU it names the rule
-        (
-            "computes on the cpu",
-            rotate_on_the_cpu,
-            "Keep the computation where the data is" if ON_GPU else "cannot run this",
-        ),
+        ("computes on the cpu", rotate_on_the_cpu, "Keep the computation where the data is"),
         ("matrix without dtype", rotate_without_dtype, "dtype=x.dtype"),
         ("rotates the wrong way", rotate_wrong_way, "(-y, x)"),
         ("zeroes its input and returns it", rotate_zeroing_its_input, "(-y, x)"),
         ("goes through float32", rotate_through_float32, "(-y, x)"),
         ("right only when compiled", rotate_right_only_when_compiled, "two devices"),
+        ("right only when eager", rotate_right_only_when_eager, "two devices"),
+        ('matrix on "cuda" for a GPU x', rotate_cuda_matrix, "cuda:1"),
+        ("matrix moved with .cuda()", rotate_matrix_made_by_cuda, "cuda:1"),
+        ("result rounded through float16", rotate_rounding_through_half, "(-y, x)"),
         ("rotates x in place", rotate_in_place, "changed x"),
         ("rotates x in place, column by column", rotate_by_slices_in_place, "changed x"),
         ("stub", lambda x: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
@@ -254,11 +281,8 @@ WRONG = {
         ("zeroes the model's tensors", state_dict_zeroing_the_model, "was not what it was before"),
         ("converts every tensor to float64", state_dict_in_float64, "keep each tensor's dtype"),
         ("turns integer buffers into floats", state_dict_integers_as_floats, "keep each tensor's dtype"),
-        (
-            "moves the tensors to the cpu",
-            state_dict_on_the_cpu,
-            "leave the tensors where they are" if ON_GPU else "cannot run this",
-        ),
+        ("moves the tensors to the cpu", state_dict_on_the_cpu, "leave the tensors where they are"),
+        ("moves the tensors to cuda", state_dict_to_cuda, "but the model is on cuda:1"),
     ],
 }
 
@@ -273,6 +297,7 @@ RIGHT = {
         ("a numpy matrix moved with .to(x)", rotate_ok_numpy_matrix),
         ("filled into empty_like", rotate_ok_filled_out),
         ("matrix on the left, transposed", rotate_ok_matrix_on_the_left),
+        ("x.cuda(index) for a GPU x", rotate_ok_cuda_with_index),
     ],
     "plain-state-dict": [
         ("removeprefix", state_dict_ok_removeprefix),

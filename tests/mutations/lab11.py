@@ -18,6 +18,12 @@ from torch.distributed.checkpoint.state_dict import (
 
 LAB = "11-sharded"
 
+#: What the check says to `model.to("cpu")` before resuming. On a GPU the parameters end on the CPU and the
+#: check names it. On a simulated GPU `Module.to("cpu")` replaces each parameter by a new object (a real
+#: CUDA-to-CPU move keeps it: `Module._apply` swaps in place only when the *result* is a wrapper subclass),
+#: so the optimizer holds the old ones and `get_state_dict` raises KeyError first: rejected either way.
+TO_CPU_HINT = "the parameters are on cpu" if torch.cuda.is_available() else "KeyError"
+
 # --- Exercise 1: materialize(model, device) ------------------------------------------------------------
 
 
@@ -119,6 +125,18 @@ def materialize_random_normal(model, device):
                 tensor.normal_()
             else:
                 tensor.zero_()
+    return model
+
+
+def materialize_device_type(model, device):
+    # a hidden-set answer (issue 39): device.type drops the index, so "cuda" is the current GPU, cuda:0
+    model.to_empty(device=device.type)
+    if hasattr(model, "init_weights"):
+        model.init_weights()
+    else:
+        for module in model.modules():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
     return model
 
 
@@ -285,6 +303,36 @@ def resume_moments_by_hand(model, optimizer, checkpoint_dir):
         optimizer.state[param].update(optim_sd["state"][name])
 
 
+def resume_onto_the_cpu(model, optimizer, checkpoint_dir):
+    # a hidden-set answer (issue 39): the model leaves its GPU before loading, and stays on the CPU
+    model.to("cpu")
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    state = {"model": model_sd, "optim": optim_sd}
+    dcp.load(state, checkpoint_id=checkpoint_dir)
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+
+
+def resume_onto_cuda(model, optimizer, checkpoint_dir):
+    # .cuda() is the current GPU, cuda:0: a model on cuda:1 moves to another GPU
+    model.cuda()
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    state = {"model": model_sd, "optim": optim_sd}
+    dcp.load(state, checkpoint_id=checkpoint_dir)
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+
+
+def resume_ok_through_the_cpu(model, optimizer, checkpoint_dir):
+    # the state dicts as copies on the CPU (cpu_offload): dcp.load fills them, set_state_dict copies them
+    # into the model and the optimizer where they are, on the GPU
+    options = StateDictOptions(cpu_offload=True)
+    model_sd, optim_sd = get_state_dict(model, optimizer, options=options)
+    state = {"model": model_sd, "optim": optim_sd}
+    dcp.load(state, checkpoint_id=checkpoint_dir)
+    set_state_dict(
+        model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"], options=options
+    )
+
+
 def resume_ok(model, optimizer, checkpoint_dir):
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state = {"model": model_sd, "optim": optim_sd}
@@ -328,6 +376,7 @@ WRONG = {
         ),
         ("init_weights() without a fallback", materialize_init_weights_only, "AttributeError"),
         ("normal_ everywhere", materialize_random_normal, "does not hold the values"),
+        ("to_empty(device=device.type)", materialize_device_type, 'not on cuda:1: "cuda" (or device.type)'),
         ("stub", lambda model, device: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "load-full": [
@@ -359,6 +408,8 @@ WRONG = {
         ("keys the ranks did not save", resume_wrong_key, "CheckpointException"),
         ("get_state_dict and dcp.load, no set_state_dict", resume_without_set_state_dict, "learning rate"),
         ("moments copied by hand", resume_moments_by_hand, "learning rate"),
+        ('model.to("cpu") before loading', resume_onto_the_cpu, TO_CPU_HINT),
+        ("model.cuda() before loading", resume_onto_cuda, "but the model was on cuda:1"),
         ("stub", lambda model, optimizer, path: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
 }
@@ -379,5 +430,6 @@ RIGHT = {
         ("get_state_dict, dcp.load, set_state_dict", resume_ok),
         ("model and optimizer calls apart", resume_ok_separate_calls),
         ("model in place, optimizer by name", resume_ok_in_place_model),
+        ("state dicts offloaded to the CPU, set back on the GPU", resume_ok_through_the_cpu),
     ],
 }
