@@ -26,7 +26,7 @@ from course_tools.paths import ROOT
 LINT_PACKAGE = ROOT / "src" / "devicekit" / "lint"
 SOURCES_PATH = "assets/devicelint/sources.json"
 #: The modules of devicekit the linter imports besides its own package (neither imports torch).
-LINT_NEEDS = ("messages.py", "lang.py")
+LINT_NEEDS = ("messages.py", "lang.py", "cpu_args.py")
 PYODIDE_FILES = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 log = logging.getLogger("mkdocs.hooks.lint_page")
 
