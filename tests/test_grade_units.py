@@ -384,28 +384,39 @@ def test_checks_given_with_dash_dash_checks_replace_the_installed_ones(tmp_path)
         snapshot_sources(tmp_path / "missing")
 
 
-@pytest.mark.integration  # starts the evaluator: a Python that imports torch
+@pytest.mark.integration  # starts the evaluator zygote: a Python that imports torch
 def test_an_evaluator_without_a_kernel_says_why_in_both_languages(tmp_path):
-    """Each evaluation is a new ``python -I -S`` process (the one way the evaluator starts): when no kernel
-    connects, every exercise is "not-evaluated", and the learner reads why in both languages."""
+    """Each evaluation is a child forked from the run's zygote (the one way the evaluator starts): when no
+    kernel connects, every exercise is "not-evaluated", and the learner reads why in both languages; when
+    the zygote is gone, the evaluation is the grader's error, never a score."""
     import socket
 
     from devicekit_grade import context
+    from devicekit_grade._evaluator import FD_PLACEHOLDER
     from devicekit_grade.released import Released
 
     ctx = context.Context(context.Options(released=Released(None, None), trust=True, isolation="none"))
     try:
-        assert ctx.labs and not hasattr(ctx, "forks"), "no zygote: the labs came from a process of its own"
+        assert ctx.labs, "the zygote answered --probe"
+        args = ["--lab", "01-devices", "--fd", FD_PLACEHOLDER, "--connect-timeout", "0.01"]
+        for _ in range(2):  # a second child from the same zygote answers the same way
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(str(tmp_path / f"s{_}"))
+            listener.listen(1)
+            answer = ctx.evaluate(args, timeout=300, listener=listener.fileno())
+            listener.close()
+            assert [r["status"] for r in answer["results"]] == ["not-evaluated"] * 3, answer
+            how, why = unchecked(answer["results"][0], "move_batch", stopped=False)
+            assert how == "not-run" and "never reached the end" in why.en
+            assert why.zh == "无法检查：notebook 没有运行到最后，所以收集不到它的答案。"
+        assert ctx._zygote is not None
+        ctx._zygote.kill()
+        ctx._zygote.wait()
         listener = socket.socket(socket.AF_UNIX)
-        listener.bind(str(tmp_path / "s"))
-        listener.listen(1)
-        args = ["--lab", "01-devices", "--fd", str(listener.fileno()), "--connect-timeout", "0.01"]
-        answer = ctx.evaluate(args, timeout=300, fds=(listener.fileno(),))
+        listener.bind(str(tmp_path / "gone"))
+        answer = ctx.evaluate(args, timeout=30, listener=listener.fileno())
         listener.close()
-        assert [r["status"] for r in answer["results"]] == ["not-evaluated"] * 3, answer
-        how, why = unchecked(answer["results"][0], "move_batch", stopped=False)
-        assert how == "not-run" and "never reached the end" in why.en
-        assert why.zh == "无法检查：notebook 没有运行到最后，所以收集不到它的答案。"
+        assert "results" not in answer and "zygote is gone" in answer["error"], answer
     finally:
         ctx.close()
 

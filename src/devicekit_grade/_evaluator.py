@@ -1,9 +1,9 @@
 """The trusted side: judge a submission's answers in a fresh process that no submitted code ever ran in.
 
-The grader starts this module with ``python -I -S`` (no ``PYTHONPATH``, no user or site ``.pth`` files),
-``sys.path`` set to a fresh copy of devicekit and the grader taken when the grader started, plus the
-environment's site-packages for torch. It receives the listening socket the submission's kernel connects
-to (`devicekit_grade._kernel.serve`).
+The grader starts this module once per run with ``python -I -S`` (no ``PYTHONPATH``, no user or site
+``.pth`` files), ``sys.path`` set to a copy of devicekit and the grader taken when the grader started, plus
+the environment's site-packages for torch (see "How it starts" below). Each child receives the listening
+socket the submission's kernel connects to (`devicekit_grade._kernel.serve`).
 
 For each exercise (``@judged``) it asks the kernel to run the exercise's probe on the lab's ``target``;
 the observations come back as `torch.save` bytes, loaded with ``weights_only=True`` and checked
@@ -11,11 +11,18 @@ the observations come back as `torch.save` bytes, loaded with ``weights_only=Tru
 ``HIDDEN = {key: judge}`` in ``labNN.py``) read them *here*. No learner object ever reaches this process.
 
 Prints one JSON object on stdout: ``{"results": [...], "versions": {...}, "modules": [...]}``.
+
+**How it starts** (`serve_forks`, the only way): the grader starts this module once per run with ``--zygote
+FD``; it imports torch, devicekit, every lab's checks and the hidden judges, answers ``--probe``, and then
+forks one child per submission. Each child is the fresh, submission-free process a new ``python -I -S``
+would be (the zygote never talks to a kernel or reads a submission's data), without paying for Python and
+torch to start again: about 1.5 s of CPU per submission.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -237,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connect-timeout", type=float, default=60)
     parser.add_argument("--probe", action="store_true", help="load every lab's checks, list the modules")
     parser.add_argument("--hidden", help="folder of the hidden judges (labNN.py with HIDDEN)")
+    parser.add_argument("--zygote", type=int, help="answer --probe, then fork a child per request on this fd")
     args = parser.parse_args(argv)
+    if args.zygote is not None:
+        return serve_forks(args.zygote, args.hidden)
     result: dict[str, Any] = {}
     if args.probe:
         from devicekit_labs import exercises_for, known_labs
@@ -291,6 +301,75 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     sys.stdout.flush()
     return 0
+
+
+#: The placeholder for the listening socket's descriptor in a request to the zygote (its number differs
+#: between the grader and the zygote, which receives a copy of it).
+FD_PLACEHOLDER = "@listener"
+
+
+def serve_forks(control_fd: int, hidden: str | None) -> int:
+    """The zygote's loop: answer ``--probe`` on stdout (one JSON line; this loads torch, every lab's checks
+    and the hidden judges), then, for each request on the ``AF_UNIX`` ``SOCK_SEQPACKET`` socket
+    ``control_fd`` (``{"args": [...]}`` plus three descriptors: the listening socket and the write ends of
+    the child's stdout and stderr pipes), fork a child that runs `main` with those arguments and exits.
+
+    The child writes its pid as the first line of its stdout (the grader kills it when it runs out of time),
+    then `main`'s JSON. The zygote never runs a request itself and never talks to a kernel; it exits when
+    the grader closes its end of the socket."""
+    import signal
+    import traceback
+
+    main(["--probe", *(["--hidden", hidden] if hidden else [])])
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel, never zombies
+    control = socket.socket(fileno=control_fd)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
+        except OSError:
+            message, fds = b"", []
+        if not message:  # the grader is done: end at once (torch's interpreter teardown takes seconds)
+            sys.stdout.flush()
+            os._exit(0)
+        try:
+            request = json.loads(message)
+            listener, out, err = fds
+        except (ValueError, TypeError):
+            for fd in fds:
+                os.close(fd)
+            continue
+        if os.fork() == 0:
+            _child(control, request["args"], listener, out, err, traceback.print_exc)
+        for fd in fds:
+            os.close(fd)
+
+
+def _child(
+    control: socket.socket, args: list[str], listener: int, out: int, err: int, report: Any
+) -> NoReturn:
+    """A forked evaluator for one submission: its stdout and stderr are the grader's pipes."""
+    import signal
+
+    import torch
+
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        control.close()
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        os.close(out)
+        os.close(err)
+        os.write(1, f"{os.getpid()}\n".encode())
+        torch.set_num_threads(1)  # tiny tensors; and no OpenMP pool inherited across the fork
+        code = main([str(listener) if a == FD_PLACEHOLDER else str(a) for a in args])
+    except BaseException:
+        report()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":

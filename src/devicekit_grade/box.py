@@ -5,9 +5,9 @@
 2. **Run.** The copy runs in a fresh kernel inside the submission's `devicekit_grade.sandbox` box
    (``_worker.py`` drives it one cell at a time, with a per-cell and a per-notebook time limit), and its
    events (cells started, errors, time-outs, a dead kernel) are read back (`Execution`).
-3. **Answer.** The answer cell connects to a socket the grader opened; the evaluator (a new
-   ``python -I -S``, `devicekit_grade.context.Context.evaluate`) asks it to run each exercise's probe and
-   judges the observations, plain data, in its own process.
+3. **Answer.** The answer cell connects to a socket the grader opened; the evaluator (a fresh child of the
+   run's evaluator zygote, `devicekit_grade.context.Context.evaluate`) asks it to run each exercise's probe
+   and judges the observations, plain data, in its own process.
 4. **Close.** Every process of the box is killed, its folders removed (`devicekit_grade.sandbox.close`).
 
 `fatal_cell` says where a run stopped (the caller runs the notebook again up to there), `grader_failure`
@@ -36,6 +36,7 @@ import nbformat
 
 from devicekit.messages import Message
 from devicekit_grade import sandbox
+from devicekit_grade._evaluator import FD_PLACEHOLDER
 from devicekit_grade._kernel import INJECTED
 from devicekit_grade.failures import GraderError, GraderFailure
 
@@ -148,11 +149,11 @@ def _answer(
     if tampered:
         return stopped, {"tampered": tampered}
     args = [
-        "--lab", lab, "--fd", str(listener.fileno()), "--timeout", str(options.cell_timeout + 5),
+        "--lab", lab, "--fd", FD_PLACEHOLDER, "--timeout", str(options.cell_timeout + 5),
         "--connect-timeout", "60" if ready else "2", *(["--uid", str(uid)] if uid is not None else []),
     ]  # fmt: skip
     budget = 120 + len(ctx.labs.get(lab, [])) * 4 * options.cell_timeout
-    answers = ctx.evaluate(args, timeout=budget, fds=(listener.fileno(),))
+    answers = ctx.evaluate(args, timeout=budget, listener=listener.fileno())
     if not stopped and not ready:  # answered: the notebook is done, nothing to wait for
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=max(5.0, deadline - time.monotonic()))

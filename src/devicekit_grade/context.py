@@ -4,20 +4,28 @@ grader (the evaluator loads this copy, never the installed files a kernel might 
 instructor's hidden judges, the labs' exercises (from the evaluator's ``--probe``), and a fingerprint of
 every file the evaluator loads, compared before each evaluation (`Context.check_environment`).
 
-`Context.evaluate` starts the evaluator (`devicekit_grade._evaluator`): a new ``python -I -S`` process for
-each submission, on a fresh copy of the snapshot, so no evaluator ever saw another submission's data.
+`Context.evaluate` runs the evaluator (`devicekit_grade._evaluator`) for one submission: a child forked from
+the run's evaluator zygote (one ``python -I -S`` process that loaded a copy of the snapshot, torch, the checks
+and the hidden judges before any submission ran), so no evaluator ever saw another submission's data, and
+none pays for Python and torch to start again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,12 +84,15 @@ class Context:
         # reuses another one's packages): what the evaluator, without `site`, puts on its path
         self.site = list(self.needs.libraries)
         self.tampered: str = ""
+        self._zygote: subprocess.Popen | None = None
+        self._control: socket.socket | None = None
+        self._lock = threading.Lock()
         try:
             preflight(self.isolation, self.root, self.uids, options.limits)
+            probe = self._start_zygote()
         except BaseException:
             self.close()
             raise
-        probe = self.evaluate(["--probe"], timeout=600)
         if "labs" not in probe:
             self.close()
             detail = str(probe.get("error", probe))[-1500:]
@@ -96,12 +107,45 @@ class Context:
         self.digest = _run_digest(self.snapshot, self.hidden, options)
 
     def close(self) -> None:
+        """Stop the evaluator zygote and remove the run's folder."""
+        if self._control is not None:
+            with contextlib.suppress(OSError):
+                self._control.close()  # the zygote ends when its end of the socket closes
+        if self._zygote is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._zygote.wait(timeout=10)
+            if self._zygote.poll() is None:
+                self._zygote.kill()
+                self._zygote.wait()
         shutil.rmtree(self.root, ignore_errors=True)
 
-    # --- the evaluator: a new ``python -I -S`` process for each submission ---------------------------------
+    # --- the evaluator: one zygote per run forks a fresh evaluator for each submission ----------------------
+
+    def _start_zygote(self) -> dict[str, Any]:
+        """Start the zygote (`devicekit_grade._evaluator.serve_forks`) on a copy of the snapshot; its
+        ``--probe`` answer (``{"error": ...}`` when it does not give one)."""
+        private = Path(tempfile.mkdtemp(prefix="eval-", dir=self.root))
+        for relative, data in self.snapshot.items():
+            target = private / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cmd, env = self._boot(private, ["--zygote", str(theirs.fileno())])
+        with open(private / "zygote.err", "wb") as err, theirs:
+            self._zygote = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=private,
+                pass_fds=(theirs.fileno(),),
+            )  # fmt: skip
+        assert self._zygote.stdout is not None
+        out, _ = _read_pipes([self._zygote.stdout.fileno()], timeout=600, first_line=True)
+        try:
+            return json.loads(out[0])
+        except ValueError:
+            tail = (private / "zygote.err").read_bytes()
+            return _no_json(tail, self._zygote.poll())
 
     def _boot(self, private: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
-        """The command and environment of an evaluator process whose code is the copy in ``private``."""
+        """The command and environment of the zygote, whose code is the copy in ``private``."""
         boot = (
             "import sys; n = sys.argv.index('--'); sys.path[:0] = sys.argv[1:n]; "
             "from devicekit_grade._evaluator import main; raise SystemExit(main(sys.argv[n + 1:]))"
@@ -117,15 +161,6 @@ class Context:
             args = [*args, "--hidden", str(private / "hidden")]
         return [sys.executable, "-I", "-S", "-c", boot, str(private), *self.site, "--", *args], env
 
-    def _private_copy(self) -> Path:
-        """A new 0700 folder of the grader's user holding the snapshot of devicekit and the grader."""
-        private = Path(tempfile.mkdtemp(prefix="eval-", dir=self.root))
-        for relative, data in self.snapshot.items():
-            target = private / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        return private
-
     def check_environment(self) -> str:
         """ "" when nothing the evaluator loads has changed since the start, else the first changed file."""
         if not self.tampered:
@@ -136,26 +171,61 @@ class Context:
                     break
         return self.tampered
 
-    def evaluate(self, args: list[str], timeout: float, fds: tuple[int, ...] = ()) -> dict[str, Any]:
-        """Run the evaluator, a new process loading a fresh copy of the snapshot; its JSON answer (or
-        ``{"error": ...}``)."""
-        private = self._private_copy()
+    def evaluate(self, args: list[str], timeout: float, listener: int) -> dict[str, Any]:
+        """Judge one submission: a fresh child of the zygote runs the evaluator with ``args`` on the listening
+        socket ``listener`` (``FD_PLACEHOLDER`` in ``args``); its JSON answer, or ``{"error": ...}``."""
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
         try:
-            cmd, env = self._boot(private, args)
-            try:
-                done = subprocess.run(
-                    cmd, capture_output=True, timeout=timeout, env=env, cwd=private, pass_fds=fds,
-                    stdin=subprocess.DEVNULL,
-                )  # fmt: skip
-            except subprocess.TimeoutExpired:
-                return {"error": f"the grader's evaluator took longer than {timeout:.0f} s"}
-            lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
-            try:
-                return json.loads(lines[-1])
-            except (IndexError, ValueError):
-                return _no_json(done.stderr, done.returncode)
+            with self._lock:
+                assert self._control is not None
+                request = json.dumps({"args": args}).encode()
+                socket.send_fds(self._control, [request], [listener, out_w, err_w])
+        except OSError as exc:
+            os.close(out_r)
+            os.close(err_r)
+            return {"error": f"the grader's evaluator zygote is gone ({exc})"}
         finally:
-            shutil.rmtree(private, ignore_errors=True)
+            os.close(out_w)
+            os.close(err_w)
+        (out, err), finished = _read_pipes([out_r, err_r], timeout)
+        lines = out.decode("utf-8", "replace").strip().splitlines()
+        if not finished:
+            with contextlib.suppress(ValueError, IndexError, OSError):
+                os.kill(int(lines[0]), signal.SIGKILL)
+            return {"error": f"the grader's evaluator took longer than {timeout:.0f} s"}
+        try:
+            return json.loads(lines[-1]) if len(lines) > 1 else _no_json(err)
+        except ValueError:
+            return _no_json(err)
+
+
+def _read_pipes(fds: list[int], timeout: float, first_line: bool = False) -> tuple[list[bytes], bool]:
+    """What was written to each pipe until all are closed (True) or ``timeout`` runs out (False); with
+    ``first_line``, only until the first line of the first pipe (which stays open)."""
+    deadline = time.monotonic() + timeout
+    chunks: dict[int, list[bytes]] = {fd: [] for fd in fds}
+    open_fds = list(fds)
+    try:
+        while open_fds and not (first_line and b"\n" in b"".join(chunks[fds[0]])):
+            left = deadline - time.monotonic()
+            ready = select.select(open_fds, [], [], left)[0] if left > 0 else []
+            if not ready:
+                break
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    chunks[fd].append(chunk)
+                else:
+                    open_fds.remove(fd)
+    finally:
+        if not first_line:
+            for fd in fds:
+                os.close(fd)
+    data = [b"".join(chunks[fd]) for fd in fds]
+    if first_line:
+        data[0] = data[0].split(b"\n", 1)[0]
+    return [*data[:1], *(d[-4000:] for d in data[1:])], not open_fds
 
 
 def _no_json(stderr: bytes, code: int | None = None) -> dict[str, Any]:
@@ -235,7 +305,7 @@ def snapshot_sources(checks: Path | None = None) -> dict[str, bytes]:
 def _fingerprint(modules: list[str], folders: list[str]) -> dict[str, tuple[int, int]]:
     stamps = {}
     for path in [*modules, *folders]:
-        if "/eval-" in path:  # the evaluator's own fresh copy
+        if "/eval-" in path:  # the zygote's own copy, in the run's private folder
             continue
         try:
             info = os.stat(path)
