@@ -43,16 +43,23 @@ def test_the_mined_list_spans_two_releases_far_apart():
         assert message["versions"] and set(message["where"]) == set(message["versions"]), message["text"]
 
 
-# Coverage as measured by course_tools.miners.catalog_coverage on the list (issue 25): the floors sit just
-# under the
-# measured figures, so a catalog change that loses recognised texts fails here.
-COVERAGE_FLOORS = {"all": 0.78, "likely: high": 1.0, "likely: medium": 0.78, "likely: low": 0.6}
+# Coverage as measured by course_tools.miners.catalog_coverage on the list (issues 25 and 43): the floors
+# sit just under the measured figures, so a catalog change that loses recognised texts fails here. Issue
+# 43's goals: >= 85 % of all texts, >= 95 % of the likely ones (high + medium).
+COVERAGE_FLOORS = {
+    "all": 0.86,
+    "likely (high + medium)": 0.95,
+    "likely: high": 1.0,
+    "likely: medium": 0.94,
+    "likely: low": 0.47,
+}
 CATEGORY_FLOORS = {
-    "autocast": 0.9,
+    "autocast": 1.0,
     "data-parallel": 0.94,
     "device-side-assert": 1.0,
     "device-string": 1.0,
-    "distributed": 0.9,
+    "distributed": 0.97,
+    "distributed-api": 0.58,
     "driver": 1.0,
     "fork": 1.0,
     "generator": 0.75,
@@ -60,16 +67,16 @@ CATEGORY_FLOORS = {
     "load-map-location": 0.7,
     "meta": 0.6,
     "mps": 1.0,
-    "no-accelerator": 0.5,
+    "no-accelerator": 0.96,
     "no-kernel-image": 1.0,
     "optimizer": 0.85,
-    "other": 0.1,
+    "other": 0.86,
     "out-of-memory": 1.0,
     "pin-memory": 0.69,
     "rnn": 1.0,
-    "same-device": 0.95,
+    "same-device": 0.96,
     "to-numpy": 1.0,
-    "xpu": 0.72,
+    "xpu": 0.77,
 }
 
 
@@ -121,6 +128,89 @@ def test_no_non_device_message_is_claimed(text):
     from devicekit.catalog import is_device_error
 
     assert not is_device_error(text)
+
+
+# Issue 43: three real messages that explain() once gave nothing, each with its family and what the
+# explanation must say (the GPU side of checkSameGPU's message is a device too; NCCL's check names no device
+# the backend fails to serve, so the explanation names none).
+ISSUE_43_MESSAGES = [
+    (
+        "RuntimeError: Unhandled FakeTensor Device Propagation for aten.mm.default, found two different "
+        "devices cuda:0, cpu",
+        "same-device",
+        ("cuda:0", "cpu"),
+        ("tracing aten.mm.default with fake tensors", "追踪 aten.mm.default"),
+    ),
+    (
+        "RuntimeError: Tensor for 'out' is on CPU, Tensor for argument #1 'self' is on CPU, but expected "
+        "them to be on GPU (while checking arguments for addmm)",
+        "same-device",
+        ("cpu", "cuda"),
+        (
+            "The GPU kernel of addmm found 'out' and 'self' on the CPU",
+            "addmm 的 GPU 实现发现 'out' 和 'self' 在 CPU 上",
+        ),
+    ),
+    (
+        "RuntimeError: Tensors must be CUDA and dense",
+        "dist-backend",
+        (),
+        ("NCCL takes only CUDA tensors", "NCCL 只接受 CUDA 张量"),
+    ),
+]
+
+
+@pytest.mark.parametrize("text,family,devices,says", ISSUE_43_MESSAGES, ids=["faketensor", "them", "nccl"])
+def test_the_three_real_messages_of_issue_43_are_explained(text, family, devices, says):
+    result = explain(text)
+    assert (result.family, result.devices) == (family, devices)
+    assert says[0] in result.en and says[1] in result.zh
+
+
+def test_the_three_real_messages_of_issue_43_are_mined_or_composed():
+    """FakeTensor's and NCCL's texts are in the mined list with their family; checkSameGPU composes its
+    message from pieces (no 16-character string holds it), so the miner cannot see it: the test above
+    stands for it."""
+    mined = {m["text"]: m["family"] for m in MESSAGES}
+    assert mined["Unhandled FakeTensor Device Propagation for {}, found two different devices {}, {}"] == (
+        "same-device"
+    )
+    assert mined["Tensors must be CUDA and dense"] == "dist-backend"
+
+
+@pytest.mark.integration
+def test_the_three_real_messages_of_issue_43_are_explained_alike_in_the_widget():
+    from course_tools.generate import atlas
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("node is not installed")
+    texts = [text for text, *_ in ISSUE_43_MESSAGES]
+    payload = json.dumps({"catalog": json.loads(atlas.widget_json()), "texts": texts})
+    done = subprocess.run([node, str(HARNESS)], input=payload, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for (text, family, devices, _), js in zip(ISSUE_43_MESSAGES, json.loads(done.stdout), strict=True):
+        result = explain(text)
+        widget = (js["family"], tuple(js["devices"]), js["en"], js["zh"])
+        assert widget == (family, devices, result.en, result.zh)
+
+
+def test_the_distributed_miner_reads_every_torch_distributed_file():
+    """Issue 43: no file of torch.distributed is skipped as internal, and a DeviceMesh is read as a mesh of
+    ranks: a mesh-shape check is no device message, a device-type check of DeviceMesh is one."""
+    for where in (
+        "torch/distributed/_composable/fsdp/fully_shard.py:fully_shard",
+        "torch/distributed/tensor/_ops/_math_ops.py:f",
+        "torch/distributed/_tools/mem_tracker.py:f",
+        "torch/distributed/device_mesh.py:DeviceMesh.__init__",
+    ):
+        assert not mine_messages._INTERNAL_PY.match(where)
+    where = "torch/distributed/device_mesh.py:DeviceMesh.__init__"
+    category_of = mine_messages.category_of
+    assert category_of("device_mesh has dims {} but expected 1 for input.", where=where) is None
+    assert category_of("DeviceMesh only support cpu or cuda device type, but got {}", where=where)
+    moved = "Expects the parameter to already be moved to device {} but got {}"
+    assert category_of(moved, where=where) == "distributed-api"
 
 
 def test_the_mined_list_matches_the_miners_current_filters_and_family_map():

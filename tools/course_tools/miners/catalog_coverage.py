@@ -10,7 +10,9 @@ mined text through ``devicekit.explain``. A text counts as recognised when expla
 ``wrong`` counts texts whose family differs from the one the miner's family map expects (``family`` in the
 JSON; ``null`` there means the catalog does not claim the text). ``likely`` rows group the texts by how likely
 a learner meets them (``high``: what the course teaches and what first GPU, AMP and multi-process scripts
-hit). Templates keep their holes (``{}`` from Python f-strings, cut-off C++ fragments), exactly as mined.
+hit; ``medium``: checks of an API a learner calls); ``likely (high + medium)`` is the "likely" figure of
+issue 43's goal (>= 95 %, and >= 85 % for ``all``). Templates keep their holes (``{}`` from Python
+f-strings, cut-off C++ fragments), exactly as mined.
 ``tests/test_catalog_coverage.py`` asserts the expected family of every claimed text, in Python and in the
 browser widget, and the coverage floors per category.
 """
@@ -29,7 +31,7 @@ MESSAGES = DATA / "torch_messages.json"
 
 
 #: The rows printed before the categories: every text, and those a learner is likely to meet.
-SUMMARY_ROWS = ("all", "likely: high", "likely: medium", "likely: low")
+SUMMARY_ROWS = ("all", "likely (high + medium)", "likely: high", "likely: medium", "likely: low")
 
 
 def coverage(messages: list[dict]) -> dict[str, tuple[int, int, int]]:
@@ -38,7 +40,10 @@ def coverage(messages: list[dict]) -> dict[str, tuple[int, int, int]]:
     for message in messages:
         family = explain(message["text"]).family
         wrong = family is not None and message.get("family") is not None and family != message["family"]
-        keys = ["all", f"likely: {message.get('likely', 'low')}", message["category"]]
+        likely = message.get("likely", "low")
+        keys = ["all", f"likely: {likely}", message["category"]]
+        if likely in ("high", "medium"):
+            keys.append("likely (high + medium)")
         for key in keys:
             counts[key][0] += family is not None
             counts[key][1] += wrong
@@ -71,10 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch versions mined: {', '.join(data['sources'])}")
     if data.get("libraries"):
         print(f"other libraries mined: {', '.join(data['libraries'])}")
-    print(f"{'':20} {'recognised':>11} {'':>7}  wrong family")
+    print(f"{'':22} {'recognised':>11} {'':>7}  wrong family")
     for key in [k for k in SUMMARY_ROWS if k in table] + sorted(k for k in table if k not in SUMMARY_ROWS):
         hits, wrong, total = table[key]
-        print(f"{key:20} {hits:4d}/{total:<4d}  {100 * hits / total:5.1f} %  {wrong:4d}")
+        print(f"{key:22} {hits:4d}/{total:<4d}  {100 * hits / total:5.1f} %  {wrong:4d}")
     return 0
 
 

@@ -89,7 +89,7 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
         r"|backend type associated"
         r"|c10d|monitoredBarrier|[Ww]atchdog|(?:recv|send) operation|Duplicate GPU|rendezvous|torchrun"
         r"|terminated with (?:exit code|signal)|ProcessRaisedException|ProcessExitedException|TCPStore"
-        r"|Multiple Ranks are using the same GPU",
+        r"|Multiple Ranks are using the same GPU|Tensors must be CUDA and dense",
     ),
     (
         "autocast",
@@ -119,7 +119,8 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
         "same-device",
         r"same device|on the expected device|different from other tensors|Expected all tensors"
         r"|expected device \S+ but got device|to be on (?:the )?(?:same )?\w* ?device|is on \w+ but expected"
-        r"|must be on the same device|on different devices|expected .{0,30} to be on \w+",
+        r"|must be on the same device|on different devices|expected .{0,30} to be on \w+"
+        r"|found two different devices",
     ),
 )
 _CATEGORY_RES = tuple((name, re.compile(pattern)) for name, pattern in CATEGORIES)
@@ -166,9 +167,21 @@ _ERRORISH = re.compile(
 #: Python packages whose messages are about compiler/export internals, not what a learner's code meets...
 _INTERNAL_PY = re.compile(
     r"^torch/(?:_inductor|_export|export|onnx|jit|_dynamo|fx|ao|_higher_order_ops"
-    r"|utils/(?:benchmark|hipify|_sympy)|_functorch|testing|_numpy"
-    r"|distributed/(?:_tools|_composable|tensor/_ops))/"
+    r"|utils/(?:benchmark|hipify|_sympy)|_functorch|testing|_numpy)/"
 )
+#: Every file of torch.distributed is mined (issue 43: FSDP, DTensor, DeviceMesh, tensor parallelism,
+#: checkpointing, RPC, pipelining, c10d). Its texts that name a device but none of the backend words of the
+#: ``distributed`` category get the category ``distributed-api`` (see `category_of`); these words say that
+#: a text is about a device and not about a mesh, a "tensor meta", a rendezvous "backend" or a host name.
+_DIST_API_DEVICE = re.compile(
+    r"\b(?:cuda|CUDA|cpu|CPU|GPUs?|gpu|accelerators?|xpu|XPU|device_id|device types?|device handle"
+    r"|meta device)\b|\bdevices? (?:\{\}|%s|'\{\}')|\bon (?:a )?(?:single )?devices?\b|expected device"
+    r"|moved to device|different devices?\b|remote device|target devices|source devices"
+)
+#: DeviceMesh is a mesh of ranks, not a device: its name is taken out before a text is read for device
+#: words, so a mesh-shape check ("device_mesh has dims 2 but expected 1") is no device message while
+#: "DeviceMesh only support cpu or cuda device type" is one.
+_MESH = re.compile(r"[Dd]evice[ _]?[Mm]esh\w*|\bmesh\w*")
 #: ... except torch.compile's device guards and GPU support checks, which a learner's code does meet.
 _COMPILER_PY = re.compile(r"^torch/(?:_inductor|_dynamo)/")
 _COMPILER_GUARD = re.compile(
@@ -177,17 +190,26 @@ _COMPILER_GUARD = re.compile(
     r"|(?:not supported|unsupported|requires?|capability|not available|too old).{0,80}"
     r"(?:GPU|GPUs|CUDA|device|devices|Triton)"
 )
-#: Python modules a learner calls directly: their checks are met more often than those of internals.
+#: Python modules a learner calls directly: their checks are met more often than those of internals. Lesson
+#: 11 teaches DeviceMesh, DTensor and FSDP2 (``fully_shard``, ``_composable/fsdp`` before 2.6), so their
+#: public entry points count; DTensor's op strategies and redistribution internals do not.
 _USER_FACING_PY = re.compile(
     r"^torch/(?:nn/|optim/|amp/|cuda/(?:__init__|amp/|memory|random)|serialization|utils/data/"
-    r"|utils/cpp_extension|distributed/(?:distributed_c10d|elastic/|run|launch)|multiprocessing/|_tensor\.py"
+    r"|utils/cpp_extension|distributed/(?:distributed_c10d|elastic/|run|launch|fsdp/|_composable/fsdp/"
+    r"|_composable/replicate|device_mesh|tensor/_api|tensor/parallel/|_tensor/api|_tensor/device_mesh"
+    r"|checkpoint/state_dict)|multiprocessing/|_tensor\.py"
     r"|functional|random|accelerator/|mps/|xpu/__init__|backends/|__init__|storage|_utils|types|_C/)"
 )
 #: Library strings about internals a learner's code rarely reaches (CUDA graphs, IPC, symmetric memory ...).
 _RARE = re.compile(
     r"(?i)graph capture|capturing|cuda graph|\bipc\b|nvshmem|symmetric|mempool|mem pool|stream capture"
     r"|internal|not yet|nyi\b|unimplemented|jiterator|nvrtc|cusparse|cusolver|cufft|magma"
+    # allocator plumbing (issue 43): custom allocators, exact-address storages, NCCL's host registration
+    r"|allocator registered|exact-address|_resize_with_addr_|cudahostregister"
 )
+#: Python checks of invariants that torch keeps about objects it builds itself (FSDP's device handle and its
+#: reduce events): a learner's code does not reach them, whatever module they sit in.
+_PY_INVARIANTS = re.compile(r"device handle|all_reduce_event to be set")
 #: The messages a learner meets most (``likely``: ``"high"``): what the course teaches and the atlas leads
 #: with, and what a learner's first GPU, AMP or multi-process script runs into.
 COMMON = re.compile(
@@ -206,19 +228,19 @@ COMMON = re.compile(
     r"|mat1 and mat2 must have the same dtype|does not support bfloat16|Placeholder storage has not been"
     r"|found at least two devices|Timed out waiting|monitoredBarrier|Duplicate GPU detected"
     r"|[Ww]atchdog caught collective operation timeout|terminated with exit code|not an accelerator"
-    r"|Multiple Ranks are using the same GPU"
+    r"|Multiple Ranks are using the same GPU|Tensors must be CUDA and dense"
     r"|CUDA driver initialization failed|invalid device ordinal"
 )
 
 
 #: Texts that pass the category filters but are not messages a learner's code meets, each for a reason:
 #: docstrings of exception classes, comments compiled into a library, LLVM's own abort, allocator plug-in
-#: hooks, CUDA-graph capture internals, DeviceMesh (a mesh of ranks, not a device), gloo's *network*
+#: hooks, CUDA-graph capture internals, gloo's *network*
 #: devices (a network interface, not a torch device), symmetric-memory / NCCL-window internals, and
 #: dispatch-key bookkeeping. Dropped before categorising; see course_tools/data/catalog_sources.md.
 NOISE = re.compile(
     r"^Exception raised when|^LLVM ERROR|attachOutOfMemoryObserver|This may be benign, for example"
-    r"|a RuntimeError; on CUDA it triggers|[Dd]evice mesh|device_mesh|DeviceMesh|unsupported gloo device"
+    r"|a RuntimeError; on CUDA it triggers|unsupported gloo device"
     r"|symmetric-window|NCCL window|WindowNCCL|TORCH_SYMMMEM|mem pool creation|Cannot map Backend"
     r"|NCCL device communicator|_autocast_to_reduced_precision|Expected 2-dimensional meta tensor"
     # NCCL's "MPS" is CUDA's Multi-Process Service, not Apple's GPU
@@ -236,6 +258,16 @@ NOISE = re.compile(
     r"|dispatch_key=\{\} is not supported|For XPU MX/NVFP4|Device capability of \{\} unspecified"
     r"|Default group size only"
     r"|\{\} instantiation requires the presence of CUDA|NCCL cannot be captured in a graph"
+    # issue 43, torch.distributed widened: a performance hint of the RPC optimizer, a teardown log of
+    # torchelastic, an info line naming the backend chosen, a deprecated helper, a TCPStore lookup, the
+    # teardown of spawn and symmetric-memory internals name a device or a backend but are about none
+    r"|without TorchScript support, this might|without a functional optimizer, this might"
+    r"|did not exit after .{0,40}abandoning|^Using TorchComms backend"
+    r"|_get_pg_default_device` will be deprecated"
+    r"|Failed to get timeout rank ID from TCPStore|ProcessExitedException during subprocess termination"
+    r"|_low_contention_all_gather"
+    # torch.autocast used as a decorator without a function: a usage error, not a device one
+    r"|autocast\(\)\(func\) requires a callable"
 )
 
 #: Which catalog family each mined text should get from devicekit.explain: the category's family unless
@@ -269,8 +301,57 @@ CATEGORY_FAMILY: dict[str, str | None] = {
     "conv": "conv-input-weight",
     "no-accelerator": "no-accelerator",
     "same-device": "same-device",
+    "distributed-api": None,
 }
 FAMILY_OVERRIDES: tuple[tuple[str, str | None], ...] = (
+    # issue 43: FSDP, init_process_group's device_id, GPU-only features, building extensions, cuDNN versions,
+    # sharing CUDA memory between processes
+    (
+        r"FSDP only supports single device modules|FSDP does not support modules with different device types"
+        r"|To support a module with both CPU and GPU params|sync_module_states=True`, which"
+        r"|Expects the parameter to already be moved to device|Inconsistent compute device and `device_id`"
+        r"|which does not have an explicit index|sharding initialization run on CPU"
+        r"|parameter CPU offloading enabled has parameters on"
+        r"|materialized on CPU when enabling CPU offloading"
+        r"|needs writeback in",
+        "fsdp-device",
+    ),
+    (
+        r"SyncBatchNorm expected input tensor to be on GPU|FSDP does not support CPU only execution"
+        r"|Subgroups can only be created when CUDA is available|size profiler supports only CUDA device"
+        r"|`set_devices` expect a list of CUDA devices",
+        "gpu-only",
+    ),
+    (
+        r"CUDA_HOME|ROCM_HOME|CUDA was not found on the system|detected CUDA version|No (?:CUDA"
+        r"|ROCm) runtime is found|nvcc not found",
+        "extension-build",
+    ),
+    (r"expandable_segments: memory mapping failed with OOM|\[_use_uvm\] FAILED", "out-of-memory"),
+    (
+        r"expandable_segments:True cannot be shared|expandable_segments allocation: IPC|IPC for CUDA tensors",
+        "cuda-ipc",
+    ),
+    (r"CUDA IPC channel is not viable", "cuda-ipc"),
+    (
+        r"cuDNN version (?:incompatibility|mismatch)|[Ff]or cuDNN version below|cuDNN version (?:is )?below"
+        r"|cuDNN version does not support|cuDNN cannot be used|cuDNN backend version|with cuDNN version \d",
+        "cudnn-version",
+    ),
+    (
+        r"Please use a device_id with index|device_id parameter must be an accelerator with an index"
+        r"|barrier\(\): using the device under current context|local_rank \S+ exceeds available GPUs"
+        r"|Expected device_id to be int or torch\.device",
+        "ddp",
+    ),
+    (
+        r"Backend mismatch for device|Device capability of \S+ unknown|Duplicate device type"
+        r"|We detected accelerator|monitored_barrier requires a group|DeviceMesh only support cpu or cuda",
+        "dist-backend",
+    ),
+    (r"device_id \S+ is out of range|does not match the current compilation's accelerator", "no-accelerator"),
+    (r"tensor device is \S+ and expected device is", "same-device"),
+    (r"If you suspect the watchdog", "dist-timeout"),
     (r"CUDA driver initialization failed|invalid device ordinal", "no-accelerator"),
     (r"User provided device_type of '\w+', but \w+ is not available", "amp"),
     (r"Corresponding input/output tensors to scatter/gather", "data-parallel"),
@@ -292,22 +373,15 @@ FAMILY_OVERRIDES: tuple[tuple[str, str | None], ...] = (
         r"supports tensors on a CPU, CUDA, XPU|only supports CPU, CUDA and XPU device type",
         "op-not-implemented",
     ),
-    # not claimed: building C++/CUDA extensions (the course builds none), cuDNN and allocator internals,
-    # DTensor/checkpoint/FSDP internals, the XPU device API's own argument checks
+    # not claimed: nvFuser (a compiler backend of 2.0), allocator internals, DTensor/checkpoint/FSDP
+    # internals, the XPU device API's own argument checks
+    (r"nvFuser", None),
     (
-        r"CUDA_HOME|ROCM_HOME|CUDA was not found on the system|detected CUDA version|No (?:CUDA"
-        r"|ROCm) runtime is found"
-        r"|nvcc not found|nvFuser",
-        None,
-    ),
-    (
-        r"cuDNN version|For cuDNN|cuDNN cannot be used|cuDNN backend version|expandable_segments|IPC"
-        r"|caching allocator|\[_use_uvm\]|Exact-address allocation|cudaHostRegister",
+        r"expandable_segments|IPC|caching allocator|Exact-address allocation|cudaHostRegister",
         None,
     ),
     (
         r"CPU process group does not support alltoall|ProcessExitedException during subprocess"
-        r"|If you suspect the watchdog"
         r"|Failed to get timeout rank ID|FakeTensor does not support meta|for meta device loading",
         None,
     ),
@@ -340,7 +414,7 @@ FAMILY_OVERRIDES: tuple[tuple[str, str | None], ...] = (
         None,
     ),
     (r"non-strided meta tensors|quantized nyi in meta|^meta tensor but got|skip_data context manager", None),
-    (r"SyncBatchNorm expected input tensor|Cannot have both MPS and|requires a callable", None),
+    (r"Cannot have both MPS and", None),
     (r"There is an imbalance between your GPUs", None),
     (r"step\(\) is running without|philox_cuda_state|safetensors file with \w+ map_location", None),
 )
@@ -361,7 +435,8 @@ def category_of(text: str, compiled: bool = False, where: str = "") -> str | Non
     ``compiled``: the text comes from a shared library, where only error-like strings count. ``where``:
     the file it was read from (``torch/...py:function``); compiler and export internals are skipped except
     torch.compile's device guards, and every text of ``torch/nn/parallel`` that names a device is about
-    data parallelism.
+    data parallelism. A DeviceMesh is read as what it is, a mesh of ranks (`_MESH` is taken out first), and
+    a text of ``torch/distributed`` that names a device but matches no category is ``distributed-api``.
     """
     if _NOT_A_MESSAGE.search(text) or NOISE.search(text) or len(text.split()) < 3:
         return None
@@ -369,15 +444,18 @@ def category_of(text: str, compiled: bool = False, where: str = "") -> str | Non
         return None
     if _INTERNAL_PY.match(where) and not (_COMPILER_PY.match(where) and _COMPILER_GUARD.search(text)):
         return None
-    if where.startswith("torch/nn/parallel/") and _DEVICE_WORD.search(text):
-        first = next((name for name, pattern in _CATEGORY_RES if pattern.search(text)), "data-parallel")
+    probe = _MESH.sub("", text)
+    if where.startswith("torch/nn/parallel/") and _DEVICE_WORD.search(probe):
+        first = next((name for name, pattern in _CATEGORY_RES if pattern.search(probe)), "data-parallel")
         return first if first not in {"same-device", "distributed", "other"} else "data-parallel"
     for name, pattern in _CATEGORY_RES:
-        if not pattern.search(text):
+        if not pattern.search(probe):
             continue
         if name == "distributed":
-            return name if _DISTRIBUTED_DEVICE.search(text) else None
-        return name if name in _IMPLIED or _DEVICE_WORD.search(text) else None
+            return name if _DISTRIBUTED_DEVICE.search(probe) else None
+        return name if name in _IMPLIED or _DEVICE_WORD.search(probe) else None
+    if where.startswith("torch/distributed/") and _DIST_API_DEVICE.search(probe):
+        return "distributed-api"
     return None
 
 
@@ -401,7 +479,7 @@ def likely_of(text: str, where: str) -> str:
     if COMMON.search(text):
         return "high"
     if where.startswith("torch/"):
-        return "medium" if _USER_FACING_PY.match(where) else "low"
+        return "medium" if _USER_FACING_PY.match(where) and not _PY_INVARIANTS.search(text) else "low"
     return "low" if _RARE.search(text) else "medium"
 
 
