@@ -859,7 +859,11 @@ class Flow:
             self.returns.append(self.ev(stmt.value) if stmt.value is not None else None)
         elif isinstance(stmt, ast.If):
             self.ev(stmt.test)
-            self.branches([stmt.body, stmt.orelse], fallback=not _about_devices(stmt.test))
+            side = _gpu_side(stmt.test, self.names)
+            if side is not None:
+                self.gpu_branches(stmt, side)
+            else:
+                self.branches([stmt.body, stmt.orelse], fallback=not _about_devices(stmt.test))
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             before = dict(self.env)
             self.bind_loop(stmt.target, stmt.iter)
@@ -926,6 +930,37 @@ class Flow:
         for other, other_names in results[1:]:
             self.env = join_envs(self.env, other, before, names, other_names, fallback)
             names = names | other_names
+
+    def gpu_branches(self, stmt: ast.If, side: int) -> None:
+        """An `if` whose test says whether this machine has a GPU (`torch.cuda.is_available()`, `use_cuda`,
+        `args.device == "cpu"`): device bugs show on the GPU path, so after it each name holds what the GPU
+        path left, marked `gpu_only` where the other path differs. Inside the CPU path, what only the GPU
+        path placed is unknown (a `.numpy()` in `else:` of the same test reads a CPU tensor)."""
+        bodies = [stmt.body, stmt.orelse]
+        gpu_body, cpu_body = bodies[side], bodies[1 - side]
+        if _leaves(gpu_body):
+            self.branches(bodies)
+            return
+        before, bound = self.env, self.bound
+        self.env, self.bound = dict(before), set(bound)
+        self.run(gpu_body)
+        gpu_env, assigned = self.env, self.bound
+        self.env = {k: v for k, v in before.items() if not v.place.gpu_only}
+        self.bound = set(bound)
+        self.run(cpu_body)
+        cpu_env, cpu_leaves = self.env, _leaves(cpu_body)
+        self.bound = bound | assigned | self.bound
+        out: dict[str, Val] = {}
+        for key, value in gpu_env.items():
+            other = cpu_env.get(key)
+            if cpu_leaves or other == value:
+                out[key] = value
+            elif value.place.kind in (DEVICE, HOST, INPUT):
+                reason = value.place.why
+                if value.place.kind == DEVICE and not value.place.gpu_only:
+                    reason = why.on_gpu_path(reason, stmt.lineno)
+                out[key] = replace(value, place=replace(value.place, why=reason, gpu_only=True))
+        self.env = out
 
     def expression_statement(self, expr: ast.AST) -> None:
         """`model.to(device)` moves a module in place; `x.to(device)` alone moves nothing (DK002 says so)."""
@@ -1120,6 +1155,15 @@ class Flow:
             options = [v for v in (body, orelse) if v is not None and v.kind == "device"]
             if len(options) == 2 and any(v.place.kind == DEVICE for v in options):
                 return next(v for v in options if v.place.kind == DEVICE)
+            side = _gpu_side(expr.test, self.names)
+            if side is not None:  # `x.cuda() if use_cuda else x`: what a machine with a GPU gets
+                gpu, cpu = (body, orelse)[side], (body, orelse)[1 - side]
+                if gpu is None or gpu == cpu or gpu.place.kind == UNKNOWN:
+                    return gpu
+                reason = gpu.place.why
+                if gpu.place.kind == DEVICE and not gpu.place.gpu_only:
+                    reason = why.on_gpu_path(reason, expr.lineno)
+                return replace(gpu, place=replace(gpu.place, why=reason, gpu_only=True))
             if not _about_devices(expr.test):
                 # `torch.ones(n) if w is None else w`: the caller's tensor, or one made on the CPU
                 for made, other in ((body, orelse), (orelse, body)):
@@ -1213,7 +1257,18 @@ class Flow:
 
     def device_block(self, expr: ast.AST) -> Place | None:
         """`with torch.device("cuda"):` makes factories without `device=` land there, and so does a
-        context that is given a device (`with EmptyInitOnDevice(device="cuda"):`, lit-llama's)."""
+        context that is given a device (`with EmptyInitOnDevice(device="cuda"):`, lit-llama's), or a
+        device itself (`with device:`, a `torch.device` is a context manager): where is unknown unless the
+        analysis knows that device."""
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            key = dotted(expr)
+            value = self.env.get(key) if key is not None else None
+            if value is not None and value.kind == "device":
+                if value.place.kind != DEVICE:
+                    return value.place
+                line = getattr(expr, "lineno", 0)
+                return replace(value.place, why=why.made_under(key or "device", line))
+            return UNKNOWN_PLACE if key is not None and looks_like_device_name(key) else None
         if not isinstance(expr, ast.Call):
             return None
         target = None
@@ -2001,6 +2056,46 @@ def _changed_params(function: ast.AST) -> set[str]:
 
 
 _DEVICE_WORDS = re.compile(r"cpu|cuda|device|gpu|mps|xpu|accelerat", re.I)
+
+
+#: Flags that say a GPU is used (`use_cuda`, `args.cuda`), or that it is not (`args.no_cuda`, `force_cpu`).
+_GPU_FLAGS = re.compile(r"^(use_?|with_?|has_?|on_?)?(cuda|gpu|gpus)(_available)?$", re.I)
+_CPU_FLAGS = re.compile(r"^(no_?cuda|no_?gpu|cpu|use_?cpu|force_?cpu|cpu_?only|only_?cpu)$", re.I)
+#: Calls that ask whether the machine has an accelerator.
+_AVAILABLE = frozenset(
+    {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.xpu.is_available"}
+)
+
+
+def _gpu_side(test: ast.AST, names: Names) -> int | None:
+    """Which path of an `if` a machine with a GPU takes: 0 for its body (`if torch.cuda.is_available():`,
+    `if use_cuda:`, `if args.device == "cuda":`), 1 for its `else` (`if args.no_cuda:`, `if device ==
+    "cpu":`), None when the test says something else (`x.is_cuda` asks about one tensor, not the machine)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        side = _gpu_side(test.operand, names)
+        return None if side is None else 1 - side
+    if isinstance(test, ast.Call):
+        return 0 if (names.resolve(test.func) or "") in _AVAILABLE and not test.args else None
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        name = test.id if isinstance(test, ast.Name) else test.attr
+        if _GPU_FLAGS.match(name):
+            return 0
+        return 1 if _CPU_FLAGS.match(name) else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        left, right = test.left, test.comparators[0]
+        const, other = (right, left) if isinstance(right, ast.Constant) else (left, right)
+        if not isinstance(const, ast.Constant) or not isinstance(const.value, str):
+            return None
+        if "device" not in (dotted(other) or "").lower():  # `device`, `args.device`, `device.type`
+            return None
+        if const.value in ("cuda", "gpu") or const.value.startswith("cuda:"):
+            side = 0
+        elif const.value == "cpu":
+            side = 1
+        else:
+            return None
+        return side if isinstance(test.ops[0], ast.Eq) else 1 - side
+    return None
 
 
 def _about_devices(test: ast.AST) -> bool:

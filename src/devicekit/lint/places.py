@@ -30,12 +30,15 @@ class Place:
         device: for `device`, how the code names it (`"cuda:1"`, `device`, `args.device`).
         index: the accelerator index when the code writes it.
         why: where the analysis learned it, for messages.
+        gpu_only: a place on the path a GPU machine takes (`if torch.cuda.is_available(): x = x.cuda()`):
+            the path where device bugs show; on the other path the value is elsewhere.
     """
 
     kind: str
     device: str | None = None
     index: int | None = None
     why: Message | None = None
+    gpu_only: bool = False
 
     def same(self, other: Place) -> bool:
         """The same place, whatever the reasons."""
@@ -192,6 +195,16 @@ def join_envs(
 
 
 # --- why a value is where it is ---------------------------------------------------------------------
+
+
+def on_gpu_path(reason: Message | None, line: int) -> Message:
+    """A place that holds on the path a machine with a GPU takes (the test at `line`)."""
+    en = reason.en if reason is not None else "is on the device"
+    zh = reason.zh if reason is not None else "在设备上"
+    return Message(
+        f"{en}, when a GPU is there (the test at line {line})",
+        f"{zh}（有 GPU 时，见第 {line} 行的判断）",
+    )
 
 
 def created_on_cpu(line: int, where: str | None = None) -> Message:

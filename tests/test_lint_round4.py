@@ -1,0 +1,144 @@
+"""Round 4 of issue 43: inferences of the device-flow analysis that restore what the surface rules of
+b31bf62 found on real code and round 3 lost (a differential run of both linters), and the general shapes
+real bug reports take. Each inference has a found case and a silent twin."""
+
+from __future__ import annotations
+
+import textwrap
+
+from devicekit.lint import DEFAULT_CODES, lint_source
+from devicekit.lint.dataflow import places
+
+
+def where(source: str, function: str | None = None) -> dict[str, str]:
+    env = places(textwrap.dedent(source), function)
+    return {name: f"{value.kind}@{value.place.kind}" for name, value in env.items()}
+
+
+def findings(source: str) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in lint_source(textwrap.dedent(source), "train.py", DEFAULT_CODES)]
+
+
+def messages(source: str, lang: str = "en") -> list[str]:
+    return [f.message(lang) for f in lint_source(textwrap.dedent(source), "train.py", DEFAULT_CODES)]
+
+
+# --- the path a machine with a GPU takes ----------------------------------------------------------------
+
+GPU_TEST = """
+    rnn = nn.Linear(5, 5)
+    if torch.cuda.is_available():
+        rnn.cuda()
+    inputs = torch.zeros(1, 6, 5)
+    {move}
+    outputs = rnn(inputs)
+    _, idx = outputs.max(1)
+    {read}
+    """
+
+
+def test_a_model_moved_under_a_gpu_test_is_on_the_device_after_it():
+    env = where(GPU_TEST.format(move="", read="pass"))
+    assert env["rnn"] == "module@device"
+    assert env["outputs"] == "tensor@device"
+
+
+def test_numpy_of_the_output_of_a_model_moved_under_a_gpu_test_is_found():
+    source = GPU_TEST.format(
+        move="if torch.cuda.is_available():\n        inputs = inputs.cuda()", read="idx = idx.data.numpy()"
+    )
+    assert (10, "DK010") in findings(source)
+    (text,) = [m for m in messages(source) if "numpy" in m]
+    assert "when a GPU is there (the test at line 3)" in text
+    (text_zh,) = [m for m in messages(source, "zh") if "numpy" in m]
+    assert "有 GPU 时，见第 3 行的判断" in text_zh
+
+
+def test_numpy_after_cpu_under_the_same_test_is_silent():
+    source = GPU_TEST.format(
+        move="if torch.cuda.is_available():\n        inputs = inputs.cuda()",
+        read="idx = idx.cpu().numpy()",
+    )
+    assert findings(source) == []
+
+
+def test_numpy_in_the_else_of_the_same_test_is_silent():
+    """The fixed twin of a `.numpy()` behind a flag: in the CPU path, what only the GPU path moved is not
+    on the device."""
+    source = """
+        def detect(model, img, use_cuda=True):
+            if use_cuda:
+                img = img.cuda()
+            boxes = model(img)
+            if use_cuda:
+                out = boxes.cpu().data.numpy()
+            else:
+                out = boxes.data.numpy()
+            return out
+        """
+    assert findings(source) == []
+    buggy = source.replace("out = boxes.cpu().data.numpy()", "out = boxes.data.numpy()")
+    assert findings(buggy) == [(7, "DK010")]
+
+
+def test_the_else_of_a_cpu_flag_is_the_gpu_path():
+    env = where(
+        """
+        x = torch.zeros(3)
+        if args.no_cuda:
+            pass
+        else:
+            x = x.cuda()
+        y = x.cuda() if use_cuda else x
+        z = x if device == "cpu" else x.to(device)
+        """
+    )
+    assert env["x"] == env["y"] == env["z"] == "tensor@device"
+
+
+def test_a_test_about_one_tensor_is_not_a_gpu_test():
+    env = where(
+        """
+        x = torch.zeros(3)
+        if x.is_cuda:
+            x = x.cuda()
+        """
+    )
+    assert env["x"] == "tensor@unknown"
+
+
+def test_a_model_built_under_with_device_is_not_on_the_cpu():
+    """`with device:` (a `torch.device` is a context manager) builds the model there: no DK201."""
+    source = """
+        if torch.cuda.is_available():
+            device = torch.device("cuda")
+        else:
+            device = torch.device("cpu")
+        with device:
+            model = Qwen3Model(CONFIG)
+        model(torch.tensor([1, 2, 3]).unsqueeze(0).to(device))
+        """
+    assert findings(source) == []
+    assert findings(source.replace("with device:", "if True:")) == [(8, "DK201")]
+
+
+# --- class methods of torch.nn that build modules --------------------------------------------------------
+
+EMBEDDING = """
+    class Encoder(nn.Module):
+        def __init__(self, table):
+            super().__init__()
+            self.pos_emb = nn.Embedding.from_pretrained(table, freeze=True)
+
+        def forward(self, x):
+            return x + self.pos_emb({positions})
+    """
+
+
+def test_from_pretrained_of_an_nn_class_builds_a_submodule():
+    assert where(EMBEDDING.format(positions="x"), "Encoder.forward")["self.pos_emb"] == "module@input"
+    assert findings(EMBEDDING.format(positions="torch.LongTensor([[1, 2, 3, 4, 0]])")) == [(8, "DK003")]
+
+
+def test_from_pretrained_fed_the_input_is_silent():
+    assert findings(EMBEDDING.format(positions="x")) == []
