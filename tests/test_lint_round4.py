@@ -142,3 +142,59 @@ def test_from_pretrained_of_an_nn_class_builds_a_submodule():
 
 def test_from_pretrained_fed_the_input_is_silent():
     assert findings(EMBEDDING.format(positions="x")) == []
+
+
+# --- lists filled in a loop, and a model's output object --------------------------------------------------
+
+LOSSES = """
+    model = Net().cuda()
+    criterion = torch.nn.CrossEntropyLoss()
+    losses = []
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+        loss = criterion(model(x), y)
+        losses.append({kept})
+    print(np.mean(losses))
+    """
+
+
+def test_a_list_filled_with_device_tensors_in_a_loop_holds_device_tensors():
+    assert where(LOSSES.format(kept="loss"))["losses"] == "seq@unknown"
+    assert places(textwrap.dedent(LOSSES.format(kept="loss")))["losses"].item.place.kind == "device"
+
+
+def test_np_mean_over_a_list_of_device_losses_is_found_and_names_the_list():
+    source = LOSSES.format(kept="loss")
+    assert findings(source) == [(9, "DK010")]
+    (text,) = messages(source)
+    assert "`losses` holds `loss`, which is the output of `model`" in text
+    (text_zh,) = messages(source, "zh")
+    assert "`losses` 里装的是 `loss`，它是 `model` 的输出" in text_zh
+
+
+def test_np_mean_over_a_list_of_items_is_silent():
+    assert findings(LOSSES.format(kept="loss.item()")) == []
+    assert findings(LOSSES.format(kept="loss.cpu()")) == []
+
+
+def test_a_list_given_something_unknown_is_unknown():
+    source = textwrap.dedent(LOSSES.format(kept="loss")) + "losses.append(other)\nprint(np.mean(losses))\n"
+    assert [code for _, code in findings(source)] == ["DK010"]  # only the first `np.mean`
+
+
+OUTPUT = """
+    model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased").to(device)
+    criterion = torch.nn.CrossEntropyLoss()
+    for data in loader:
+        inputs = {{k: v.to(device) for k, v in data.items() if k != "labels"}}
+        outputs = model(**inputs)
+        loss = criterion(outputs.logits, {labels})
+    """
+
+
+def test_the_logits_of_a_model_output_are_where_the_model_ran():
+    assert findings(OUTPUT.format(labels='data["labels"]')) == [(7, "DK001")]
+
+
+def test_the_logits_against_moved_labels_are_silent():
+    assert findings(OUTPUT.format(labels='data["labels"].to(device)')) == []

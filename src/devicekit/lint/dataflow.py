@@ -92,6 +92,12 @@ _ACCEL_STRING = re.compile(r"^(cuda|mps|xpu|npu|hpu|mtia)(:(\d+))?$")
 _LIKE = re.compile(r"^(zeros|ones|empty|full|rand|randn|randint)_like$")
 _NEW = re.compile(r"^new_(zeros|ones|empty|full|tensor)$")
 _SAME_PLACE_ATTRS = frozenset({"data", "T", "mT", "H", "real", "imag", "grad"})
+#: Fields of a model's output object (Hugging Face `ModelOutput`, DETR's outputs): tensors made where the
+#: model ran.
+_OUTPUT_FIELDS = frozenset(
+    "logits loss last_hidden_state pooler_output hidden_states start_logits end_logits "
+    "prediction_logits image_embeds text_embeds pred_logits pred_boxes".split()
+)
 _RUNTIME_METHOD = re.compile(
     r"^(forward|_forward\w*|forward_\w+|(training|validation|test|predict|shared)_step)$"
 )
@@ -227,9 +233,14 @@ class Questions:
         """`.numpy()` or a NumPy function on a tensor that is on an accelerator for sure."""
         for tensor in _tensors(value):
             if tensor.place.kind == DEVICE:
+                name = f"`{tensor.label or 'the tensor'}`"
+                name_zh = f"`{tensor.label or '这个张量'}` "
+                if value is not None and value.kind == "seq" and value.label and value.label != tensor.label:
+                    name = f"`{value.label}` holds {name}, which"  # a list filled in a loop
+                    name_zh = f"`{value.label}` 里装的是 {name_zh.strip()}，它"
                 detail = Message_(
-                    f"`{tensor.label or 'the tensor'}` {_en(tensor.place.why)}, and goes to `{api}`",
-                    f"`{tensor.label or '这个张量'}` {_zh(tensor.place.why)}，却交给了 `{api}`",
+                    f"{name} {_en(tensor.place.why)}, and goes to `{api}`",
+                    f"{name_zh}{_zh(tensor.place.why)}，却交给了 `{api}`",
                 )
                 flow.report(node, "DK010", detail)
                 return
@@ -1120,6 +1131,13 @@ class Flow:
                 return None
             if expr.attr in _SAME_PLACE_ATTRS and inner.kind == "tensor":  # type: ignore[union-attr]
                 return inner
+            if (
+                expr.attr in _OUTPUT_FIELDS  # type: ignore[union-attr]
+                and inner.kind == "tensor"
+                and inner.place.kind in (DEVICE, INPUT)
+                and not inner.batch
+            ):  # `model(**inputs).logits`: a model's output object holds tensors where it ran
+                return replace(inner, label=_label(expr), zero_dim=None)
             if expr.attr == "device" and inner.kind in ("tensor", "module"):  # type: ignore[union-attr]
                 return Val("device", inner.place)
             if inner.kind == "batch" and expr.attr not in NOT_TENSOR_ATTRS:  # type: ignore[union-attr]
@@ -1691,6 +1709,9 @@ class Flow:
             key = dotted(func.value)
             if key is not None:
                 self.env.pop(key, None)
+                grown = self._accumulated(receiver, attr, args)
+                if grown is not None:
+                    self.env[key] = grown
             return None
         if receiver.kind == "dict" and attr in ("items",):
             return Val("items", item=receiver.item)
@@ -1709,6 +1730,23 @@ class Flow:
             return None
         if receiver.kind == "any" and attr == "get":
             return Val("any", receiver.place)
+        return None
+
+    @staticmethod
+    def _accumulated(receiver: Val, attr: str, args: list[Val | None]) -> Val | None:
+        """`losses.append(loss)` on a list that was empty (`losses = []`) or holds only what was appended
+        before: a list whose every element is where the appended tensors are (what `np.mean(losses)` then
+        reads). Anything else it was given, or another change, makes its content unknown (None)."""
+        if receiver.kind != "seq" or attr != "append" or len(args) != 1 or args[0] is None:
+            return None
+        value = args[0]
+        if value.kind not in _TENSORS or value.place.kind == UNKNOWN:
+            return None
+        if receiver.items == () and receiver.item is None:
+            return replace(receiver, items=None, item=value)
+        if receiver.items is None and receiver.item is not None:
+            item = join(receiver.item, value)
+            return replace(receiver, item=item) if item is not None else None
         return None
 
     def _inherited_submodule(self, func: ast.Attribute) -> bool:

@@ -140,6 +140,12 @@ def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:
     if a.kind != b.kind:
         return None
     place = a.place if a.place.same(b.place) else UNKNOWN_PLACE
+    item = a.item if a.item == b.item else None
+    if a.kind == "seq" and item is None:  # an empty list (`losses = []`) and the list a loop filled
+        if a.items == () and a.item is None:
+            item = b.item
+        elif b.items == () and b.item is None:
+            item = a.item
     if a.kind == "module" and a.cls != b.cls:  # one of two modules (a CTC or a cross-entropy loss): unknown
         place = UNKNOWN_PLACE
     return Val(
@@ -153,7 +159,7 @@ def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:
         a.attribute and b.attribute,
         a.moved or b.moved,
         a.items if a.items == b.items else None,
-        a.item if a.item == b.item else None,
+        item,
         a.cls if a.cls == b.cls else None,
         a.to_tensor and b.to_tensor,
         a.loss and b.loss and a.cls == b.cls,  # one of two losses: which arguments it compares is unknown
