@@ -198,3 +198,69 @@ def test_the_logits_of_a_model_output_are_where_the_model_ran():
 
 def test_the_logits_against_moved_labels_are_silent():
     assert findings(OUTPUT.format(labels='data["labels"].to(device)')) == []
+
+
+# --- where a batch comes from: zip of loaders, `**batch`, a trainer's loss attribute ---------------------
+
+ZIP = """
+    model = Net().to(device)
+    criterion = torch.nn.MSELoss()
+    for (x, y), (u, v) in zip(src_loader, tgt_loader):
+        x = x.to(device)
+        loss = criterion(model(x), {target})
+    """
+
+
+def test_each_target_of_a_zip_of_loaders_is_a_batch():
+    assert findings(ZIP.format(target="y")) == [(6, "DK001")]
+    assert where(ZIP.format(target="y"))["u"] == "batch@host"
+
+
+def test_a_zip_of_loaders_with_the_target_moved_is_silent():
+    assert findings(ZIP.format(target="y.to(device)")) == []
+
+
+SPREAD = """
+    model = Net().to(device)
+    for batch in train_loader:
+        {move}
+        outputs = model(**batch)
+    """
+
+
+def test_a_whole_batch_spread_into_a_moved_model_unmoved_is_found():
+    assert findings(SPREAD.format(move="pass")) == [(5, "DK001")]
+
+
+def test_a_whole_batch_moved_before_it_is_spread_is_silent():
+    assert findings(SPREAD.format(move="batch = {k: v.to(device) for k, v in batch.items()}")) == []
+    assert findings(SPREAD.format(move="batch.to(device)")) == []  # a BatchEncoding moves in place
+
+
+TRAINER = """
+    class Trainer:
+        def __init__(self, model, device):
+            self.device = device
+            self.model = model.to(device)
+            self.criterion = torch.nn.CrossEntropyLoss()
+
+        def step(self, batch):
+            images, labels = batch
+            images = images.to(self.device)
+            out = self.model(images)
+            return self.criterion(out, {labels})
+
+        def fit(self, loader):
+            for batch in loader:
+                self.step(batch)
+    """
+
+
+def test_a_trainer_loss_attribute_compares_a_batch_from_the_caller():
+    assert findings(TRAINER.format(labels="labels")) == [(12, "DK001")]
+    (text,) = messages(TRAINER.format(labels="labels"))
+    assert "`labels` comes from the caller at line 16" in text
+
+
+def test_a_trainer_loss_attribute_with_moved_labels_is_silent():
+    assert findings(TRAINER.format(labels="labels.to(self.device)")) == []

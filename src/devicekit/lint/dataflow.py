@@ -510,6 +510,9 @@ class FileAnalysis:
                 not module and value.kind in ("moved", "module") and value.place.kind == DEVICE
             ):  # (a trainer's `self.model = model.to(DEVICE)`: a model on the device for its methods)
                 attrs[attr] = replace(value, created=None, label=name)
+            elif not module and value.kind == "module" and value.loss:
+                # a trainer's `self.criterion = nn.CrossEntropyLoss()`: no weights, it compares its inputs
+                attrs[attr] = replace(value, created=None, label=name)
         if module:
             for name in registered - set(attrs):  # `self.register_buffer("scale", ...)`
                 attrs[name] = Val(
@@ -1094,6 +1097,17 @@ class Flow:
         if enumerated and isinstance(target, ast.Tuple) and len(target.elts) == 2:
             self.forget(target.elts[0])
             target = target.elts[1]
+        if (
+            isinstance(source, ast.Call)
+            and (self.names.resolve(source.func) or "") == "zip"
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == len(source.args)
+            and not source.keywords
+            and not any(isinstance(a, ast.Starred) for a in source.args)
+        ):  # `for (x, y), (u, v) in zip(loader_a, loader_b)`: each target from its own iterable
+            for element, iterable_ in zip(target.elts, source.args, strict=True):
+                self.bind_loop(element, iterable_)
+            return
         if value is not None and value.kind == "loader":
             line = getattr(iterable, "lineno", 0)
             batch = Val(
@@ -1889,7 +1903,7 @@ class Flow:
         return f"{prefix}.{node.name}" if prefix else node.name  # type: ignore[attr-defined]
 
     def _module_call(self, call: ast.Call, module: Val, args: list, kwargs: dict) -> Val | None:
-        flat = _flatten([*args, *kwargs.values()])
+        flat = _flatten([*args, *kwargs.values(), *self._spread_batches(call)])
         judged = _flatten(_judged(_table_name(module.cls), args, kwargs)) if module.loss else flat
         self.analysis.questions.module_call(self, call, module, judged)
         if module.loss:
@@ -1925,6 +1939,17 @@ class Flow:
             reason = why.output_of(module.label or "the model", module.place.why)
             return Val("tensor", replace(module.place, why=reason), label=_label(call))
         return result if result is not None and result.kind == "tensor" else None
+
+    def _spread_batches(self, call: ast.Call) -> list[Val]:
+        """`model(**batch)` with a DataLoader's whole batch that nothing moved: its tensors are the
+        model's inputs, on the CPU (a batch moved in place, `batch.to(device)`, is no longer one)."""
+        spread = []
+        for kw in call.keywords:
+            key = dotted(kw.value) if kw.arg is None else None
+            value = self.env.get(key) if key is not None else None
+            if value is not None and value.batch and value.whole and value.place.kind == HOST:
+                spread.append(replace(value, kind="tensor", label=key, node=kw.value))
+        return spread
 
     def _refine_by_loss(self, call: ast.Call, module: Val, args: list) -> None:
         """`criterion(outputs, labels.to(device))` with `outputs` from code not read (`net(x)`, `net` a
