@@ -264,3 +264,50 @@ def test_a_trainer_loss_attribute_compares_a_batch_from_the_caller():
 
 def test_a_trainer_loss_attribute_with_moved_labels_is_silent():
     assert findings(TRAINER.format(labels="labels.to(self.device)")) == []
+
+
+# --- a model split over devices (scenario 15, DK015) -----------------------------------------------------
+
+SPLIT = """
+    class ModelParallelResNet50(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seq1 = nn.Sequential(nn.Conv2d(3, 64, 3), nn.ReLU()).to("cuda:0")
+            self.seq2 = nn.Sequential(nn.Conv2d(64, 64, 3), nn.ReLU()).to("cuda:1")
+            self.fc = nn.Linear(64, 10).to("cuda:1")
+
+        def forward(self, x):
+            x = self.seq2({between})
+            return self.fc(x.view(x.size(0), -1))
+    """
+
+
+def test_stages_on_two_named_gpus_keep_their_devices():
+    env = places(textwrap.dedent(SPLIT.format(between="self.seq1(x)")), "ModelParallelResNet50.forward")
+    assert (env["self.seq1"].place.index, env["self.seq2"].place.index) == (0, 1)
+
+
+def test_a_stage_given_the_previous_stage_output_unmoved_is_found():
+    source = SPLIT.format(between="self.seq1(x)")
+    assert findings(source) == [(10, "DK015")]
+    (text,) = messages(source)
+    assert "`self.seq1(x)` is the output of `self.seq1`, which is moved to `cuda:0` at line 5" in text
+    assert "it meets `self.seq2`, which is moved to `cuda:1` at line 6" in text
+    (text_zh,) = messages(source, "zh")
+    assert "在第 6 行移到了 `cuda:1` 上" in text_zh
+
+
+def test_a_stage_given_the_previous_output_moved_is_silent():
+    assert findings(SPLIT.format(between='self.seq1(x).to("cuda:1")')) == []
+
+
+def test_one_named_gpu_is_no_split():
+    one = SPLIT.format(between="self.seq1(x)").replace('"cuda:1"', '"cuda:0"')
+    assert findings(one) == []
+    assert places(textwrap.dedent(one), "ModelParallelResNet50.forward")["self.seq2"].place.kind == "input"
+
+
+def test_tensors_on_two_named_gpus_meet():
+    source = 'a = torch.randn(3, device="cuda:0")\nb = torch.randn(3, device="cuda:1")\nc = a + b\n'
+    assert findings(source) == [(3, "DK015")]
+    assert findings(source.replace("a + b", 'a + b.to("cuda:0")')) == []

@@ -149,6 +149,8 @@ class Questions:
                     if rest and not (zero_dim_ok and value.fallback.zero_dim):
                         self._mismatch(flow, node, value.fallback, rest[0])
                         return
+        if not hosts:
+            self.stages(flow, node, others)
         if not hosts or not others:
             return
         other = others[0]
@@ -179,6 +181,10 @@ class Questions:
                 detail = _pair(module.label or "the model", module.place.why, moved[0])
                 flow.report(node, "DK201", detail)
             return
+        if module.place.kind == DEVICE and module.place.index is not None:
+            stand_in = Val("tensor", module.place, label=module.label)
+            if self.stages(flow, node, [*tensors, stand_in], into=module):
+                return
         if module.place.kind in (DEVICE, INPUT):
             for arg in tensors:
                 if arg.place.kind == HOST and not arg.attribute:
@@ -190,6 +196,25 @@ class Questions:
                         self._mismatch(flow, node, arg, stand_in, submodule=True)
                     else:
                         self._mismatch(flow, node, arg, stand_in)
+
+    def stages(self, flow: Flow, node: ast.AST, values: list[Val], into: Val | None = None) -> bool:
+        """Two accelerators the code names by index (`"cuda:0"`, `"cuda:1"`) meet: a model split over
+        devices whose stage gets the previous stage's output unmoved, or labels on the first GPU against
+        the last stage's output. Whether it reported."""
+        placed = [
+            v
+            for v in values
+            if v is not None and v.place.kind == DEVICE and v.place.index is not None and v.place.device
+        ]
+        for i, first in enumerate(placed):
+            for second in placed[i + 1 :]:
+                if first.place.index != second.place.index and _kind_of(first) == _kind_of(second):
+                    if into is not None and first.place is into.place:
+                        first, second = second, first
+                    detail = _pair(first.label, first.place.why, second)
+                    flow.report(node, "DK015", detail)
+                    return True
+        return False
 
     def wrapped(self, flow: Flow, call: ast.Call, full: str, inner: Val) -> Val | None:
         """A module on the CPU for sure (built and never moved) wrapped for several GPUs.
@@ -275,6 +300,28 @@ class Questions:
             flow.report(target, code, _pair(host.label, host.place.why, other, meets_at=node))
 
 
+def _split_over_devices(cls: ast.ClassDef) -> bool:
+    """Whether `__init__` puts parts of the module on accelerators it names by index (`.to("cuda:1")`,
+    `.cuda(1)`): a model split over devices, whose methods pass tensors from one stage to the next."""
+    init = _method(cls, "__init__")
+    if init is None:
+        return False
+    for call in _calls_and_loops(init)[0]:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda") and call.args:
+            arg = call.args[0]
+            if isinstance(arg, ast.Constant) and (
+                (isinstance(arg.value, str) and re.match(r"^[a-z]+:\d+$", arg.value))
+                or (call.func.attr == "cuda" and isinstance(arg.value, int))
+            ):
+                return True
+    return False
+
+
+def _kind_of(value: Val) -> str:
+    """The accelerator type a place names (`cuda` of `"cuda:1"`)."""
+    return (value.place.device or "").strip("\"'").split(":", 1)[0]
+
+
 def _tensors(value: Val | None) -> Iterable[Val]:
     if value is None:
         return
@@ -348,14 +395,15 @@ class FileAnalysis:
                 if self.worth_reading(self.source, node):
                     self._entry(node, dict(globals_), None)
             elif isinstance(node, ast.ClassDef):
+                module = self.project.is_module_class(self.source, node)
+                split = module and _split_over_devices(node)
                 methods = [
                     item
                     for item in node.body
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and item.name != "__init__"
-                    and self.worth_reading(self.source, item)
+                    and (split or self.worth_reading(self.source, item))
                 ]
-                module = self.project.is_module_class(self.source, node)
                 init = _method(node, "__init__")
                 if module and init is not None and self._may_leave_a_cpu_tensor(node):
                     self.attributes(self.source, node, module)  # DK004 on what __init__ leaves on the CPU
@@ -483,10 +531,19 @@ class FileAnalysis:
         registered = _registered(self.ctx.class_nodes.get(cls) if source is self.source else None, cls)
         attrs: dict[str, Val] = {}
         prefix = f"{self_name}."
+        indices = {
+            value.place.index
+            for name, value in flow.env.items()
+            if name.startswith(prefix) and value.kind == "module" and value.place.kind == DEVICE
+        } - {None}
         for name, value in flow.env.items():
             if not name.startswith(prefix) or "." in name[len(prefix) :]:
                 continue
             attr = name[len(prefix) :]
+            if module and value.kind == "module" and value.place.kind == DEVICE and len(indices) > 1:
+                # a model split over devices (`self.seq2 = ....to("cuda:1")`): each stage where it was put
+                attrs[attr] = replace(value, created=None, label=name, moved=True)
+                continue
             if module and (value.kind == "module" or attr in registered):
                 attrs[attr] = Val(
                     value.kind, Place(INPUT, why=why.submodule(f"{self_name}.{attr}")), label=name
@@ -2321,7 +2378,7 @@ def _dropped(receiver: Val, call: ast.Call):
 
 
 #: The rules that the analysis answers.
-FLOW_CODES = ("DK001", "DK002", "DK003", "DK010", "DK011", "DK201")
+FLOW_CODES = ("DK001", "DK002", "DK003", "DK010", "DK011", "DK015", "DK201")
 
 
 def check_dataflow(ctx) -> None:
