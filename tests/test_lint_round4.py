@@ -311,3 +311,59 @@ def test_tensors_on_two_named_gpus_meet():
     source = 'a = torch.randn(3, device="cuda:0")\nb = torch.randn(3, device="cuda:1")\nc = a + b\n'
     assert findings(source) == [(3, "DK015")]
     assert findings(source.replace("a + b", 'a + b.to("cuda:0")')) == []
+
+
+# --- helpers and objects that hold CPU tables, indexed with device indices (scenario 11) -----------------
+
+HELPER = """
+    def pick(table, idx):
+        return table[idx]
+
+    def train(loader, device):
+        table = torch.linspace(0, 1, 1000){fix}
+        for x, t in loader:
+            t = t.to(device)
+            a = pick(table, t)
+    """
+
+
+def test_a_helper_given_a_cpu_table_and_device_indices_is_read():
+    """`pick` places nothing itself; it is read because the call hands it the CPU and a device."""
+    assert findings(HELPER.format(fix="")) == [(3, "DK011")]
+    (text,) = messages(HELPER.format(fix=""))
+    assert "`table` comes from the caller at line 9 (it is created on the CPU at line 6)" in text
+
+
+def test_a_helper_given_a_table_on_the_device_is_silent():
+    assert findings(HELPER.format(fix=".to(device)")) == []
+
+
+SCHEDULE = """
+    class Diffusion:
+        def __init__(self, T):
+            self.betas = torch.linspace(1e-4, 0.02, T){fix}
+            self.alphas_cumprod = torch.cumprod(1 - self.betas, 0)
+
+        def q_sample(self, x0, t, noise):
+            a = self.alphas_cumprod[t]
+            return a.sqrt() * x0 + (1 - a).sqrt() * noise
+
+    def train(loader, device):
+        diff = Diffusion(1000)
+        for x0, _ in loader:
+            x0 = x0.to(device)
+            t = torch.randint(0, 1000, (x0.size(0),), device=device)
+            xt = diff.q_sample(x0, t, torch.randn_like(x0))
+    """
+
+
+def test_an_object_of_a_project_class_is_read_with_its_attributes():
+    """One finding: the table indexed with the device's timesteps (what the failed index gives is not
+    reported again where it meets `x0`)."""
+    assert findings(SCHEDULE.format(fix="")) == [(8, "DK011")]
+    (text,) = messages(SCHEDULE.format(fix=""))
+    assert "`self.alphas_cumprod` is created on the CPU at line 4" in text  # (the factory it comes from)
+
+
+def test_an_object_whose_tables_are_on_the_device_is_silent():
+    assert findings(SCHEDULE.format(fix='.to("cuda")')) == []

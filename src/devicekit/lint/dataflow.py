@@ -300,6 +300,17 @@ class Questions:
             flow.report(target, code, _pair(host.label, host.place.why, other, meets_at=node))
 
 
+def _gives_places(args: list[Val | None], kwargs: dict[str, Val | None]) -> bool:
+    """Whether a call hands a function tensors on two known places, one of them the CPU: what meets
+    inside it may be a mismatch even if the function itself places nothing."""
+    kinds = {
+        v.place.kind
+        for v in _flatten([*args, *kwargs.values()])
+        if v is not None and v.kind in (*_TENSORS, "moved")
+    }
+    return HOST in kinds and bool(kinds & {DEVICE, INPUT})
+
+
 def _split_over_devices(cls: ast.ClassDef) -> bool:
     """Whether `__init__` puts parts of the module on accelerators it names by index (`.to("cuda:1")`,
     `.cuda(1)`): a model split over devices, whose methods pass tensors from one stage to the next."""
@@ -665,8 +676,12 @@ class FileAnalysis:
             return None
         if flow.depth >= MAX_DEPTH or id(function) in self.active or self.contexts >= MAX_CONTEXTS:
             return None
-        if not self.worth_reading(source, function):
-            return None
+        if (
+            not self.worth_reading(source, function)
+            and not _gives_places(args, kwargs)
+            and not (self_val is not None and self_val.kind == "object")
+        ):
+            return None  # (a helper given tensors whose places are known is read: `pick(table, idx)`)
         foreign = source is not self.source or flow.events is not None
         signature = (
             id(function),
@@ -1297,6 +1312,8 @@ class Flow:
             return None
         if base.kind == "tensor":
             self.analysis.questions.index(self, expr, base, index)
+            if base.place.kind == HOST and any(i.place.kind == DEVICE for i in _tensors(index)):
+                return None  # DK011's, said once: what the failing index would give is not a CPU tensor
             parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
             slices = all(
                 isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value in (None, Ellipsis))
@@ -1763,6 +1780,12 @@ class Flow:
                 return replace(receiver, created=None, batch=False, label=None, zero_dim=False)
             zero = True if attr in REDUCTIONS and not call.args and not call.keywords else receiver.zero_dim
             return replace(receiver, label=_label(call), zero_dim=zero)
+        if receiver.kind == "object":
+            target = self._method_target(receiver, attr)
+            known = [v for v in _flatten([*args, *kwargs.values()]) if v is not None]
+            if target is not None and any(v.place.kind in (DEVICE, INPUT) for v in known):
+                return self.analysis.call(self, call, target, args, kwargs, receiver)
+            return None
         if receiver.kind == "module":
             if attr in ("state_dict", "parameters", "buffers", "named_parameters"):
                 return Val("dict" if attr == "state_dict" else "seq", item=Val("tensor", receiver.place))
@@ -2067,6 +2090,12 @@ class Flow:
         if isinstance(node, ast.ClassDef):
             if self.analysis.project.is_module_class(source, node):
                 return self._built(call, self.names.resolve(call.func) or "", [*args, *kwargs.values()])
+            if _method(node, "__init__") is not None and not any(
+                v is not None and v.kind in ("module", "moved") for v in [*args, *kwargs.values()]
+            ):
+                # an object of a project class (a diffusion schedule, a trainer built from plain values):
+                # its methods are read with what its `__init__` put in `self.x`
+                return Val("object", label=_label(call.func), cls=self._qualified(target))
             return None
         if isinstance(call.func, ast.Attribute) and self.self_name is not None:
             if isinstance(call.func.value, ast.Name) and call.func.value.id == self.self_name:
