@@ -92,6 +92,12 @@ _ACCEL_STRING = re.compile(r"^(cuda|mps|xpu|npu|hpu|mtia)(:(\d+))?$")
 _LIKE = re.compile(r"^(zeros|ones|empty|full|rand|randn|randint)_like$")
 _NEW = re.compile(r"^new_(zeros|ones|empty|full|tensor)$")
 _SAME_PLACE_ATTRS = frozenset({"data", "T", "mT", "H", "real", "imag", "grad"})
+#: Fields of a model's output object (Hugging Face `ModelOutput`, DETR's outputs): tensors made where the
+#: model ran.
+_OUTPUT_FIELDS = frozenset(
+    "logits loss last_hidden_state pooler_output hidden_states start_logits end_logits "
+    "prediction_logits image_embeds text_embeds pred_logits pred_boxes".split()
+)
 _RUNTIME_METHOD = re.compile(
     r"^(forward|_forward\w*|forward_\w+|(training|validation|test|predict|shared)_step)$"
 )
@@ -143,6 +149,8 @@ class Questions:
                     if rest and not (zero_dim_ok and value.fallback.zero_dim):
                         self._mismatch(flow, node, value.fallback, rest[0])
                         return
+        if not hosts:
+            self.stages(flow, node, others)
         if not hosts or not others:
             return
         other = others[0]
@@ -173,6 +181,10 @@ class Questions:
                 detail = _pair(module.label or "the model", module.place.why, moved[0])
                 flow.report(node, "DK201", detail)
             return
+        if module.place.kind == DEVICE and module.place.index is not None:
+            stand_in = Val("tensor", module.place, label=module.label)
+            if self.stages(flow, node, [*tensors, stand_in], into=module):
+                return
         if module.place.kind in (DEVICE, INPUT):
             for arg in tensors:
                 if arg.place.kind == HOST and not arg.attribute:
@@ -184,6 +196,25 @@ class Questions:
                         self._mismatch(flow, node, arg, stand_in, submodule=True)
                     else:
                         self._mismatch(flow, node, arg, stand_in)
+
+    def stages(self, flow: Flow, node: ast.AST, values: list[Val], into: Val | None = None) -> bool:
+        """Two accelerators the code names by index (`"cuda:0"`, `"cuda:1"`) meet: a model split over
+        devices whose stage gets the previous stage's output unmoved, or labels on the first GPU against
+        the last stage's output. Whether it reported."""
+        placed = [
+            v
+            for v in values
+            if v is not None and v.place.kind == DEVICE and v.place.index is not None and v.place.device
+        ]
+        for i, first in enumerate(placed):
+            for second in placed[i + 1 :]:
+                if first.place.index != second.place.index and _kind_of(first) == _kind_of(second):
+                    if into is not None and first.place is into.place:
+                        first, second = second, first
+                    detail = _pair(first.label, first.place.why, second)
+                    flow.report(node, "DK015", detail)
+                    return True
+        return False
 
     def wrapped(self, flow: Flow, call: ast.Call, full: str, inner: Val) -> Val | None:
         """A module on the CPU for sure (built and never moved) wrapped for several GPUs.
@@ -227,9 +258,14 @@ class Questions:
         """`.numpy()` or a NumPy function on a tensor that is on an accelerator for sure."""
         for tensor in _tensors(value):
             if tensor.place.kind == DEVICE:
+                name = f"`{tensor.label or 'the tensor'}`"
+                name_zh = f"`{tensor.label or '这个张量'}` "
+                if value is not None and value.kind == "seq" and value.label and value.label != tensor.label:
+                    name = f"`{value.label}` holds {name}, which"  # a list filled in a loop
+                    name_zh = f"`{value.label}` 里装的是 {name_zh.strip()}，它"
                 detail = Message_(
-                    f"`{tensor.label or 'the tensor'}` {_en(tensor.place.why)}, and goes to `{api}`",
-                    f"`{tensor.label or '这个张量'}` {_zh(tensor.place.why)}，却交给了 `{api}`",
+                    f"{name} {_en(tensor.place.why)}, and goes to `{api}`",
+                    f"{name_zh}{_zh(tensor.place.why)}，却交给了 `{api}`",
                 )
                 flow.report(node, "DK010", detail)
                 return
@@ -262,6 +298,39 @@ class Questions:
                 else "DK003"
             )
             flow.report(target, code, _pair(host.label, host.place.why, other, meets_at=node))
+
+
+def _gives_places(args: list[Val | None], kwargs: dict[str, Val | None]) -> bool:
+    """Whether a call hands a function tensors on two known places, one of them the CPU: what meets
+    inside it may be a mismatch even if the function itself places nothing."""
+    kinds = {
+        v.place.kind
+        for v in _flatten([*args, *kwargs.values()])
+        if v is not None and v.kind in (*_TENSORS, "moved")
+    }
+    return HOST in kinds and bool(kinds & {DEVICE, INPUT})
+
+
+def _split_over_devices(cls: ast.ClassDef) -> bool:
+    """Whether `__init__` puts parts of the module on accelerators it names by index (`.to("cuda:1")`,
+    `.cuda(1)`): a model split over devices, whose methods pass tensors from one stage to the next."""
+    init = _method(cls, "__init__")
+    if init is None:
+        return False
+    for call in _calls_and_loops(init)[0]:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda") and call.args:
+            arg = call.args[0]
+            if isinstance(arg, ast.Constant) and (
+                (isinstance(arg.value, str) and re.match(r"^[a-z]+:\d+$", arg.value))
+                or (call.func.attr == "cuda" and isinstance(arg.value, int))
+            ):
+                return True
+    return False
+
+
+def _kind_of(value: Val) -> str:
+    """The accelerator type a place names (`cuda` of `"cuda:1"`)."""
+    return (value.place.device or "").strip("\"'").split(":", 1)[0]
 
 
 def _tensors(value: Val | None) -> Iterable[Val]:
@@ -337,14 +406,15 @@ class FileAnalysis:
                 if self.worth_reading(self.source, node):
                     self._entry(node, dict(globals_), None)
             elif isinstance(node, ast.ClassDef):
+                module = self.project.is_module_class(self.source, node)
+                split = module and _split_over_devices(node)
                 methods = [
                     item
                     for item in node.body
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and item.name != "__init__"
-                    and self.worth_reading(self.source, item)
+                    and (split or self.worth_reading(self.source, item))
                 ]
-                module = self.project.is_module_class(self.source, node)
                 init = _method(node, "__init__")
                 if module and init is not None and self._may_leave_a_cpu_tensor(node):
                     self.attributes(self.source, node, module)  # DK004 on what __init__ leaves on the CPU
@@ -472,10 +542,19 @@ class FileAnalysis:
         registered = _registered(self.ctx.class_nodes.get(cls) if source is self.source else None, cls)
         attrs: dict[str, Val] = {}
         prefix = f"{self_name}."
+        indices = {
+            value.place.index
+            for name, value in flow.env.items()
+            if name.startswith(prefix) and value.kind == "module" and value.place.kind == DEVICE
+        } - {None}
         for name, value in flow.env.items():
             if not name.startswith(prefix) or "." in name[len(prefix) :]:
                 continue
             attr = name[len(prefix) :]
+            if module and value.kind == "module" and value.place.kind == DEVICE and len(indices) > 1:
+                # a model split over devices (`self.seq2 = ....to("cuda:1")`): each stage where it was put
+                attrs[attr] = replace(value, created=None, label=name, moved=True)
+                continue
             if module and (value.kind == "module" or attr in registered):
                 attrs[attr] = Val(
                     value.kind, Place(INPUT, why=why.submodule(f"{self_name}.{attr}")), label=name
@@ -498,6 +577,9 @@ class FileAnalysis:
             elif value.kind in ("tensor", "device") or (
                 not module and value.kind in ("moved", "module") and value.place.kind == DEVICE
             ):  # (a trainer's `self.model = model.to(DEVICE)`: a model on the device for its methods)
+                attrs[attr] = replace(value, created=None, label=name)
+            elif not module and value.kind == "module" and value.loss:
+                # a trainer's `self.criterion = nn.CrossEntropyLoss()`: no weights, it compares its inputs
                 attrs[attr] = replace(value, created=None, label=name)
         if module:
             for name in registered - set(attrs):  # `self.register_buffer("scale", ...)`
@@ -594,8 +676,12 @@ class FileAnalysis:
             return None
         if flow.depth >= MAX_DEPTH or id(function) in self.active or self.contexts >= MAX_CONTEXTS:
             return None
-        if not self.worth_reading(source, function):
-            return None
+        if (
+            not self.worth_reading(source, function)
+            and not _gives_places(args, kwargs)
+            and not (self_val is not None and self_val.kind == "object")
+        ):
+            return None  # (a helper given tensors whose places are known is read: `pick(table, idx)`)
         foreign = source is not self.source or flow.events is not None
         signature = (
             id(function),
@@ -859,7 +945,11 @@ class Flow:
             self.returns.append(self.ev(stmt.value) if stmt.value is not None else None)
         elif isinstance(stmt, ast.If):
             self.ev(stmt.test)
-            self.branches([stmt.body, stmt.orelse], fallback=not _about_devices(stmt.test))
+            side = _gpu_side(stmt.test, self.names)
+            if side is not None:
+                self.gpu_branches(stmt, side)
+            else:
+                self.branches([stmt.body, stmt.orelse], fallback=not _about_devices(stmt.test))
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             before = dict(self.env)
             self.bind_loop(stmt.target, stmt.iter)
@@ -926,6 +1016,37 @@ class Flow:
         for other, other_names in results[1:]:
             self.env = join_envs(self.env, other, before, names, other_names, fallback)
             names = names | other_names
+
+    def gpu_branches(self, stmt: ast.If, side: int) -> None:
+        """An `if` whose test says whether this machine has a GPU (`torch.cuda.is_available()`, `use_cuda`,
+        `args.device == "cpu"`): device bugs show on the GPU path, so after it each name holds what the GPU
+        path left, marked `gpu_only` where the other path differs. Inside the CPU path, what only the GPU
+        path placed is unknown (a `.numpy()` in `else:` of the same test reads a CPU tensor)."""
+        bodies = [stmt.body, stmt.orelse]
+        gpu_body, cpu_body = bodies[side], bodies[1 - side]
+        if _leaves(gpu_body):
+            self.branches(bodies)
+            return
+        before, bound = self.env, self.bound
+        self.env, self.bound = dict(before), set(bound)
+        self.run(gpu_body)
+        gpu_env, assigned = self.env, self.bound
+        self.env = {k: v for k, v in before.items() if not v.place.gpu_only}
+        self.bound = set(bound)
+        self.run(cpu_body)
+        cpu_env, cpu_leaves = self.env, _leaves(cpu_body)
+        self.bound = bound | assigned | self.bound
+        out: dict[str, Val] = {}
+        for key, value in gpu_env.items():
+            other = cpu_env.get(key)
+            if cpu_leaves or other == value:
+                out[key] = value
+            elif value.place.kind in (DEVICE, HOST, INPUT):
+                reason = value.place.why
+                if value.place.kind == DEVICE and not value.place.gpu_only:
+                    reason = why.on_gpu_path(reason, stmt.lineno)
+                out[key] = replace(value, place=replace(value.place, why=reason, gpu_only=True))
+        self.env = out
 
     def expression_statement(self, expr: ast.AST) -> None:
         """`model.to(device)` moves a module in place; `x.to(device)` alone moves nothing (DK002 says so)."""
@@ -1048,6 +1169,17 @@ class Flow:
         if enumerated and isinstance(target, ast.Tuple) and len(target.elts) == 2:
             self.forget(target.elts[0])
             target = target.elts[1]
+        if (
+            isinstance(source, ast.Call)
+            and (self.names.resolve(source.func) or "") == "zip"
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == len(source.args)
+            and not source.keywords
+            and not any(isinstance(a, ast.Starred) for a in source.args)
+        ):  # `for (x, y), (u, v) in zip(loader_a, loader_b)`: each target from its own iterable
+            for element, iterable_ in zip(target.elts, source.args, strict=True):
+                self.bind_loop(element, iterable_)
+            return
         if value is not None and value.kind == "loader":
             line = getattr(iterable, "lineno", 0)
             batch = Val(
@@ -1085,6 +1217,13 @@ class Flow:
                 return None
             if expr.attr in _SAME_PLACE_ATTRS and inner.kind == "tensor":  # type: ignore[union-attr]
                 return inner
+            if (
+                expr.attr in _OUTPUT_FIELDS  # type: ignore[union-attr]
+                and inner.kind == "tensor"
+                and inner.place.kind in (DEVICE, INPUT)
+                and not inner.batch
+            ):  # `model(**inputs).logits`: a model's output object holds tensors where it ran
+                return replace(inner, label=_label(expr), zero_dim=None)
             if expr.attr == "device" and inner.kind in ("tensor", "module"):  # type: ignore[union-attr]
                 return Val("device", inner.place)
             if inner.kind == "batch" and expr.attr not in NOT_TENSOR_ATTRS:  # type: ignore[union-attr]
@@ -1120,6 +1259,15 @@ class Flow:
             options = [v for v in (body, orelse) if v is not None and v.kind == "device"]
             if len(options) == 2 and any(v.place.kind == DEVICE for v in options):
                 return next(v for v in options if v.place.kind == DEVICE)
+            side = _gpu_side(expr.test, self.names)
+            if side is not None:  # `x.cuda() if use_cuda else x`: what a machine with a GPU gets
+                gpu, cpu = (body, orelse)[side], (body, orelse)[1 - side]
+                if gpu is None or gpu == cpu or gpu.place.kind == UNKNOWN:
+                    return gpu
+                reason = gpu.place.why
+                if gpu.place.kind == DEVICE and not gpu.place.gpu_only:
+                    reason = why.on_gpu_path(reason, expr.lineno)
+                return replace(gpu, place=replace(gpu.place, why=reason, gpu_only=True))
             if not _about_devices(expr.test):
                 # `torch.ones(n) if w is None else w`: the caller's tensor, or one made on the CPU
                 for made, other in ((body, orelse), (orelse, body)):
@@ -1164,6 +1312,8 @@ class Flow:
             return None
         if base.kind == "tensor":
             self.analysis.questions.index(self, expr, base, index)
+            if base.place.kind == HOST and any(i.place.kind == DEVICE for i in _tensors(index)):
+                return None  # DK011's, said once: what the failing index would give is not a CPU tensor
             parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
             slices = all(
                 isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value in (None, Ellipsis))
@@ -1213,7 +1363,18 @@ class Flow:
 
     def device_block(self, expr: ast.AST) -> Place | None:
         """`with torch.device("cuda"):` makes factories without `device=` land there, and so does a
-        context that is given a device (`with EmptyInitOnDevice(device="cuda"):`, lit-llama's)."""
+        context that is given a device (`with EmptyInitOnDevice(device="cuda"):`, lit-llama's), or a
+        device itself (`with device:`, a `torch.device` is a context manager): where is unknown unless the
+        analysis knows that device."""
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            key = dotted(expr)
+            value = self.env.get(key) if key is not None else None
+            if value is not None and value.kind == "device":
+                if value.place.kind != DEVICE:
+                    return value.place
+                line = getattr(expr, "lineno", 0)
+                return replace(value.place, why=why.made_under(key or "device", line))
+            return UNKNOWN_PLACE if key is not None and looks_like_device_name(key) else None
         if not isinstance(expr, ast.Call):
             return None
         target = None
@@ -1619,6 +1780,12 @@ class Flow:
                 return replace(receiver, created=None, batch=False, label=None, zero_dim=False)
             zero = True if attr in REDUCTIONS and not call.args and not call.keywords else receiver.zero_dim
             return replace(receiver, label=_label(call), zero_dim=zero)
+        if receiver.kind == "object":
+            target = self._method_target(receiver, attr)
+            known = [v for v in _flatten([*args, *kwargs.values()]) if v is not None]
+            if target is not None and any(v.place.kind in (DEVICE, INPUT) for v in known):
+                return self.analysis.call(self, call, target, args, kwargs, receiver)
+            return None
         if receiver.kind == "module":
             if attr in ("state_dict", "parameters", "buffers", "named_parameters"):
                 return Val("dict" if attr == "state_dict" else "seq", item=Val("tensor", receiver.place))
@@ -1636,6 +1803,9 @@ class Flow:
             key = dotted(func.value)
             if key is not None:
                 self.env.pop(key, None)
+                grown = self._accumulated(receiver, attr, args)
+                if grown is not None:
+                    self.env[key] = grown
             return None
         if receiver.kind == "dict" and attr in ("items",):
             return Val("items", item=receiver.item)
@@ -1654,6 +1824,23 @@ class Flow:
             return None
         if receiver.kind == "any" and attr == "get":
             return Val("any", receiver.place)
+        return None
+
+    @staticmethod
+    def _accumulated(receiver: Val, attr: str, args: list[Val | None]) -> Val | None:
+        """`losses.append(loss)` on a list that was empty (`losses = []`) or holds only what was appended
+        before: a list whose every element is where the appended tensors are (what `np.mean(losses)` then
+        reads). Anything else it was given, or another change, makes its content unknown (None)."""
+        if receiver.kind != "seq" or attr != "append" or len(args) != 1 or args[0] is None:
+            return None
+        value = args[0]
+        if value.kind not in _TENSORS or value.place.kind == UNKNOWN:
+            return None
+        if receiver.items == () and receiver.item is None:
+            return replace(receiver, items=None, item=value)
+        if receiver.items is None and receiver.item is not None:
+            item = join(receiver.item, value)
+            return replace(receiver, item=item) if item is not None else None
         return None
 
     def _inherited_submodule(self, func: ast.Attribute) -> bool:
@@ -1796,7 +1983,7 @@ class Flow:
         return f"{prefix}.{node.name}" if prefix else node.name  # type: ignore[attr-defined]
 
     def _module_call(self, call: ast.Call, module: Val, args: list, kwargs: dict) -> Val | None:
-        flat = _flatten([*args, *kwargs.values()])
+        flat = _flatten([*args, *kwargs.values(), *self._spread_batches(call)])
         judged = _flatten(_judged(_table_name(module.cls), args, kwargs)) if module.loss else flat
         self.analysis.questions.module_call(self, call, module, judged)
         if module.loss:
@@ -1832,6 +2019,17 @@ class Flow:
             reason = why.output_of(module.label or "the model", module.place.why)
             return Val("tensor", replace(module.place, why=reason), label=_label(call))
         return result if result is not None and result.kind == "tensor" else None
+
+    def _spread_batches(self, call: ast.Call) -> list[Val]:
+        """`model(**batch)` with a DataLoader's whole batch that nothing moved: its tensors are the
+        model's inputs, on the CPU (a batch moved in place, `batch.to(device)`, is no longer one)."""
+        spread = []
+        for kw in call.keywords:
+            key = dotted(kw.value) if kw.arg is None else None
+            value = self.env.get(key) if key is not None else None
+            if value is not None and value.batch and value.whole and value.place.kind == HOST:
+                spread.append(replace(value, kind="tensor", label=key, node=kw.value))
+        return spread
 
     def _refine_by_loss(self, call: ast.Call, module: Val, args: list) -> None:
         """`criterion(outputs, labels.to(device))` with `outputs` from code not read (`net(x)`, `net` a
@@ -1892,6 +2090,12 @@ class Flow:
         if isinstance(node, ast.ClassDef):
             if self.analysis.project.is_module_class(source, node):
                 return self._built(call, self.names.resolve(call.func) or "", [*args, *kwargs.values()])
+            if _method(node, "__init__") is not None and not any(
+                v is not None and v.kind in ("module", "moved") for v in [*args, *kwargs.values()]
+            ):
+                # an object of a project class (a diffusion schedule, a trainer built from plain values):
+                # its methods are read with what its `__init__` put in `self.x`
+                return Val("object", label=_label(call.func), cls=self._qualified(target))
             return None
         if isinstance(call.func, ast.Attribute) and self.self_name is not None:
             if isinstance(call.func.value, ast.Name) and call.func.value.id == self.self_name:
@@ -2001,6 +2205,46 @@ def _changed_params(function: ast.AST) -> set[str]:
 
 
 _DEVICE_WORDS = re.compile(r"cpu|cuda|device|gpu|mps|xpu|accelerat", re.I)
+
+
+#: Flags that say a GPU is used (`use_cuda`, `args.cuda`), or that it is not (`args.no_cuda`, `force_cpu`).
+_GPU_FLAGS = re.compile(r"^(use_?|with_?|has_?|on_?)?(cuda|gpu|gpus)(_available)?$", re.I)
+_CPU_FLAGS = re.compile(r"^(no_?cuda|no_?gpu|cpu|use_?cpu|force_?cpu|cpu_?only|only_?cpu)$", re.I)
+#: Calls that ask whether the machine has an accelerator.
+_AVAILABLE = frozenset(
+    {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.xpu.is_available"}
+)
+
+
+def _gpu_side(test: ast.AST, names: Names) -> int | None:
+    """Which path of an `if` a machine with a GPU takes: 0 for its body (`if torch.cuda.is_available():`,
+    `if use_cuda:`, `if args.device == "cuda":`), 1 for its `else` (`if args.no_cuda:`, `if device ==
+    "cpu":`), None when the test says something else (`x.is_cuda` asks about one tensor, not the machine)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        side = _gpu_side(test.operand, names)
+        return None if side is None else 1 - side
+    if isinstance(test, ast.Call):
+        return 0 if (names.resolve(test.func) or "") in _AVAILABLE and not test.args else None
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        name = test.id if isinstance(test, ast.Name) else test.attr
+        if _GPU_FLAGS.match(name):
+            return 0
+        return 1 if _CPU_FLAGS.match(name) else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        left, right = test.left, test.comparators[0]
+        const, other = (right, left) if isinstance(right, ast.Constant) else (left, right)
+        if not isinstance(const, ast.Constant) or not isinstance(const.value, str):
+            return None
+        if "device" not in (dotted(other) or "").lower():  # `device`, `args.device`, `device.type`
+            return None
+        if const.value in ("cuda", "gpu") or const.value.startswith("cuda:"):
+            side = 0
+        elif const.value == "cpu":
+            side = 1
+        else:
+            return None
+        return side if isinstance(test.ops[0], ast.Eq) else 1 - side
+    return None
 
 
 def _about_devices(test: ast.AST) -> bool:
@@ -2163,7 +2407,7 @@ def _dropped(receiver: Val, call: ast.Call):
 
 
 #: The rules that the analysis answers.
-FLOW_CODES = ("DK001", "DK002", "DK003", "DK010", "DK011", "DK201")
+FLOW_CODES = ("DK001", "DK002", "DK003", "DK010", "DK011", "DK015", "DK201")
 
 
 def check_dataflow(ctx) -> None:

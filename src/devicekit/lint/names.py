@@ -235,6 +235,8 @@ class Names:
         if isinstance(call.func, ast.Subscript):  # `models.__dict__[args.arch]()`: a torchvision model
             return (self.resolve(call.func.value) or "") == "torchvision.models.__dict__"
         if full.startswith("torch.nn.") and not full.startswith("torch.nn.functional"):
+            if last == "from_pretrained":  # `nn.Embedding.from_pretrained(table)`: a class method that builds
+                last = full.rsplit(".", 2)[-2]
             return last[:1].isupper() and last not in NN_NOT_MODULES
         if full.startswith("torchvision.models.") or full in {"timm.create_model"}:
             return True

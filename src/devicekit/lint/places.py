@@ -30,12 +30,15 @@ class Place:
         device: for `device`, how the code names it (`"cuda:1"`, `device`, `args.device`).
         index: the accelerator index when the code writes it.
         why: where the analysis learned it, for messages.
+        gpu_only: a place on the path a GPU machine takes (`if torch.cuda.is_available(): x = x.cuda()`):
+            the path where device bugs show; on the other path the value is elsewhere.
     """
 
     kind: str
     device: str | None = None
     index: int | None = None
     why: Message | None = None
+    gpu_only: bool = False
 
     def same(self, other: Place) -> bool:
         """The same place, whatever the reasons."""
@@ -137,6 +140,12 @@ def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:
     if a.kind != b.kind:
         return None
     place = a.place if a.place.same(b.place) else UNKNOWN_PLACE
+    item = a.item if a.item == b.item else None
+    if a.kind == "seq" and item is None:  # an empty list (`losses = []`) and the list a loop filled
+        if a.items == () and a.item is None:
+            item = b.item
+        elif b.items == () and b.item is None:
+            item = a.item
     if a.kind == "module" and a.cls != b.cls:  # one of two modules (a CTC or a cross-entropy loss): unknown
         place = UNKNOWN_PLACE
     return Val(
@@ -150,7 +159,7 @@ def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:
         a.attribute and b.attribute,
         a.moved or b.moved,
         a.items if a.items == b.items else None,
-        a.item if a.item == b.item else None,
+        item,
         a.cls if a.cls == b.cls else None,
         a.to_tensor and b.to_tensor,
         a.loss and b.loss and a.cls == b.cls,  # one of two losses: which arguments it compares is unknown
@@ -192,6 +201,16 @@ def join_envs(
 
 
 # --- why a value is where it is ---------------------------------------------------------------------
+
+
+def on_gpu_path(reason: Message | None, line: int) -> Message:
+    """A place that holds on the path a machine with a GPU takes (the test at `line`)."""
+    en = reason.en if reason is not None else "is on the device"
+    zh = reason.zh if reason is not None else "在设备上"
+    return Message(
+        f"{en}, when a GPU is there (the test at line {line})",
+        f"{zh}（有 GPU 时，见第 {line} 行的判断）",
+    )
 
 
 def created_on_cpu(line: int, where: str | None = None) -> Message:

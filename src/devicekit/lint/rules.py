@@ -427,6 +427,39 @@ def main(local_rank):
 """,
     ),
     Rule(
+        code="DK015",
+        scenario=15,
+        name="stages-on-other-devices",
+        title_en="a model split over devices: a tensor on one accelerator goes into a layer, or meets a "
+        "tensor, that the code put on another",
+        title_zh="模型拆到了多个设备上：一个加速器上的张量进了代码放在另一个加速器上的层，或与那里的张量相遇",
+        fix_en="move the tensor to the next stage's device before it goes in "
+        '(`self.seq2(x.to("cuda:1"))`), and the labels to the device of the last stage\'s output',
+        fix_zh='在张量进入下一段之前把它移到那一段所在的设备上（`self.seq2(x.to("cuda:1"))`），'
+        "标签则移到最后一段输出所在的设备上",
+        default=True,
+        bad="""\
+class TwoGPUNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seq1 = nn.Linear(8, 8).to("cuda:0")
+        self.seq2 = nn.Linear(8, 2).to("cuda:1")
+
+    def forward(self, x):
+        return self.seq2(self.seq1(x))
+""",
+        good="""\
+class TwoGPUNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seq1 = nn.Linear(8, 8).to("cuda:0")
+        self.seq2 = nn.Linear(8, 2).to("cuda:1")
+
+    def forward(self, x):
+        return self.seq2(self.seq1(x).to("cuda:1"))
+""",
+    ),
+    Rule(
         code="DK214",
         scenario=14,
         name="spawn-notebook-function",
