@@ -152,6 +152,15 @@ def _position(node: ast.AST) -> tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
+#: Why DK008 asks although it cannot tell a GPU checkpoint from a CPU one: the save is not in view.
+_UNSEEN_SAVE = Message(
+    "nothing in this code shows where the file was saved, so it may be a GPU checkpoint: `torch.load` "
+    "puts every tensor back on the device it was saved from",
+    "从这段代码看不出文件是在哪里保存的，它可能是在 GPU 上保存的检查点，"
+    "而 `torch.load` 会把每个张量放回保存时所在的设备",
+)
+
+
 def _loads_without_map_location(ctx: Context, loads: list[ast.Call]) -> None:
     """DK008, except for a file the same function saved above the load, in test functions, and anywhere
     in a test file that never names an accelerator (see `devicekit.lint.saves`)."""
@@ -173,4 +182,4 @@ def _loads_without_map_location(ctx: Context, loads: list[ast.Call]) -> None:
             calls = ctx.function_calls.get(scope if scope is not None else ctx.tree, [])
             scans[key] = SavedHere(ctx.names, scope if scope is not None else ctx.tree, calls)
         if not scans[key].covers(load):
-            ctx.report(load, "DK008")
+            ctx.report(load, "DK008", _UNSEEN_SAVE)

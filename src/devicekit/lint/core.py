@@ -29,6 +29,8 @@ class Finding:
         file_line: in a notebook, the line of the `.ipynb` file this place is on (None when unknown, and
             for a `.py` file, where it is `line`).
         file_col: in a notebook, the column in the `.ipynb` file.
+        fix: the fix for this finding, in both languages, where the rule's usual fix would fail or be
+            wrong here (DK004 on a name the base class already declares); None for the rule's own.
     """
 
     path: str
@@ -39,6 +41,7 @@ class Finding:
     detail: Message | None = field(default=None, compare=False)
     file_line: int | None = field(default=None, compare=False)
     file_col: int | None = field(default=None, compare=False)
+    fix: Message | None = field(default=None, compare=False)
 
     @property
     def scenario(self) -> int:
@@ -49,11 +52,18 @@ class Finding:
         """The rule's title in `lang` (`en` or `zh`), what the analysis found (when it says more), and the
         fix."""
         rule = RULES[self.code]
+        # the detail is a sentence of its own: a title often has a colon already, and two colons chained
+        # in one sentence read badly in both languages
         if lang == "zh":
-            detail = f"：{self.detail.zh}" if self.detail is not None else ""
-            return f"{rule.title_zh}{detail}。解决方法：{rule.fix_zh}"
-        detail = f": {self.detail.en}" if self.detail is not None else ""
-        return f"{rule.title_en}{detail}. Fix: {rule.fix_en}"
+            detail = f"。{self.detail.zh}" if self.detail is not None else ""
+            return f"{rule.title_zh}{detail}。解决方法：{self.fix.zh if self.fix else rule.fix_zh}"
+        detail = f". {_sentence(self.detail.en)}" if self.detail is not None else ""
+        return f"{rule.title_en}{detail}. Fix: {self.fix.en if self.fix else rule.fix_en}"
+
+
+def _sentence(text: str) -> str:
+    """`text` as the start of a sentence: its first letter in upper case (code in backticks stays as is)."""
+    return text[:1].upper() + text[1:] if text[:1].islower() else text
 
 
 @dataclass
@@ -69,6 +79,7 @@ class Context:
     source: object = None  # its devicekit.lint.project.SourceFile for this file
     names: Names = field(init=False)
     found: dict[tuple[int, int, str], Message | None] = field(default_factory=dict)
+    fixes: dict[tuple[int, int, str], Message] = field(default_factory=dict)
     index: TreeIndex = field(init=False)
 
     def __post_init__(self) -> None:
@@ -91,10 +102,12 @@ class Context:
         """Whether any of these rules is selected (a check skips its work otherwise)."""
         return any(code in self.codes for code in codes)
 
-    def report(self, node: ast.AST, code: str, detail: Message | None = None) -> None:
-        """Record a finding of `code` at `node` (with what the analysis knows about it, `detail`), unless
-        the rule is off or the line says `# noqa`. A second report of the same place keeps the first
-        detail it was given."""
+    def report(
+        self, node: ast.AST, code: str, detail: Message | None = None, fix: Message | None = None
+    ) -> None:
+        """Record a finding of `code` at `node` (with what the analysis knows about it, `detail`, and a
+        fix of its own where the rule's would be wrong here, `fix`), unless the rule is off or the line
+        says `# noqa`. A second report of the same place keeps the first detail and fix it was given."""
         if code not in self.codes:
             return
         line = getattr(node, "lineno", 1)
@@ -104,6 +117,8 @@ class Context:
         key = (line, col, code)
         if self.found.get(key) is None:
             self.found[key] = detail
+        if fix is not None:
+            self.fixes.setdefault(key, fix)
 
     def _noqa(self, line: int, code: str) -> bool:
         if not 0 < line <= len(self.lines):

@@ -31,7 +31,7 @@ from devicekit.cpu_args import cpu_positions
 from devicekit.lint import places as why
 from devicekit.lint.guesses import batch_item, unread_model, unread_model_class
 from devicekit.lint.meets import MEETING_METHODS, NOT_TENSOR, NOT_TENSOR_ATTRS, REDUCTIONS
-from devicekit.lint.modules import HIDDEN_NAME
+from devicekit.lint.modules import HIDDEN_NAME, base_class
 from devicekit.lint.names import (
     CPU_ONLY_FACTORIES,
     DEVICE_FACTORIES,
@@ -48,6 +48,7 @@ from devicekit.lint.names import (
 )
 from devicekit.lint.params import tensor_params
 from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
+from devicekit.lint.plain_attrs import judge
 from devicekit.lint.project import Project, SourceFile
 
 #: `torch.X` functions that give a value a place (a factory, a loader of checkpoints).
@@ -258,11 +259,14 @@ class Questions:
         """`.numpy()` or a NumPy function on a tensor that is on an accelerator for sure."""
         for tensor in _tensors(value):
             if tensor.place.kind == DEVICE:
-                name = f"`{tensor.label or 'the tensor'}`"
-                name_zh = f"`{tensor.label or '这个张量'}` "
+                name, name_zh = _named(
+                    tensor.label or _label(_host_api_operand(node)), "the tensor", "这个张量"
+                )
                 if value is not None and value.kind == "seq" and value.label and value.label != tensor.label:
                     name = f"`{value.label}` holds {name}, which"  # a list filled in a loop
-                    name_zh = f"`{value.label}` 里装的是 {name_zh.strip()}，它"
+                    name_zh = (
+                        f"`{value.label}` 里装的是{' ' if name_zh[:1] == '`' else ''}{name_zh.strip()}，它"
+                    )
                 detail = Message_(
                     f"{name} {_en(tensor.place.why)}, and goes to `{api}`",
                     f"{name_zh}{_zh(tensor.place.why)}，却交给了 `{api}`",
@@ -365,15 +369,62 @@ def Message_(en: str, zh: str):  # noqa: N802 - a tiny alias that keeps the line
     return Message(en, zh)
 
 
+def _named(label: str | None, en: str, zh: str) -> tuple[str, str]:
+    """How a message names a value: its code in backticks (`noise`), or, when the analysis has no short
+    code for it, plain words (`en`, `zh`) that cannot be taken for a variable's name."""
+    return (f"`{label}`", f"`{label}` ") if label else (en, zh)
+
+
+def _host_api_operand(node: ast.AST) -> ast.AST | None:
+    """The tensor a host API reads: `pred` in `pred.numpy()` and in `np.sum(pred)`."""
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and not node.args:
+            return node.func.value
+        if node.args:
+            return node.args[0]
+    return None
+
+
+def _is_cpu_device(names, expr: ast.AST) -> bool:
+    """`"cpu"`, `torch.device("cpu")`: a device expression that is the host, whatever runs it."""
+    if isinstance(expr, ast.Call) and (names.resolve(expr.func) or "") == "torch.device" and expr.args:
+        expr = expr.args[0]
+    return (
+        isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value.split(":")[0] == "cpu"
+    )
+
+
+def _cpu_device_attributes(source: SourceFile, cls: ast.ClassDef) -> dict[str, Val]:
+    """`self.x` that every assignment anywhere in the class binds to the CPU device (`self._cpu_device =
+    torch.device("cpu")` in `reset`, not only in `__init__`): `.to(self._cpu_device)` moves to the host."""
+    seen: dict[str, Val | None] = {}
+    for node in ast.walk(cls):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+                continue
+            if target.value.id != "self":
+                continue
+            if _is_cpu_device(source.names, node.value) and seen.get(target.attr, ...) is not None:
+                seen[target.attr] = Val(
+                    "device", Place(HOST, why=why.moved_to_cpu(node.lineno)), label=f"self.{target.attr}"
+                )
+            else:
+                seen[target.attr] = None  # bound to something else too: the analysis of the method decides
+    return {name: value for name, value in seen.items() if value is not None}
+
+
 def _pair(label: str | None, reason, other: Val, meets_at: ast.AST | None = None):
     """ "`noise` is created on the CPU at line 3; `x` is an input of `forward`, on the module's device"."""
-    first = label or "this tensor"
-    second = other.label or "the other operand"
+    first, first_zh = _named(label, "this tensor", "这个张量")
+    second, second_zh = _named(other.label, "the other operand", "另一个操作数")
     line = f" (line {meets_at.lineno})" if meets_at is not None and hasattr(meets_at, "lineno") else ""
     line_zh = f"（第 {meets_at.lineno} 行）" if meets_at is not None and hasattr(meets_at, "lineno") else ""
     return Message_(
-        f"`{first}` {_en(reason)}; it meets `{second}`{line}, which {_en(other.place.why, other.place)}",
-        f"`{first}` {_zh(reason)}；它与 `{second}` 相遇{line_zh}，而后者{_zh(other.place.why, other.place)}",
+        f"{first} {_en(reason)}; it meets {second}{line}, which {_en(other.place.why, other.place)}",
+        f"{first_zh}{_zh(reason)}；它与{' ' if other.label else ''}{second_zh}相遇{line_zh}，"
+        f"而后者{_zh(other.place.why, other.place)}",
     )
 
 
@@ -522,6 +573,34 @@ class FileAnalysis:
         if key in self.class_attrs:
             return self.class_attrs[key]
         self.class_attrs[key] = {}
+        attrs = self._own_attributes(source, cls, module)
+        for name, value in [
+            *_cpu_device_attributes(source, cls).items(),
+            *self._inherited_devices(source, cls).items(),
+        ]:
+            attrs.setdefault(name, value)
+        self.class_attrs[key] = attrs
+        return attrs
+
+    def _inherited_devices(self, source: SourceFile, cls: ast.ClassDef) -> dict[str, Val]:
+        """The devices a base class of the project keeps in `self.x` (`self._cpu_device =
+        torch.device("cpu")` in the base's `__init__`): a subclass's methods read the same attribute, so
+        `.to(self._cpu_device)` there is a move to the CPU, not to an accelerator the name might hold."""
+        found: dict[str, Val] = {}
+        for base in cls.bases:
+            full = source.names.resolve(base) or dotted(base) or ""
+            located = self.project.lookup(full, source) if full else None
+            if located is None or not isinstance(located[1], ast.ClassDef) or located[1] is cls:
+                continue
+            parent_source, parent = located
+            is_module = self.project.is_module_class(parent_source, parent)
+            for name, value in self.attributes(parent_source, parent, is_module).items():
+                if value.kind == "device":
+                    found.setdefault(name, value)
+        return found
+
+    def _own_attributes(self, source: SourceFile, cls: ast.ClassDef, module: bool) -> dict[str, Val]:
+        """`attributes` from the class's own `__init__` (DK004 is reported here)."""
         init = next(
             (
                 n
@@ -568,11 +647,13 @@ class FileAnalysis:
                     and not self.moves_its_tensors(source, cls)
                 ):
                     # DK004 through the analysis: `self.pe = torch.cat([...])`, `self.pe = make_table(n)`
+                    report, fix = judge(cls, attr, lambda base: base_class(self.ctx, base))
                     detail = Message_(
                         f"`{name}` {_en(value.place.why)}, and stays there when the module moves",
                         f"`{name}` {_zh(value.place.why)}，模块移动时它仍留在原处",
                     )
-                    self.ctx.report(value.node, "DK004", detail)
+                    if report:
+                        self.ctx.report(value.node, "DK004", detail, fix)
                 attrs[attr] = replace(value, attribute=module, created=None, label=name)
             elif value.kind in ("tensor", "device") or (
                 not module and value.kind in ("moved", "module") and value.place.kind == DEVICE
@@ -588,7 +669,6 @@ class FileAnalysis:
                     Place(INPUT, why=why.buffer_of(f"{self_name}.{name}")),
                     label=f"{self_name}.{name}",
                 )
-        self.class_attrs[key] = attrs
         return attrs
 
     def _may_leave_a_cpu_tensor(self, cls: ast.ClassDef) -> bool:
@@ -2398,11 +2478,11 @@ def _result(values: list[Val | None], expr: ast.AST) -> Val | None:
 
 
 def _dropped(receiver: Val, call: ast.Call):
-    name = receiver.label or _label(call.func.value) or "the tensor"  # type: ignore[attr-defined]
+    name, name_zh = _named(receiver.label or _label(call.func.value), "the tensor", "这个张量")  # type: ignore[attr-defined]
     return Message_(
-        f"`{name}` {_en(receiver.place.why) if receiver.place.kind != UNKNOWN else 'is a tensor'}, "
+        f"{name} {_en(receiver.place.why) if receiver.place.kind != UNKNOWN else 'is a tensor'}, "
         "and stays where it is",
-        f"`{name}` {_zh(receiver.place.why) if receiver.place.kind != UNKNOWN else '是张量'}，并且留在原处",
+        f"{name_zh}{_zh(receiver.place.why) if receiver.place.kind != UNKNOWN else '是张量'}，并且留在原处",
     )
 
 

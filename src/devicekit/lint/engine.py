@@ -100,7 +100,8 @@ def lint_tree(
         except RecursionError:  # code nested deeper than the checks recurse (generated code): that check
             continue  # says nothing about this file; the others still run
     return sorted(
-        Finding(path, None, line, col, code, detail) for (line, col, code), detail in ctx.found.items()
+        Finding(path, None, line, col, code, detail, fix=ctx.fixes.get((line, col, code)))
+        for (line, col, code), detail in ctx.found.items()
     )
 
 
@@ -176,7 +177,14 @@ def lint_notebook(
         cell, line = where[finding.line - 1] if finding.line <= len(where) else (None, finding.line)
         findings.append(
             Finding(
-                path, cell, line, finding.col, finding.code, finding.detail, *in_file(cell, line, finding.col)
+                path,
+                cell,
+                line,
+                finding.col,
+                finding.code,
+                finding.detail,
+                *in_file(cell, line, finding.col),
+                fix=finding.fix,
             )
         )
     return sorted(findings, key=lambda f: (f.cell or 0, f.line, f.col, f.code)), errors

@@ -21,6 +21,8 @@ from devicekit.lint.names import (
     has_star_kwargs,
     keyword,
 )
+from devicekit.lint.plain_attrs import judge
+from devicekit.lint.registered import container_detail, registered_containers
 
 _HIDDEN_METHOD = re.compile(r"hidden|init_state|begin_state|initial_state|zero_state", re.I)
 HIDDEN_NAME = re.compile(r"^((h|c)(_?(t|n|x|0))?\d*|hid|cell|hidden\w*|state\w*|init_h\w*)$", re.I)
@@ -170,7 +172,13 @@ class _ModuleClass:
                         aware = device_aware(self.ctx, self.cls) if aware is None else aware
                         if attr in aware:
                             continue  # a given tensor whose device the class handles
-                    self.ctx.report(target, "DK004")
+                    report, fix = judge(self.cls, attr, self._base_class)
+                    if report:
+                        self.ctx.report(target, "DK004", fix=fix)
+
+    def _base_class(self, base: ast.expr) -> ast.ClassDef | None:
+        """The class a base expression names, in this file or (with a project) elsewhere in it."""
+        return base_class(self.ctx, base)
 
     # --- DK005 ----------------------------------------------------------------------------------
 
@@ -192,7 +200,8 @@ class _ModuleClass:
 
     def _plain_containers(self) -> None:
         empty: set[str] = set()
-        reported: set[str] = set()
+        # registered another way (`self.add_module(name, self.x[-1])`, `nn.ModuleList(self.x)`): a view
+        reported: set[str] = registered_containers(ast.walk(self.cls), self.ctx.names)
         for method in self.methods.values():
             reported |= self._wrapped_later(method)  # `self.blocks = nn.Sequential(*self.blocks)`
             added = _added_modules(self.ctx.function_calls.get(method, ()))
@@ -210,11 +219,11 @@ class _ModuleClass:
                                 if owner in empty and owner not in reported:
                                     if self._is_module_expr(stmt.value, local):
                                         reported.add(owner)
-                                        self.ctx.report(stmt, "DK005")
+                                        self.ctx.report(stmt, "DK005", container_detail(owner))
                             continue
                         if self._holds_modules(stmt.value, local):
                             if attr not in reported:
-                                self.ctx.report(target, "DK005")
+                                self.ctx.report(target, "DK005", container_detail(attr))
                             reported.add(attr)
                         elif isinstance(stmt.value, (ast.List, ast.Dict)) and not (
                             getattr(stmt.value, "elts", None) or getattr(stmt.value, "keys", None)
@@ -234,7 +243,7 @@ class _ModuleClass:
                                 continue  # registered as well (`self.add_module(name, stage)`): a view
                             if self._is_module_expr(arg, local) or self._holds_modules(arg, local):
                                 reported.add(owner)
-                                self.ctx.report(stmt, "DK005")
+                                self.ctx.report(stmt, "DK005", container_detail(owner))
 
     def _wrapped_later(self, method: ast.AST) -> set[str]:
         """Attributes the method puts in a module container from themselves: `self.x = nn.Sequential(*self.x)`
@@ -538,3 +547,15 @@ def _names_placed(function: ast.AST) -> set[str]:
         elif isinstance(node, ast.Call) and base_name(node.func) == "register_buffer":
             moved.update(a.id for a in node.args if isinstance(a, ast.Name))
     return moved
+
+
+def base_class(ctx: Context, base: ast.expr) -> ast.ClassDef | None:
+    """The class a base expression (`Base`, `pkg.Base`) names, in the file or in the project."""
+    local = ctx.names.classes.get(base_name(base) or "")
+    if isinstance(local, ast.ClassDef):
+        return local
+    project, source = ctx.project, ctx.source
+    if project is None or source is None:
+        return None
+    found = project.lookup(ctx.names.resolve(base) or "", source)  # type: ignore[attr-defined]
+    return found[1] if found is not None and isinstance(found[1], ast.ClassDef) else None
