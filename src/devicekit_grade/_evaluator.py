@@ -338,8 +338,9 @@ def serve_forks(control_fd: int, hidden: str | None) -> int:
             for fd in fds:
                 os.close(fd)
             continue
+        args = [*request["args"], *(["--hidden", hidden] if hidden else [])]  # each child runs them too
         if os.fork() == 0:
-            _child(control, request["args"], listener, out, err, traceback.print_exc)
+            _child(control, args, listener, out, err, traceback.print_exc)
         for fd in fds:
             os.close(fd)
 
