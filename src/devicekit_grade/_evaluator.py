@@ -194,12 +194,19 @@ def evaluate(
             if reply["kind"] == "missing":
                 row["status"] = "target-missing"
             elif reply["kind"] == "error":
-                row.update(_probe_failed(ex, str(reply.get("type"))[:100], str(reply.get("message"))[:1000]))
+                kind, message = _text(reply.get("type"), 100), _text(reply.get("message"), 1000)
+                row.update(_probe_failed(ex, kind, message))
             elif reply["kind"] == "observations":
                 row.update(judge_observations(ex, reply.get("value"), hidden))
         row["seconds"] = round(time.monotonic() - started, 2)
         out.append(row)
     return out
+
+
+def _text(value: Any, limit: int) -> str:
+    """A text the kernel sent, cut to ``limit`` characters; anything but a ``str`` by its type's name only
+    (``str()`` of the kernel's data is not safe: a list nested 100,000 deep makes it raise)."""
+    return value[:limit] if type(value) is str else f"<{type(value).__name__}>"
 
 
 def _probe_failed(ex: Any, kind: str, message: str) -> dict[str, Any]:
