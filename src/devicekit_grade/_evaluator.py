@@ -28,6 +28,7 @@ import os
 import socket
 import struct
 import sys
+import time
 from typing import Any, NoReturn
 
 from devicekit.messages import Message
@@ -57,8 +58,9 @@ class Channel:
         if self.broken is not None:
             raise KernelGone(self.broken)
         try:
+            self.sock.settimeout(self.timeout)  # (receiving with a deadline shortens it)
             wire.send(self.sock, {"op": "probe", "key": key, "name": name})
-            reply = wire.receive(self.sock)
+            reply = wire.receive(self.sock, deadline=time.monotonic() + self.timeout)
         except TimeoutError:
             self._break(
                 Message(
