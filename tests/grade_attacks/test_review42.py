@@ -8,7 +8,8 @@ One run grades a small lab-1 class from a folder outside the course checkout, wi
 * ``b-bob``: the untouched lab, plus a cell that waits for alice's file there and runs it;
 * ``c-carl``: the untouched lab, whose kernel answers every probe with an "error" whose ``type`` is a list
   nested 100,000 deep (plain data that ``torch.load(weights_only=True)`` accepts, but ``str()`` cannot print);
-* ``g-gus``: the untouched lab, plus issue 22's first attack: find ``solutions/`` from the package's path.
+* ``g-gus``: the untouched lab, plus issue 22's first attack: find ``solutions/`` from the package's path;
+* ``zed/``: the untouched lab in a folder of her own, beside a ``devicekit_grade/`` package that raises.
 
 And one unit test: a kernel that trickles its reply one byte at a time must not hold the evaluator past
 its time limit (the grader would then kill it and call its own failure: ``grader-error``).
@@ -98,6 +99,10 @@ def _serve(address, *args, **kwargs):
 _k.serve = _serve"""
 
 
+#: A package in a student's own folder, copied with the notebook into the kernel's working folder.
+SHADOW = "raise ImportError('the learner shadows the grader')\n"
+
+
 def _with_cell(nb: nbformat.NotebookNode, source: str) -> nbformat.NotebookNode:
     nb.cells.append(nbformat.v4.new_code_cell(source))
     return nb
@@ -126,16 +131,32 @@ def review():
     write(_with_cell(lab_notebook(LAB), TAKE.format(path=shared)), subs / "b-bob_01-devices.ipynb")
     write(_with_cell(lab_notebook(LAB), DEEP_ERROR), subs / "c-carl_01-devices.ipynb")
     write(_with_cell(lab_notebook(LAB), READS_SOLUTIONS), subs / "g-gus_01-devices.ipynb")
+    write(lab_notebook(LAB), subs / "zed" / f"{LAB}.ipynb")  # a folder of her own, with a "data" package
+    (subs / "zed" / "devicekit_grade").mkdir()
+    (subs / "zed" / "devicekit_grade" / "__init__.py").write_text(SHADOW, encoding="utf-8")
     done = run_grader(root, "--out", OUT, "--jobs", "2", "--hidden", "hidden", "--timeout", "60", "subs")
     left = Path(shared).exists()
     Path(shared).unlink(missing_ok=True)
-    assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads((root / OUT / "grades.json").read_text(encoding="utf-8"))
-    yield {"rows": {r["file"].removeprefix("subs/"): r for r in rows}, "left_in_shm": left}
+    yield {
+        "rows": {r["file"].removeprefix("subs/"): r for r in rows},
+        "left_in_shm": left,
+        "returncode": done.returncode,
+        "stderr": done.stderr[-3000:],
+    }
 
 
 def _row(review: dict, name: str) -> dict:
     return review["rows"][f"{name}_01-devices.ipynb"]
+
+
+@pytest.mark.integration
+def test_a_package_in_the_students_folder_cannot_make_the_graders_setup_fail(review):
+    # the student's files sit in the kernel's working folder, first on its path: before the fix, the
+    # grader's setup cell imported her devicekit_grade, failed, and the row was grader-error (exit 4)
+    r = review["rows"][f"zed/{LAB}.ipynb"]
+    assert (r["status"], r["score"]) == ("graded", 0), (r["status"], r["reason"])
+    assert review["returncode"] == 0, review["stderr"]
 
 
 @pytest.mark.integration
