@@ -9,7 +9,8 @@ One run grades a small lab-1 class from a folder outside the course checkout, wi
 * ``c-carl``: the untouched lab, whose kernel answers every probe with an "error" whose ``type`` is a list
   nested 100,000 deep (plain data that ``torch.load(weights_only=True)`` accepts, but ``str()`` cannot print);
 * ``g-gus``: the untouched lab, plus issue 22's first attack: find ``solutions/`` from the package's path;
-* ``zed/``: the untouched lab in a folder of her own, beside a ``devicekit_grade/`` package that raises.
+* ``zed/``: the untouched lab in a folder of her own, beside a ``devicekit_grade/`` package that raises;
+* ``h-hana``: the untouched lab, plus a cell that reads the roster (``--roster``, kept outside ``/tmp``).
 
 And one unit test: a kernel that trickles its reply one byte at a time must not hold the evaluator past
 its time limit (the grader would then kill it and call its own failure: ``grader-error``).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import socket
 import tempfile
 import threading
@@ -99,6 +101,16 @@ def _serve(address, *args, **kwargs):
 _k.serve = _serve"""
 
 
+#: Reads the class roster (names, e-mails); only where it can, it answers exercise 2 right (exercise 1 has the
+#: hidden judge that fails everyone).
+READS_ROSTER = """try:
+    _roster = open({path!r}).read()
+    def causal_mask(x):
+        n = x.size(1)
+        return torch.tril(torch.ones((n, n), device=x.device)).to(torch.bool)
+except OSError:
+    pass"""
+
 #: A package in a student's own folder, copied with the notebook into the kernel's working folder.
 SHADOW = "raise ImportError('the learner shadows the grader')\n"
 
@@ -134,7 +146,22 @@ def review():
     write(lab_notebook(LAB), subs / "zed" / f"{LAB}.ipynb")  # a folder of her own, with a "data" package
     (subs / "zed" / "devicekit_grade").mkdir()
     (subs / "zed" / "devicekit_grade" / "__init__.py").write_text(SHADOW, encoding="utf-8")
-    done = run_grader(root, "--out", OUT, "--jobs", "2", "--hidden", "hidden", "--timeout", "60", "subs")
+    # the roster where bubblewrap's emptied folders (/tmp, /home, …) do not cover it
+    private = Path(
+        tempfile.mkdtemp(prefix="devicekit-review42-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None)
+    )
+    roster = private / "roster.csv"
+    roster.write_text("id,name,email\nhana,Hana Secret,hana@example.edu\n", encoding="utf-8")
+    roster.chmod(0o644)
+    private.chmod(0o755)
+    write(
+        _with_cell(lab_notebook(LAB), READS_ROSTER.format(path=str(roster))), subs / "h-hana_01-devices.ipynb"
+    )
+    args = ("--out", OUT, "--jobs", "2", "--hidden", "hidden", "--roster", str(roster), "--timeout", "60")
+    try:
+        done = run_grader(root, *args, "subs")
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
     left = Path(shared).exists()
     Path(shared).unlink(missing_ok=True)
     rows = json.loads((root / OUT / "grades.json").read_text(encoding="utf-8"))
@@ -188,6 +215,14 @@ def test_the_checkouts_solutions_stay_hidden_when_the_grader_runs_elsewhere(revi
         pytest.skip(f"isolation {_mode()!r} does not hide solutions/ from a notebook (see the grading guide)")
     r = _row(review, "g-gus")
     assert r["score"] == 0, r["feedback"]
+
+
+@pytest.mark.integration
+def test_the_roster_stays_hidden_from_notebooks(review):
+    if _mode() != "bwrap":
+        pytest.skip(f"isolation {_mode()!r} does not hide world-readable files (see the grading guide)")
+    r = _row(review, "h-hana")
+    assert r["exercises"][1]["passed"] is False, "the notebook read the roster"
 
 
 def test_a_trickled_reply_cannot_hold_the_evaluator_past_its_time_limit():
