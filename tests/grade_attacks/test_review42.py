@@ -225,6 +225,29 @@ def test_the_roster_stays_hidden_from_notebooks(review):
     assert r["exercises"][1]["passed"] is False, "the notebook read the roster"
 
 
+#: Empties the worker's event log (the worker runs as the kernel's user, its log is the kernel's to write),
+#: then ends the kernel: the grader reads "no cell of the notebook started" and calls it its own failure.
+ERASE_EVENTS = """import os
+open("../run/events.jsonl", "w").close()
+os._exit(1)"""
+
+
+@pytest.mark.integration
+@pytest.mark.xfail(
+    strict=True,
+    reason="open hole (REVIEW-stop46.md, hole 8): whether the notebook's first cell started is read from the "
+    "worker's event log, which the kernel's user can rewrite",
+)
+def test_a_notebook_cannot_make_its_row_the_graders_failure_by_erasing_the_event_log(tmp_path):
+    nb = lab_notebook(LAB)
+    nb.cells.insert(3, nbformat.v4.new_code_cell(ERASE_EVENTS))
+    write(nb, tmp_path / "subs" / "i-ivy_01-devices.ipynb")
+    done = run_grader(tmp_path, "--out", OUT, "--timeout", "60", "subs")
+    rows = json.loads((tmp_path / OUT / "grades.json").read_text(encoding="utf-8"))
+    assert rows[0]["status"] == "kernel-died", (rows[0]["status"], rows[0]["reason"])
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_a_trickled_reply_cannot_hold_the_evaluator_past_its_time_limit():
     """One byte every 0.2 s of a message whose header promises 100: each ``recv`` is quick, the message
     never ends. The channel gives up after its limit (1 s) for the message, not per byte."""
