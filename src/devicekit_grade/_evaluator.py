@@ -28,6 +28,7 @@ import os
 import socket
 import struct
 import sys
+import time
 from typing import Any, NoReturn
 
 from devicekit.messages import Message
@@ -57,8 +58,9 @@ class Channel:
         if self.broken is not None:
             raise KernelGone(self.broken)
         try:
+            self.sock.settimeout(self.timeout)  # (receiving with a deadline shortens it)
             wire.send(self.sock, {"op": "probe", "key": key, "name": name})
-            reply = wire.receive(self.sock)
+            reply = wire.receive(self.sock, deadline=time.monotonic() + self.timeout)
         except TimeoutError:
             self._break(
                 Message(
@@ -194,12 +196,19 @@ def evaluate(
             if reply["kind"] == "missing":
                 row["status"] = "target-missing"
             elif reply["kind"] == "error":
-                row.update(_probe_failed(ex, str(reply.get("type"))[:100], str(reply.get("message"))[:1000]))
+                kind, message = _text(reply.get("type"), 100), _text(reply.get("message"), 1000)
+                row.update(_probe_failed(ex, kind, message))
             elif reply["kind"] == "observations":
                 row.update(judge_observations(ex, reply.get("value"), hidden))
         row["seconds"] = round(time.monotonic() - started, 2)
         out.append(row)
     return out
+
+
+def _text(value: Any, limit: int) -> str:
+    """A text the kernel sent, cut to ``limit`` characters; anything but a ``str`` by its type's name only
+    (``str()`` of the kernel's data is not safe: a list nested 100,000 deep makes it raise)."""
+    return value[:limit] if type(value) is str else f"<{type(value).__name__}>"
 
 
 def _probe_failed(ex: Any, kind: str, message: str) -> dict[str, Any]:
@@ -338,8 +347,9 @@ def serve_forks(control_fd: int, hidden: str | None) -> int:
             for fd in fds:
                 os.close(fd)
             continue
+        args = [*request["args"], *(["--hidden", hidden] if hidden else [])]  # each child runs them too
         if os.fork() == 0:
-            _child(control, request["args"], listener, out, err, traceback.print_exc)
+            _child(control, args, listener, out, err, traceback.print_exc)
         for fd in fds:
             os.close(fd)
 

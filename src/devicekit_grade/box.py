@@ -261,7 +261,7 @@ def prepare(
     cells = ready.cells if upto is None else ready.cells[:upto]
     kernel = f"{INJECTED}\n__import__('devicekit_grade._kernel', fromlist=['_'])"
     ready.cells = [
-        nbformat.v4.new_code_cell(f"{kernel}.setup()", metadata={"devicekit-grade": "setup"}),
+        nbformat.v4.new_code_cell(_SETUP, metadata={"devicekit-grade": "setup"}),
         *cells,
         nbformat.v4.new_code_cell(
             f"{kernel}.serve({address!r}, {lab!r}, {probes!r}, {timeout!r})",
@@ -272,6 +272,21 @@ def prepare(
     for number, cell in enumerate(ready.cells):
         cell["id"] = f"devicekit-grade-{number}"
     return ready
+
+
+#: The grader's setup cell. The kernel's working folder (first on its path) holds the learner's own files:
+#: a ``devicekit_grade/`` there would run in this cell, before the notebook's first cell, and make its
+#: failure the grader's (``grader-error``, never a score). So the grader's module is imported without that
+#: folder on the path; the learner's cells get the path back as it was.
+_SETUP = f"""{INJECTED}
+import os as _dk_os, sys as _dk_sys
+_dk_path = list(_dk_sys.path)
+_dk_sys.path[:] = [p for p in _dk_path if p not in ("", ".") and _dk_os.path.abspath(p) != _dk_os.getcwd()]
+try:
+    __import__("devicekit_grade._kernel", fromlist=["_"]).setup()
+finally:
+    _dk_sys.path[:] = _dk_path
+    del _dk_os, _dk_sys, _dk_path"""
 
 
 def fatal_cell(execution: Execution) -> int | None:

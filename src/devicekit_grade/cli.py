@@ -463,7 +463,13 @@ def _options(args: argparse.Namespace) -> Options:
         hidden=args.hidden or default_hidden(where),
         checks=args.checks,
         trust=args.trust_submissions,
-        hide=[args.out, *(Path(p) if Path(p).is_dir() else Path(p).parent for p in args.inputs)],
+        # the roster (names, e-mails) and unreleased checks too: a notebook must not read them
+        hide=[
+            args.out,
+            *(Path(p) if Path(p).is_dir() else Path(p).parent for p in args.inputs),
+            *([args.roster.parent] if args.roster is not None else []),
+            *([args.checks] if args.checks is not None else []),
+        ],
     )
 
 

@@ -247,8 +247,19 @@ def _hidden_paths(options: Options) -> list[str]:
     """Folders a sandboxed submission must not see: solutions, hidden judges, submissions, the output. All of
     them, even one that holds the Python installation or a package the kernel imports: the sandbox shows
     those again, and only those (`sandbox.bwrap_prefix`)."""
-    folders = [options.released.solutions, options.hidden, *options.hide]
+    folders = [options.released.solutions, options.hidden, *options.hide, *_beside_the_checks()]
     return list(dict.fromkeys(os.path.realpath(f) for f in folders if f is not None))
+
+
+def _beside_the_checks() -> list[Path]:
+    """The course checkout's ``solutions/`` and ``grading/hidden/`` when the checks are loaded from one (an
+    editable install, ``<checkout>/src/devicekit_labs``): hidden whether or not this run was told about
+    them, since a notebook finds them from ``devicekit_labs.__file__`` wherever the grader runs from."""
+    found = package_folder("devicekit_labs")
+    if found is None:
+        return []
+    checkout = found.resolve().parent.parent
+    return [p for p in (checkout / "solutions", checkout / "grading" / "hidden") if p.is_dir()]
 
 
 def kernel_private(needs: Needs | None = None) -> str:

@@ -382,6 +382,9 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
         return []
     cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     cmd += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+    # the machine's /dev/shm is writable by every user and outlives the run: a private one, else it is a
+    # channel between submissions and a place to leave files (and fill memory) after the run
+    cmd += ["--perms", "1777", "--tmpfs", "/dev/shm"]
     emptied = list(EMPTIED)
     for folder in emptied:
         cmd += ["--tmpfs", folder]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import socket
 import struct
+import time
 from typing import Any
 
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -44,9 +45,14 @@ def send(sock: socket.socket, value: Any) -> None:
     sock.sendall(_HEADER.pack(len(data)) + data)
 
 
-def _read(sock: socket.socket, size: int) -> bytes:
+def _read(sock: socket.socket, size: int, deadline: float | None = None) -> bytes:
     chunks, left = [], size
     while left:
+        if deadline is not None:  # the whole message by then: a sender trickling bytes cannot stretch it
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the message did not arrive in time")
+            sock.settimeout(remaining)
         chunk = sock.recv(min(left, 1 << 20))
         if not chunk:
             raise WireError("the connection was closed")
@@ -55,8 +61,10 @@ def _read(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def receive(sock: socket.socket) -> Any:
-    (size,) = _HEADER.unpack(_read(sock, _HEADER.size))
+def receive(sock: socket.socket, deadline: float | None = None) -> Any:
+    """The next message; with ``deadline`` (a `time.monotonic` time), `TimeoutError` when all of it has not
+    arrived by then."""
+    (size,) = _HEADER.unpack(_read(sock, _HEADER.size, deadline))
     if size > MAX_MESSAGE:
         raise WireError(f"a message of {size} bytes, more than the {MAX_MESSAGE} allowed")
-    return decode(_read(sock, size))
+    return decode(_read(sock, size, deadline))
