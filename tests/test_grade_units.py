@@ -495,3 +495,25 @@ def test_the_evaluator_reads_a_forged_kernel_reply_as_data_and_caps_its_text():
     assert len(rows[0]["en"]) < 600 and len(rows[0]["zh"]) < 600, len(rows[0]["en"])
     assert rows[2]["status"] == "not-evaluated" and "does not understand" in rows[2]["why"], rows[2]
     assert "无法理解" in rows[2]["why_zh"]
+
+
+def test_an_evaluator_that_failed_is_the_graders_error_whatever_the_events_say():
+    """The evaluator answers even when no kernel connects, so a reply without ``results`` is its own failure
+    (a crash, a time limit): the grader's error, never the notebook's ``error`` row, even when the run's
+    events (a file the notebook's user can rewrite) say the notebook never reached its end (review42, open 5).
+    """
+    import nbformat
+
+    from devicekit_grade.box import Execution
+    from devicekit_grade.context import Options
+    from devicekit_grade.failures import GraderError
+    from devicekit_grade.records import Grade
+    from devicekit_grade.scoring import score
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    events = [{"event": "cell", "index": 0}, {"event": "cell", "index": 1}]  # no "done": it never finished
+    answers = {"error": "the evaluator failed (exit -11)"}
+    crashed = Execution(events=events, stopped=False, answers=answers, log="")
+    with pytest.raises(GraderError) as raised:
+        score(Grade(file="a.ipynb"), nb, Options(), crashed, None, None)
+    assert "exit -11" in str(raised.value)

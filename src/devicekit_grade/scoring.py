@@ -48,10 +48,14 @@ def score(
     the ``fatal`` cell that stopped it."""
     timeouts = (options.cell_timeout, options.notebook_timeout)
     reasons: list[Message] = []
+    answers = (second or first).answers
+    if "results" not in answers and not answers.get("tampered"):
+        # the evaluator failed (it answers even when no kernel connects): the grader's failure, whatever the
+        # notebook did, before anything reads the run's events (which the notebook's user can rewrite)
+        raise GraderError("answers", str(answers.get("error", "no reply from the evaluator")))
     status, errors = _cells(grade, nb, first, fatal, timeouts[0], reasons)
     stop = _stopped(grade, nb, first, fatal, timeouts, reasons)
     status = stop or status
-    answers = (second or first).answers
     if answers.get("tampered"):
         raise BadSubmission(
             "error",
@@ -60,8 +64,6 @@ def score(
                 f"未评分：评分环境被改动了：{answers['tampered']}",
             ),
         )
-    if "results" not in answers:  # the evaluator failed: the answers are data, whatever the notebook did
-        raise GraderError("answers", str(answers.get("error", "no reply from the evaluator")))
     for execution in (first, second):
         if execution is not None and execution.copy_note is not None and execution.copy_note not in reasons:
             reasons.append(execution.copy_note)
