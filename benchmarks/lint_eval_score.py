@@ -80,6 +80,7 @@ SETS: dict[str, EvalSet] = {
     for s in (
         EvalSet("outsider", HERE / "lint_eval_outsider", False, Message("outsider", "外部")),
         EvalSet("fresh", HERE / "lint_eval_fresh", True, Message("fresh outsider", "第二批外部")),
+        EvalSet("third", HERE / "lint_eval_third", True, Message("third outsider", "第三批外部")),
     )
 }
 

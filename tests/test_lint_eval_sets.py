@@ -41,7 +41,10 @@ score = _load_score()
 AVOIDS = {
     "outsider": ("lint_eval",),
     "fresh": ("lint_eval", "lint_eval_outsider", "dryrun_eval"),
+    "third": ("lint_eval", "lint_eval_outsider", "lint_eval_fresh", "dryrun_eval"),
 }
+# Scenarios a set's README says it has fewer than two cases of, with the count it states.
+SHORTFALLS = {"third": {6: 1}}
 SET_KEYS = sorted(score.SETS)
 MANIFEST_KEYS = [k for k in SET_KEYS if score.SETS[k].manifest]
 
@@ -60,11 +63,11 @@ def _case(bug_lines: dict[str, tuple[int, ...]]):
 
 
 @pytest.mark.parametrize("key", SET_KEYS)
-def test_a_frozen_set_has_at_least_40_cases_and_2_per_scenario(key):
+def test_a_frozen_set_has_at_least_40_cases_and_2_per_scenario_but_its_stated_shortfalls(key):
     cases = score.load_cases(score.SETS[key].root)
     assert len(cases) >= 40
     per = Counter(c.scenario for c in cases)
-    assert {s: per[s] for s in range(1, 16) if per[s] < 2} == {}
+    assert {s: per[s] for s in range(1, 16) if per[s] < 2} == SHORTFALLS.get(key, {})
 
 
 @pytest.mark.parametrize("key", SET_KEYS)
