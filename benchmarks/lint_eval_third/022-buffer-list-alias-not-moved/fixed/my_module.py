@@ -1,0 +1,23 @@
+import torch
+import torch.nn as nn
+
+
+class MyModule(nn.Module):
+    def __init__(self):
+
+        super(MyModule, self).__init__()
+
+        params = [torch.rand(1,3) for i in range(4)]
+        self.num_params = len(params)
+        for i, param in enumerate(params):
+            self.register_buffer('param_{}'.format(i), param)
+
+    def forward(self, x):
+        for i in range(self.num_params):
+            x = x * getattr(self, 'param_{}'.format(i))
+        return x
+
+
+a = MyModule()
+a.cuda()
+print(a(torch.ones(2, 3).cuda()))
