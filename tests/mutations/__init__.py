@@ -13,6 +13,9 @@ One module per lab, ``labNN.py``, owned by whoever owns the lab. Each defines:
 An ``answer`` is the object the notebook hands to ``check``: a function, an ``nn.Module`` subclass or a dict,
 written as real code in the module, exactly as a learner would write it in the cell.
 
+A lab's own test file (``tests/test_labNN.py``) keeps no copies: it picks the cases it asserts by name with
+`named`, so each answer and its hint are written once, here.
+
 ``tests/test_mutations.py`` runs every case of every ``tests/mutations/lab*.py`` through
 ``devicekit_labs.run`` (the public judge, what the learner sees) and the grader's hidden judges;
 ``tests/gpu/test_mutations_on_cuda.py`` runs the same cases on a real accelerator.
@@ -66,6 +69,26 @@ def right_cases() -> list[tuple[str, str, str, object]]:
         for key, cases in m.RIGHT.items()
         for name, answer in cases
     ]
+
+
+def named(module: ModuleType, picks: list[tuple[str, str]]) -> list:
+    """The cases of a lab's ``module`` picked by (exercise key, case name), as pytest parameters
+    ``(key, answer, hint)`` with ``key:name`` as id; a right answer's hint is None.
+
+    Why: a lab's own test asserts some of the same answers as the mutation tests; naming them here keeps one
+    copy of each answer and its hint. An unknown or ambiguous name is an error, not a skipped case.
+    """
+    params = []
+    for key, name in picks:
+        wrong = [(answer, hint) for n, answer, hint in module.WRONG.get(key, []) if n == name]
+        right = [(answer, None) for n, answer in module.RIGHT.get(key, []) if n == name]
+        if len(wrong + right) != 1:
+            raise LookupError(
+                f"{module.LAB}: {len(wrong + right)} cases called {name!r} under {key!r}, not 1"
+            )
+        answer, hint = (wrong + right)[0]
+        params.append(pytest.param(key, answer, hint, id=f"{key}:{name}"))
+    return params
 
 
 #: Exercises whose check starts processes (two ranks: labs 8 and 11), compiles (lab 10) or trains and resumes
