@@ -71,6 +71,11 @@ def right_cases() -> list[tuple[str, str, str, object]]:
     ]
 
 
+def untouched(*args, **kwargs):
+    """The lab's stub as the learner gets it: a function whose body is still ``raise NotImplementedError``."""
+    raise NotImplementedError
+
+
 def named(module: ModuleType, picks: list[tuple[str, str]]) -> list:
     """The cases of a lab's ``module`` picked by (exercise key, case name), as pytest parameters
     ``(key, answer, hint)`` with ``key:name`` as id; a right answer's hint is None.
