@@ -8,7 +8,10 @@ One module per lab, ``labNN.py``, owned by whoever owns the lab. Each defines:
   ``hint_substring_en`` must be in the English feedback (the hint names the actual mistake);
 - ``RIGHT[key] = [(name, answer), ...]``: at least two genuinely different right answers per exercise
   (one of them right on a GPU but awkward on the CPU stand-in, where the exercise has such an idiom). Each
-  must pass.
+  must pass;
+- optionally ``HIDDEN_WRONG[key] = [(name, answer, hint_substring_en), ...]``: wrong answers that the public
+  judge cannot tell from right ones (it holds no answer table): they pass it, and the grader's hidden judge
+  (``grading/hidden/labNN.py``) rejects them with the hint.
 
 An ``answer`` is the object the notebook hands to ``check``: a function, an ``nn.Module`` subclass or a dict,
 written as real code in the module, exactly as a learner would write it in the cell.
@@ -61,6 +64,16 @@ def wrong_cases() -> list[tuple[str, str, str, object, str]]:
     ]
 
 
+def hidden_wrong_cases() -> list[tuple[str, str, str, object, str]]:
+    """(lab, key, name, answer, hint) for every wrong answer only a lab's hidden judge rejects."""
+    return [
+        (m.LAB, key, name, answer, hint)
+        for m in lab_modules()
+        for key, cases in getattr(m, "HIDDEN_WRONG", {}).items()
+        for name, answer, hint in cases
+    ]
+
+
 def right_cases() -> list[tuple[str, str, str, object]]:
     """(lab, key, name, answer) for every right answer of every lab."""
     return [
@@ -85,7 +98,8 @@ def named(module: ModuleType, picks: list[tuple[str, str]]) -> list:
     """
     params = []
     for key, name in picks:
-        wrong = [(answer, hint) for n, answer, hint in module.WRONG.get(key, []) if n == name]
+        every_wrong = module.WRONG.get(key, []) + getattr(module, "HIDDEN_WRONG", {}).get(key, [])
+        wrong = [(answer, hint) for n, answer, hint in every_wrong if n == name]
         right = [(answer, None) for n, answer in module.RIGHT.get(key, []) if n == name]
         if len(wrong + right) != 1:
             raise LookupError(
