@@ -89,25 +89,25 @@ def untouched(*args, **kwargs):
     raise NotImplementedError
 
 
+def case(module: ModuleType, key: str, name: str) -> tuple[object, str | None]:
+    """The answer called ``name`` under exercise ``key`` of a lab's ``module``, and its hint (None for a right
+    answer). An unknown or ambiguous name is an error, never a skipped case."""
+    every_wrong = module.WRONG.get(key, []) + getattr(module, "HIDDEN_WRONG", {}).get(key, [])
+    found = [(answer, hint) for n, answer, hint in every_wrong if n == name]
+    found += [(answer, None) for n, answer in module.RIGHT.get(key, []) if n == name]
+    if len(found) != 1:
+        raise LookupError(f"{module.LAB}: {len(found)} cases called {name!r} under {key!r}, not 1")
+    return found[0]
+
+
 def named(module: ModuleType, picks: list[tuple[str, str]]) -> list:
     """The cases of a lab's ``module`` picked by (exercise key, case name), as pytest parameters
-    ``(key, answer, hint)`` with ``key:name`` as id; a right answer's hint is None.
+    ``(key, answer, hint)`` with ``key:name`` as id (see `case`).
 
     Why: a lab's own test asserts some of the same answers as the mutation tests; naming them here keeps one
-    copy of each answer and its hint. An unknown or ambiguous name is an error, not a skipped case.
+    copy of each answer and its hint.
     """
-    params = []
-    for key, name in picks:
-        every_wrong = module.WRONG.get(key, []) + getattr(module, "HIDDEN_WRONG", {}).get(key, [])
-        wrong = [(answer, hint) for n, answer, hint in every_wrong if n == name]
-        right = [(answer, None) for n, answer in module.RIGHT.get(key, []) if n == name]
-        if len(wrong + right) != 1:
-            raise LookupError(
-                f"{module.LAB}: {len(wrong + right)} cases called {name!r} under {key!r}, not 1"
-            )
-        answer, hint = (wrong + right)[0]
-        params.append(pytest.param(key, answer, hint, id=f"{key}:{name}"))
-    return params
+    return [pytest.param(key, *case(module, key, name), id=f"{key}:{name}") for key, name in picks]
 
 
 #: Exercises whose check starts processes (two ranks: labs 8 and 11), compiles (lab 10) or trains and resumes
