@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-import torch
+from mutations import case, named
+from mutations import lab01 as cases
 
 from devicekit import mismatch_device
 from devicekit_labs import check, exercises_for, run
@@ -13,27 +14,26 @@ def _stub(*args):
     raise NotImplementedError
 
 
-def correct_mask(x):
-    n = x.shape[-2]
-    return torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
-
-
-CASES = [
-    ("move-batch", lambda x, d: x.to(d), None),
-    ("move-batch", lambda x, d: (x.to(d), x)[1], "is on cpu, not on"),
-    ("move-batch", lambda x, d: x.to(d, dtype=torch.float16), "must not change its dtype"),
-    ("move-batch", lambda x, d: None, "returns None"),
-    ("move-batch", _stub, "not done yet"),
-    ("causal-mask", correct_mask, None),
-    ("causal-mask", lambda x: torch.ones(5, 5, dtype=torch.bool).tril(), "take the device from the input"),
-    ("causal-mask", lambda x: torch.ones(5, 5, dtype=torch.bool, device=x.device).triu(), "wrong values"),
-    ("causal-mask", lambda x: torch.ones(5, 5, device=x.device).tril(), "bool"),
-    ("causal-mask", lambda x: 1 / 0, "ZeroDivisionError"),
-    ("predict-raises", lambda: {"a": False, "b": True, "c": False, "d": True}, None),
-    ("predict-raises", lambda: {"a": True, "b": True, "c": False, "d": True}, "not every prediction holds"),
-    ("predict-raises", lambda: {"a": 1}, "keys"),
-    ("predict-raises", _stub, "not done yet"),
-]
+#: Lab 1's cases this test asserts, by name; each answer and its hint are in tests/mutations/lab01.py.
+CASES = named(
+    cases,
+    [
+        ("move-batch", "x.to(device)"),
+        ("move-batch", "x.to(device) as a statement"),
+        ("move-batch", "x.to(device, dtype=torch.float16)"),
+        ("move-batch", "returns nothing"),
+        ("move-batch", "untouched stub"),
+        ("causal-mask", "torch.ones(..., device=x.device).tril()"),
+        ("causal-mask", "factory without device"),
+        ("causal-mask", "upper triangle"),
+        ("causal-mask", "float mask"),
+        ("causal-mask", "raises an error of its own"),
+        ("predict-raises", "a function"),
+        ("predict-raises", "0-dim CPU tensor predicted to raise"),
+        ("predict-raises", "a key missing"),
+        ("predict-raises", "untouched stub"),
+    ],
+)
 
 
 @pytest.mark.parametrize(("key", "answer", "hint"), CASES)
@@ -48,8 +48,10 @@ def test_checks(key, answer, hint):
 
 
 def test_hints_never_reveal_the_prediction_answers_nor_how_many_are_wrong():
-    one = run("01-devices", "predict-raises", lambda: {"a": True, "b": True, "c": False, "d": True})
-    every = run("01-devices", "predict-raises", lambda: {"a": True, "b": False, "c": True, "d": False})
+    one = run(
+        cases.LAB, "predict-raises", case(cases, "predict-raises", "0-dim CPU tensor predicted to raise")[0]
+    )
+    every = run(cases.LAB, "predict-raises", case(cases, "predict-raises", "all wrong")[0])
     for result in (one, every):
         assert not result.passed
         for key in "abcd":
@@ -72,7 +74,7 @@ def test_the_predictions_answer_key_is_grounded_in_real_pytorch():
 
     hidden = hidden_module("01-devices")
     truth = {k: _raises(f) for k, f in hidden.mix_cases(mismatch_device()).items()}
-    assert truth == hidden.PREDICT_RAISES == {"a": False, "b": True, "c": False, "d": True}
+    assert truth == hidden.PREDICT_RAISES == cases.RIGHT_PREDICTIONS
 
 
 @pytest.mark.parametrize(("lang", "word"), [("en", "Exercise"), ("zh", "练习")])

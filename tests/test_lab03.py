@@ -9,7 +9,8 @@ import json
 import numpy as np
 import pytest
 import torch
-from mutations import hidden_module
+from mutations import hidden_module, named
+from mutations import lab03 as cases
 from torch.utils.data import DataLoader
 
 from check_outcome import expect
@@ -18,14 +19,10 @@ from devicekit_labs import exercises_for, run
 from devicekit_labs.lab03 import CopyRecorder
 from devicekit_labs.machine import probe_devices, probe_gpus
 
-LAB = "03-propagation"
-_HIDDEN = hidden_module("03-propagation")
+LAB = cases.LAB
+_HIDDEN = hidden_module(LAB)
 drill_cases, outcome = _HIDDEN.drill_cases, _HIDDEN.outcome
-MAX = 4
-RIGHT = {
-    "a": "x", "b": "x", "c": "error", "d": "error", "e": "error", "f": "x",
-    "g": "error", "h": "x", "i": "x", "j": "cpu", "k": "x", "l": "error",
-}  # fmt: skip
+RIGHT = cases.RIGHT_PREDICTIONS
 #: Drill item -> the case in results/cuda-messages.json that recorded it on CUDA, and what it recorded.
 RECORDED = {
     "b": ("add-0dim-cpu-ok", False),
@@ -38,53 +35,33 @@ RECORDED = {
 }
 
 
-def _stub(*args):
-    raise NotImplementedError
-
-
-def _build_ok(device):
-    with torch.device(device):
-        model = torch.nn.Linear(4, 2)
-    return model, DataLoader(list(range(8)), batch_size=4, shuffle=True)
-
-
-def _build_global(device):
-    torch.set_default_device(device)
-    return torch.nn.Linear(4, 2), DataLoader(list(range(8)), batch_size=4, shuffle=True)
-
-
-def _build_on_cpu(device):
-    return torch.nn.Linear(4, 2), DataLoader(list(range(8)), batch_size=4, shuffle=True)
-
-
-def _build_drops_last(device):
-    model, _ = _build_ok(device)
-    return model, DataLoader(list(range(8)), batch_size=3, shuffle=True, drop_last=True)
-
-
-CASES = [
-    ("predict-mixes", lambda: RIGHT, None),
-    ("predict-mixes", lambda: {**RIGHT, "b": "error"}, "not every prediction holds"),
-    ("predict-mixes", lambda: {**RIGHT, "j": "x", "h": "error"}, "not every prediction holds"),
-    ("predict-mixes", lambda: {**RIGHT, "a": True}, "must be 'error' or 'x' or 'cpu'"),
-    ("predict-mixes", lambda: {"a": "x"}, "keys 'a' to 'l'"),
-    ("predict-mixes", _stub, "not done yet"),
-    ("lookup", lambda table, ids: table.to(ids.device)[ids], None),
-    ("lookup", lambda table, ids: table[ids], "indices must be on one device"),
-    ("lookup", lambda table, ids: table[ids.cpu()].to(ids.device), "Do not copy the ids"),
-    ("lookup", lambda table, ids: table.to(ids.device)[ids[..., :1]], "result is wrong"),
-    ("to-numpy", lambda t: t.detach().cpu().numpy(), None),
-    ("to-numpy", lambda t: t.cpu().detach().numpy(), None),
-    ("to-numpy", lambda t: t.detach().numpy(), "NumPy reads host memory only"),
-    ("to-numpy", lambda t: t.numpy(), "must be detached first"),
-    ("to-numpy", lambda t: t.detach().cpu().tolist(), "expected a numpy.ndarray"),
-    ("default-device", _build_ok, None),
-    ("default-device", _build_global, "leaked"),
-    ("default-device", _build_on_cpu, "not on"),
-    ("default-device", lambda device: (torch.nn.Linear(4, 2).to(device), _build_ok(device)[1]), "directly"),
-    ("default-device", _build_drops_last, "0..7 once each"),
-    ("default-device", _stub, "not done yet"),
-]  # fmt: skip
+#: The cases this lab's own test asserts, by name; each answer and its hint are in tests/mutations/lab03.py.
+CASES = named(
+    cases,
+    [
+        ("predict-mixes", "a function"),
+        ("predict-mixes", "0-dim CPU tensor predicted to raise"),
+        ("predict-mixes", "two predictions wrong"),
+        ("predict-mixes", "a boolean answer"),
+        ("predict-mixes", "keys missing"),
+        ("predict-mixes", "untouched stub"),
+        ("lookup", "table moved to the ids"),
+        ("lookup", "nothing moved"),
+        ("lookup", "ids copied to the CPU and the rows moved back"),
+        ("lookup", "the first id only"),
+        ("to-numpy", "detach().cpu().numpy()"),
+        ("to-numpy", "cpu().detach().numpy()"),
+        ("to-numpy", "no copy to the host"),
+        ("to-numpy", "t.numpy()"),
+        ("to-numpy", "a Python list"),
+        ("default-device", "with torch.device(device)"),
+        ("default-device", "set_default_device never given back"),
+        ("default-device", "model left on the CPU"),
+        ("default-device", "nn.Linear(4, 2).to(device)"),
+        ("default-device", "drop_last loses items"),
+        ("default-device", "untouched stub"),
+    ],
+)
 
 
 @pytest.mark.parametrize(("key", "answer", "hint"), CASES)

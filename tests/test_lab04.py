@@ -7,84 +7,40 @@ import json
 
 import pytest
 import torch
-from torch.nn.utils.rnn import pad_sequence
+from mutations import lab04 as cases
+from mutations import named
 
 from check_outcome import expect
 from course_tools.paths import ROOT
-from devicekit import to_device
 from devicekit_labs import exercises_for, run
-from devicekit_labs.lab04 import ImageBatch
 from devicekit_labs.machine import probe_devices, probe_gpus
 
-LAB = "04-data"
+LAB = cases.LAB
 
-
-def _stub(*args):
-    raise NotImplementedError
-
-
-def _collate(samples):
-    return {
-        "tokens": pad_sequence([s["tokens"] for s in samples], batch_first=True),
-        "lengths": torch.tensor([len(s["tokens"]) for s in samples]),
-        "labels": torch.tensor([s["label"] for s in samples]),
-    }
-
-
-def ragged_ok(samples, device):
-    return to_device(_collate(samples), device, skip_keys=["lengths"])
-
-
-def ragged_lengths_moved(samples, device):
-    return to_device(_collate(samples), device)
-
-
-def ragged_labels_forgotten(samples, device):
-    batch = _collate(samples)
-    return {**to_device(batch, device, skip_keys=["lengths"]), "labels": batch["labels"]}
-
-
-def ragged_int32_lengths(samples, device):
-    batch = ragged_ok(samples, device)
-    return {**batch, "lengths": batch["lengths"].int()}
-
-
-def ragged_right_padded_wrong(samples, device):
-    batch = _collate(samples)
-    batch["tokens"] = pad_sequence([s["tokens"] for s in samples], batch_first=True, padding_value=9)
-    return to_device(batch, device, skip_keys=["lengths"])
-
-
-def dataclass_in_place(batch, device):
-    object.__setattr__(batch, "images", batch.images.to(device))
-    object.__setattr__(batch, "labels", batch.labels.to(device))
-    return batch
-
-
-CASES = [
-    ("ragged-batch", ragged_ok, None),
-    ("ragged-batch", ragged_lengths_moved, "1-D int64 tensor on the CPU"),
-    ("ragged-batch", ragged_labels_forgotten, "'labels' on cpu"),
-    ("ragged-batch", ragged_int32_lengths, "1-D int32 tensor"),
-    ("ragged-batch", ragged_right_padded_wrong, "padded with 0"),
-    ("ragged-batch", lambda s, d: [t["tokens"] for t in s], "expected a dict"),
-    ("ragged-batch", _stub, "not done yet"),
-    ("dataclass-batch", lambda b, d: to_device(b, d), None),
-    ("dataclass-batch", lambda b, d: ImageBatch(b.images.to(d), b.labels, b.names), "Labels are the tensor"),
-    ("dataclass-batch", lambda b, d: (b.images.to(d), b.labels.to(d), b.names), "expected an ImageBatch"),
-    ("dataclass-batch", dataclass_in_place, "the input batch changed"),
-    ("dataclass-batch", _stub, "not done yet"),
-    ("non-blocking", lambda: {"a": False, "b": True, "c": False, "d": True, "e": False}, None),
-    (
-        "non-blocking",
-        lambda: {"a": True, "b": True, "c": False, "d": True, "e": False},
-        "not every prediction holds",
-    ),
-    ("non-blocking", lambda: dict.fromkeys("abcde", False), "not every prediction holds"),
-    ("non-blocking", lambda: {"a": "no", "b": "yes", "c": "no", "d": "yes", "e": "no"}, "True or False"),
-    ("non-blocking", lambda: {"a": False}, "exactly the keys 'a', 'b'"),
-    ("non-blocking", _stub, "not done yet"),
-]
+#: The cases this lab's own test asserts, by name; each answer and its hint are in tests/mutations/lab04.py.
+CASES = named(
+    cases,
+    [
+        ("ragged-batch", "pad_sequence + to_device(skip_keys)"),
+        ("ragged-batch", "lengths moved with the data"),
+        ("ragged-batch", "labels left on the CPU"),
+        ("ragged-batch", "lengths int32"),
+        ("ragged-batch", "padded with -1"),
+        ("ragged-batch", "a list of token tensors"),
+        ("ragged-batch", "untouched stub"),
+        ("dataclass-batch", "to_device"),
+        ("dataclass-batch", "labels forgotten"),
+        ("dataclass-batch", "a dict back"),
+        ("dataclass-batch", "changed in place"),
+        ("dataclass-batch", "untouched stub"),
+        ("non-blocking", "a function"),
+        ("non-blocking", "pinned temporary judged a bug"),
+        ("non-blocking", "nothing judged a bug"),
+        ("non-blocking", "strings"),
+        ("non-blocking", "keys missing"),
+        ("non-blocking", "untouched stub"),
+    ],
+)
 
 
 @pytest.mark.parametrize(("key", "answer", "hint"), CASES)

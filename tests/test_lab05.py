@@ -6,130 +6,47 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
+from mutations import lab05 as cases
+from mutations import named
 
 from check_outcome import expect
-from devicekit import locate_mismatch, strict_devices
+from devicekit import strict_devices
 from devicekit_labs import exercises_for, run
-from devicekit_labs.lab05 import FeatureScale, MixerTagger, Tagger, distance_weights, token_ids
+from devicekit_labs.lab05 import MixerTagger, Tagger, token_ids
 from devicekit_labs.machine import probe_gpus
 
-LAB = "05-debugging"
+LAB = cases.LAB
 
-
-def _stub(*args):
-    raise NotImplementedError
-
-
-class BufferScale(nn.Module):
-    def __init__(self, dim):
-        super().__init__()
-        self.register_buffer("scale", torch.ones(dim))
-        self.shift = nn.Parameter(torch.zeros(dim))
-
-    def forward(self, x):
-        return x * self.scale + self.shift
-
-
-class NonPersistentScale(BufferScale):
-    def __init__(self, dim):
-        nn.Module.__init__(self)
-        self.register_buffer("scale", torch.ones(dim), persistent=False)
-        self.shift = nn.Parameter(torch.zeros(dim))
-
-
-class ParameterScale(BufferScale):
-    """Moves with the model and is saved, but makes a constant trainable: rejected (the optimizer would
-    change the scale, so it is not a drop-in replacement)."""
-
-    def __init__(self, dim):
-        nn.Module.__init__(self)
-        self.scale = nn.Parameter(torch.ones(dim))
-        self.shift = nn.Parameter(torch.zeros(dim))
-
-
-class NoShiftScale(nn.Module):
-    """Computes the same for a fresh layer but drops the trained shift: not a drop-in replacement."""
-
-    def __init__(self, dim):
-        super().__init__()
-        self.register_buffer("scale", torch.ones(dim))
-
-    def forward(self, x):
-        return x * self.scale
-
-
-class IgnoresLoadedScale(BufferScale):
-    """Right tensors, but forward ignores the loaded scale."""
-
-    def forward(self, x):
-        return x + self.shift
-
-
-class DoubledScale(BufferScale):
-    def forward(self, x):
-        return 2 * x * self.scale + self.shift
-
-
-class StubScale(nn.Module):
-    """What the untouched lab defines: the solution region of __init__ is a raising stub."""
-
-    def __init__(self, dim):
-        super().__init__()
-        raise NotImplementedError
-
-
-def culprit_strict(model, batch):
-    with strict_devices():
-        report = locate_mismatch(model, batch)
-    return None if report is None else report.module
-
-
-def culprit_plain(model, batch):
-    report = locate_mismatch(model, batch)
-    return None if report is None else report.module
-
-
-def weights_fixed(x):
-    positions = torch.arange(x.shape[1], device=x.device)
-    return torch.softmax(-(positions[:, None] - positions[None, :]).abs().float(), dim=-1)
-
-
-def weights_copied(x):
-    """Right values and device, but built on the CPU and copied on every call."""
-    return distance_weights(x).to(x.device)
-
-
-def weights_uniform(x):
-    return torch.full((x.shape[1], x.shape[1]), 1 / x.shape[1], device=x.device)
-
-
-CASES = [
-    ("first-module", lambda: "layers.2.scale", None),
-    ("first-module", "layers.2.scale", None),
-    ("first-module", lambda: "layers.2", "not the innermost one where the devices mix"),
-    ("first-module", lambda: "layers.2.scale.scale", "no module named"),
-    ("first-module", lambda: 2, "as a string"),
-    ("first-module", _stub, "not done yet"),
-    ("fix-scale", BufferScale, None),
-    ("fix-scale", ParameterScale, "must not change"),
-    ("fix-scale", NoShiftScale, "drop-in replacement"),
-    ("fix-scale", IgnoresLoadedScale, "after load_state_dict"),
-    ("fix-scale", FeatureScale, "stayed behind"),
-    ("fix-scale", NonPersistentScale, "missing from state_dict"),
-    ("fix-scale", DoubledScale, "same as FeatureScale"),
-    ("fix-scale", lambda dim: None, "nn.Module subclass"),
-    ("fix-scale", StubScale, "not done yet"),
-    ("find-culprit", culprit_strict, None),
-    ("find-culprit", culprit_plain, None),
-    ("find-culprit", lambda m, b: "blocks.0.mixer", "not the module where"),
-    ("find-culprit", _stub, "not done yet"),
-    ("fix-weights", weights_fixed, None),
-    ("fix-weights", distance_weights, "weights are on"),
-    ("fix-weights", weights_uniform, "hold other values"),
-    ("fix-weights", weights_copied, "copies them"),
-    ("fix-weights", _stub, "not done yet"),
-]
+#: The cases this lab's own test asserts, by name; each answer and its hint are in tests/mutations/lab05.py.
+CASES = named(
+    cases,
+    [
+        ("first-module", "the name"),
+        ("first-module", "the name itself, not a function"),
+        ("first-module", "the enclosing block"),
+        ("first-module", "the tensor, not the module"),
+        ("first-module", "a number"),
+        ("first-module", "untouched stub"),
+        ("fix-scale", "register_buffer"),
+        ("fix-scale", "a trainable scale"),
+        ("fix-scale", "the shift dropped"),
+        ("fix-scale", "forward ignores the loaded scale"),
+        ("fix-scale", "a plain tensor attribute"),
+        ("fix-scale", "a buffer that is not saved"),
+        ("fix-scale", "the input doubled"),
+        ("fix-scale", "a function, not a class"),
+        ("fix-scale", "untouched stub"),
+        ("find-culprit", "locate under strict_devices"),
+        ("find-culprit", "locate_mismatch"),
+        ("find-culprit", "a hard-coded name"),
+        ("find-culprit", "untouched stub"),
+        ("fix-weights", "device=x.device"),
+        ("fix-weights", "the original: positions born on the CPU"),
+        ("fix-weights", "uniform weights"),
+        ("fix-weights", "built on the CPU, then copied"),
+        ("fix-weights", "untouched stub"),
+    ],
+)
 
 
 @pytest.mark.parametrize(("key", "answer", "hint"), CASES)
@@ -149,13 +66,13 @@ def test_the_lab_models_fail_as_the_lab_says():
         with pytest.raises(RuntimeError, match=r"aten\.mul\.Tensor .*cuda:0 \(arg 0 'self'\), cpu \(arg 1"):
             with strict_devices():
                 tagger(ids)
-        assert culprit_plain(tagger, ids) == "layers.2.scale"
+        assert cases.culprit_ok(tagger, ids) == "layers.2.scale"
         mixer = MixerTagger().to(device)
         with pytest.raises(RuntimeError, match=r"mat2 is on cuda:0, .* wrapper_CUDA_bmm"):
             mixer(ids)
-        assert culprit_plain(mixer, ids) == culprit_strict(mixer, ids) == "blocks.0.mixer"
-        fixed = Tagger(scale_cls=BufferScale).to(device)
-        assert culprit_plain(fixed, ids) is None
+        assert cases.culprit_ok(mixer, ids) == cases.culprit_under_strict(mixer, ids) == "blocks.0.mixer"
+        fixed = Tagger(scale_cls=cases.ScaleBuffer).to(device)
+        assert cases.culprit_ok(fixed, ids) is None
 
 
 def test_hints_never_reveal_the_module_names():
@@ -183,8 +100,6 @@ def _through_bytes(observations):
 @pytest.mark.parametrize("key", [e.key for e in exercises_for(LAB)])
 def test_observations_survive_bytes_and_the_judge_alone_decides(key):
     """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""
-    from mutations import lab05 as cases
-
     from devicekit_labs import Fail
 
     (ex,) = [e for e in exercises_for(LAB) if e.key == key]

@@ -9,135 +9,49 @@ from pathlib import Path
 
 import pytest
 import torch
+from mutations import lab06 as cases
+from mutations import named
 
+from check_outcome import expect
 from devicekit_labs import exercises_for, lab06, run
 from devicekit_labs.lab06 import (
     gpu_run_checkpoint,
     make_model,
-    make_optimizer,
-    make_scheduler,
     missing_cuda_device,
     save_as_if_on,
 )
 from devicekit_labs.machine import probe_gpus
 
-LAB = "06-checkpoints"
+LAB = cases.LAB
+
+#: The cases this lab's own test asserts, by name; each answer and its hint are in tests/mutations/lab06.py.
+CASES = named(
+    cases,
+    [
+        ("load-for-device", "map_location=device"),
+        ("load-for-device", "weights_only=False"),
+        ("load-for-device", "only the model moved afterwards"),
+        ("load-for-device", "untouched stub"),
+        ("resume", "the lesson's order"),
+        ("resume", "optimizer state loaded before the move"),
+        ("resume", "scheduler created after loading"),
+        ("resume", "checkpoint mapped to the device"),
+        ("resume", "optimizer state not restored"),
+        ("resume", "scheduler state not restored"),
+        ("resume", "untouched stub"),
+    ],
+)
 
 
-def _stub(*args):
-    raise NotImplementedError
-
-
-def load_ok(path, device):
-    return torch.load(path, map_location=device)
-
-
-def load_without_map_location(path, device):
-    return torch.load(path)
-
-
-def load_unsafely(path, device):
-    return torch.load(path, map_location=device, weights_only=False)
-
-
-def load_then_move_the_model(path, device):
-    checkpoint = torch.load(path, map_location="cpu")
-    checkpoint["model"] = {k: v.to(device) for k, v in checkpoint["model"].items()}
-    return checkpoint
-
-
-def resume_ok(path, device):
-    checkpoint = torch.load(path, map_location="cpu")
-    model = make_model()
-    model.load_state_dict(checkpoint["model"])
-    model.to(device)
-    optimizer = make_optimizer(model)
-    scheduler = make_scheduler(optimizer)
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler.load_state_dict(checkpoint["scheduler"])
-    return model, optimizer, scheduler
-
-
-def resume_optimizer_state_before_the_move(path, device):
-    checkpoint = torch.load(path, map_location="cpu")
-    model = make_model()
-    optimizer = make_optimizer(model)
-    scheduler = make_scheduler(optimizer)
-    model.load_state_dict(checkpoint["model"])
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler.load_state_dict(checkpoint["scheduler"])
-    model.to(device)
-    return model, optimizer, scheduler
-
-
-def resume_scheduler_created_last(path, device):
-    checkpoint = torch.load(path, map_location="cpu")
-    model = make_model()
-    model.load_state_dict(checkpoint["model"])
-    model.to(device)
-    optimizer = make_optimizer(model)
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler = make_scheduler(optimizer)
-    scheduler.load_state_dict(checkpoint["scheduler"])
-    return model, optimizer, scheduler
-
-
-def resume_mapped_to_device(path, device):
-    checkpoint = torch.load(path, map_location=device)
-    model = make_model().to(device)
-    model.load_state_dict(checkpoint["model"])
-    optimizer = make_optimizer(model)
-    scheduler = make_scheduler(optimizer)
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler.load_state_dict(checkpoint["scheduler"])
-    return model, optimizer, scheduler
-
-
-def resume_weights_only(path, device):
-    checkpoint = torch.load(path, map_location="cpu")
-    model = make_model()
-    model.load_state_dict(checkpoint["model"])
-    model.to(device)
-    optimizer = make_optimizer(model)
-    scheduler = make_scheduler(optimizer)
-    return model, optimizer, scheduler
-
-
-def resume_without_scheduler_state(path, device):
-    checkpoint = torch.load(path, map_location="cpu")
-    model = make_model()
-    model.load_state_dict(checkpoint["model"])
-    model.to(device)
-    optimizer = make_optimizer(model)
-    scheduler = make_scheduler(optimizer)
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    return model, optimizer, scheduler
-
-
-CASES = [
-    ("load-for-device", load_ok, None),
-    # the probe runs on two GPUs (real or simulated), so torch.load names the missing index and the count
-    ("load-for-device", load_without_map_location, "Attempting to deserialize object on CUDA device 2"),
-    ("load-for-device", load_unsafely, "arbitrary Python object"),
-    ("load-for-device", load_then_move_the_model, "came back on cpu"),
-    ("load-for-device", _stub, "not done yet"),
-    ("resume", resume_ok, None),
-    ("resume", resume_optimizer_state_before_the_move, "optimizer state of a parameter"),
-    ("resume", resume_scheduler_created_last, "learning rate after resuming"),
-    ("resume", resume_mapped_to_device, "step counters"),
-    ("resume", resume_weights_only, "no state"),
-    ("resume", resume_without_scheduler_state, "scheduler does not continue"),
-    ("resume", _stub, "not done yet"),
-]
-
-
-@pytest.mark.parametrize(("key", "answer", "hint"), CASES, ids=lambda c: getattr(c, "__name__", str(c)))
+@pytest.mark.parametrize(("key", "answer", "hint"), CASES)
 def test_checks(key, answer, hint):
-    result = run(LAB, key, answer)
-    assert result.passed is (hint is None), result.en
-    if hint:
-        assert hint in result.en
-        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh)
+    expect(run(LAB, key, answer), hint)
+
+
+def test_without_map_location_torch_load_names_the_missing_gpu():
+    # the probe runs on two GPUs (real or simulated), so torch.load names the first missing one, cuda:2
+    result = run(LAB, "load-for-device", cases.load_without_map_location)
+    expect(result, "Attempting to deserialize object on CUDA device 2")
 
 
 def test_the_checkpoint_claims_a_missing_cuda_device_and_torch_load_refuses_it(tmp_path):
@@ -258,8 +172,6 @@ def _through_bytes(observations):
 @pytest.mark.parametrize("key", [e.key for e in exercises_for(LAB)])
 def test_observations_survive_bytes_and_the_judge_alone_decides(key):
     """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""
-    from mutations import lab06 as cases
-
     from devicekit_labs import Fail
 
     (ex,) = [e for e in exercises_for(LAB) if e.key == key]

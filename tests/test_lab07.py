@@ -6,113 +6,39 @@ import warnings
 
 import pytest
 import torch
-from torch import nn
+from mutations import hidden_module, named
+from mutations import lab07 as cases
 
+from check_outcome import expect
 from devicekit_labs import Fail, run
 
-LAB = "07-amp"
+LAB = cases.LAB
+
+#: The cases this lab's own test asserts, by name; each answer and its hint are in tests/mutations/lab07.py.
+CASES = named(
+    cases,
+    [
+        ("amp-step", "the lesson's step"),
+        ("amp-step", "torch.amp spelling, loss outside, zero_grad at the end"),
+        ("amp-step", "autocast('cuda') hard-coded"),
+        ("amp-step", "no GradScaler"),
+        ("amp-step", "model converted to the low dtype"),
+        ("amp-step", "gradients never cleared"),
+        ("amp-step", "optimizer never stepped"),
+        ("amp-step", "untouched stub"),
+        ("choose-amp", "capability compared as a tuple"),
+        ("choose-amp", "dtype names instead of dtypes"),
+        ("choose-amp", "untouched stub"),
+    ],
+)
 
 
-def _stub(*args):
-    raise NotImplementedError
-
-
-def step_ok(model, optimizer, scaler, x, y, dtype):
-    optimizer.zero_grad()
-    with torch.autocast(x.device.type, dtype=dtype):
-        loss = nn.functional.mse_loss(model(x), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
-
-
-def step_ok_loss_outside(model, optimizer, scaler, x, y, dtype):
-    optimizer.zero_grad()
-    with torch.autocast(device_type=x.device.type, dtype=dtype):
-        out = model(x)
-    loss = nn.functional.mse_loss(out.float(), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
-
-
-def step_cuda_autocast_everywhere(model, optimizer, scaler, x, y, dtype):
-    optimizer.zero_grad()
-    with torch.autocast("cuda", dtype=dtype):
-        loss = nn.functional.mse_loss(model(x), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
-
-
-def step_without_scaler(model, optimizer, scaler, x, y, dtype):
-    optimizer.zero_grad()
-    with torch.autocast(x.device.type, dtype=dtype):
-        loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
-def step_without_zero_grad(model, optimizer, scaler, x, y, dtype):
-    with torch.autocast(x.device.type, dtype=dtype):
-        loss = nn.functional.mse_loss(model(x), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
-
-
-def step_converting_the_model(model, optimizer, scaler, x, y, dtype):
-    model.to(dtype)
-    optimizer.zero_grad()
-    loss = nn.functional.mse_loss(model(x.to(dtype)), y.to(dtype))
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
-def step_without_update(model, optimizer, scaler, x, y, dtype):
-    optimizer.zero_grad()
-    with torch.autocast(x.device.type, dtype=dtype):
-        loss = nn.functional.mse_loss(model(x), y)
-    scaler.scale(loss).backward()
-    return loss
-
-
-def choose_ok(device_type, capability):
-    if device_type == "cuda" and capability < (8, 0):
-        return torch.float16, True
-    return torch.bfloat16, False
-
-
-CASES = [
-    ("amp-step", step_ok, None),
-    ("amp-step", step_ok_loss_outside, None),
-    ("amp-step", step_cuda_autocast_everywhere, "computed in float32"),
-    ("amp-step", step_without_scaler, "GradScaler did not complete"),
-    ("amp-step", step_converting_the_model, "do not convert the model"),
-    ("amp-step", step_without_zero_grad, "left over from the first one"),
-    ("amp-step", step_without_update, "weights did not change"),
-    ("amp-step", _stub, "not done yet"),
-    ("choose-amp", choose_ok, None),
-    ("choose-amp", lambda device_type, capability: ("bf16", False), "return a tuple"),
-    ("choose-amp", _stub, "not done yet"),
-]
-
-
-@pytest.mark.parametrize(("key", "answer", "hint"), CASES, ids=lambda c: getattr(c, "__name__", str(c)))
+@pytest.mark.parametrize(("key", "answer", "hint"), CASES)
 def test_checks(key, answer, hint):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecation warnings of the answers
         result = run(LAB, key, answer)
-    assert result.passed is (hint is None), result.en
-    if hint:
-        assert hint in result.en
-        assert any("\u4e00" <= ch <= "\u9fff" for ch in result.zh)
+    expect(result, hint)
 
 
 def test_fp16_autocast_works_on_the_cpu():
@@ -122,17 +48,6 @@ def test_fp16_autocast_works_on_the_cpu():
 
 
 # --- the hidden tier: what only the grader checks, over the same observations ------------------------------
-
-
-def _hidden():
-    import importlib.util
-
-    from course_tools.paths import ROOT
-
-    spec = importlib.util.spec_from_file_location("hidden_lab07", ROOT / "grading" / "hidden" / "lab07.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.HIDDEN
 
 
 def _observed(key, answer):
@@ -150,58 +65,37 @@ def _observed(key, answer):
     return ex, torch.load(buffer, weights_only=True)
 
 
-def step_with_l1_loss(model, optimizer, scaler, x, y, dtype):
-    """Every property the public judge reads holds, but the loss is not the mean-squared error asked for."""
-    optimizer.zero_grad()
-    with torch.autocast(x.device.type, dtype=dtype):
-        loss = nn.functional.l1_loss(model(x), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
-
-
-def step_l1_loss_on_a_gpu(model, optimizer, scaler, x, y, dtype):
-    """Right on the CPU; on a GPU the loss is not the mean-squared error: only the GPU values show it."""
-    loss_fn = nn.functional.l1_loss if x.is_cuda else nn.functional.mse_loss
-    optimizer.zero_grad()
-    with torch.autocast(x.device.type, dtype=dtype):
-        loss = loss_fn(model(x), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
-
-
 @pytest.mark.parametrize(
     ("key", "answer", "hint"),
-    [
-        ("amp-step", step_l1_loss_on_a_gpu, "(cuda:1 with float16) after two steps"),
-        ("choose-amp", lambda device_type, capability: (torch.bfloat16, False), "V100"),
-        ("choose-amp", lambda device_type, capability: (torch.float16, True), "A100"),
-        (
-            "choose-amp",
-            lambda t, c: (torch.float16, True) if t == "cuda" and c < (7, 0) else (torch.bfloat16, False),
-            "V100",
-        ),
-        ("amp-step", step_with_l1_loss, "after two steps"),
-    ],
+    named(
+        cases,
+        [
+            ("amp-step", "L1 loss on a GPU only"),
+            ("choose-amp", "bf16 everywhere"),
+            ("choose-amp", "fp16 everywhere"),
+            ("choose-amp", "fp16 only below capability 7.0"),
+            ("amp-step", "L1 loss"),
+        ],
+    ),
 )
 def test_the_hidden_judges_reject_what_the_public_one_cannot_tell(key, answer, hint):
     """The public judge holds no answer table and no reference step: these pass it, the grader's fail."""
     ex, seen = _observed(key, answer)
     ex.judge(seen)  # passes the public judge
     with pytest.raises(Fail) as caught:
-        _hidden()[key](seen)
+        hidden_module(LAB).HIDDEN[key](seen)
     assert hint in caught.value.en and any("\u4e00" <= ch <= "\u9fff" for ch in caught.value.zh)
     assert " of 6" not in caught.value.en and " of 9" not in caught.value.en  # one machine, never a count
 
 
-@pytest.mark.parametrize(("key", "answer"), [("amp-step", step_ok), ("choose-amp", choose_ok)])
-def test_right_answers_pass_public_and_hidden_judges_after_a_trip_through_bytes(key, answer):
+@pytest.mark.parametrize(
+    ("key", "answer", "hint"),
+    named(cases, [("amp-step", "the lesson's step"), ("choose-amp", "capability compared as a tuple")]),
+)
+def test_right_answers_pass_public_and_hidden_judges_after_a_trip_through_bytes(key, answer, hint):
     ex, seen = _observed(key, answer)
     ex.judge(seen)
-    _hidden()[key](seen)
+    hidden_module(LAB).HIDDEN[key](seen)
 
 
 def test_no_reference_answer_ships_in_the_public_module():

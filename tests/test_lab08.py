@@ -4,14 +4,12 @@ languages; the workers really run DDP on two CPU processes; nothing is left runn
 
 from __future__ import annotations
 
-import copy
-
 import nbformat
 import pytest
 import torch
 import torch.distributed as dist
-from mutations import layered
-from torch.nn.parallel import DistributedDataParallel as DDP
+from mutations import case, layered, named
+from mutations import lab08 as cases
 
 from check_outcome import expect
 from course_tools.paths import SOLUTIONS
@@ -19,7 +17,7 @@ from devicekit.distributed import teardown
 from devicekit_labs import exercises_for, run
 from devicekit_labs import workers as dist_workers
 
-LAB = "08-multi-gpu"
+LAB = cases.LAB
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="this PyTorch build has no torch.distributed")
 
@@ -31,60 +29,36 @@ def no_group_left():
     assert not dist.is_initialized(), "a check left a process group behind"
 
 
-def _stub(*args):
-    raise NotImplementedError
-
-
-def plan(env, gpus):
-    local_rank = int(env.get("LOCAL_RANK", 0))
-    if gpus == 0:
-        return {"backend": "gloo", "device": torch.device("cpu")}
-    return {"backend": "nccl", "device": torch.device("cuda", local_rank)}
-
-
-def plan_by_global_rank(env, gpus):
-    if gpus == 0:
-        return {"backend": "gloo", "device": torch.device("cpu")}
-    return {"backend": "nccl", "device": torch.device("cuda", int(env.get("RANK", 0)))}
-
-
-def wrap(model, info):
-    model = model.to(info.device)
-    return DDP(model, device_ids=[info.local_rank]) if info.device.type == "cuda" else DDP(model)
-
-
+#: The cases this lab's own tests assert, by name; each answer and its hint are in tests/mutations/lab08.py.
 RANK_PLAN = [
-    (plan, None),
-    (
-        lambda env, gpus: {**plan(env, gpus), "device": str(plan(env, gpus)["device"])},
-        None,
-    ),  # strings are fine
-    (plan_by_global_rank, "Which variable numbers the processes on one machine"),
-    (
-        lambda env, gpus: {"backend": "nccl", "device": plan(env, gpus)["device"]},
-        "gloo is the backend for CPU",
-    ),
-    (lambda env, gpus: (plan(env, gpus)["backend"], plan(env, gpus)["device"]), "exactly two keys"),
-    (_stub, "not done yet"),
+    ("rank-plan", "torch.device objects"),
+    ("rank-plan", "device strings, keys in another order"),
+    ("rank-plan", "GPU picked by RANK"),
+    ("rank-plan", "nccl without GPUs"),
+    ("rank-plan", "a tuple, not a dict"),
+    ("rank-plan", "untouched stub"),
 ]
-
-
-@pytest.mark.parametrize(("answer", "hint"), RANK_PLAN)
-def test_rank_plan(answer, hint):
-    expect(run(LAB, "rank-plan", answer), hint)
-
-
 WRAP = [
-    (wrap, None),
-    (lambda model, info: DDP(model.to(info.device), device_ids=[0]), "only a GPU module may have it"),
-    (lambda model, info: model.to(info.device), "expected one DistributedDataParallel"),
-    (lambda model, info: DDP(copy.deepcopy(model).to(info.device)), "wrap the model you were given"),
-    (
-        lambda model, info: DDP(model.to("cuda"), device_ids=[0]),
-        "move the model to the device of the rank info",
-    ),
-    (_stub, "not done yet"),
+    ("wrap-model", "model.to(info.device)"),
+    ("wrap-model", "device_ids for a CPU module"),
+    ("wrap-model", "returns the model unwrapped"),
+    ("wrap-model", "wraps a new model"),
+    ("wrap-model", "the one-GPU script"),
+    ("wrap-model", "untouched stub"),
 ]
+#: fail-fast's settings that its check refuses before it starts any process
+BAD_SETTINGS = [
+    ("fail-fast", "the 30-minute default"),
+    ("fail-fast", "timeout as text"),
+    ("fail-fast", "a probe that does not exist"),
+    ("fail-fast", "wrong keys"),
+    ("fail-fast", "untouched stub"),
+]
+
+
+@pytest.mark.parametrize(("key", "answer", "hint"), named(cases, RANK_PLAN + WRAP))
+def test_checks(key, answer, hint):
+    expect(run(LAB, key, answer), hint)
 
 
 def test_wrap_model_is_asked_for_rank_1_and_a_second_machine():
@@ -96,15 +70,11 @@ def test_wrap_model_is_asked_for_rank_1_and_a_second_machine():
     with probe_gpus():
         if torch.cuda.device_count() < 2:
             pytest.skip("one real GPU: the check has no local rank 1 to ask about")
-        cases = {(i.rank, i.local_rank, str(i.device)) for i in _wrap_cases()}
-    assert cases >= {(0, 0, "cpu"), (0, 0, "cuda:0"), (1, 1, "cuda:1"), (5, 1, "cuda:1")}
+        asked = {(i.rank, i.local_rank, str(i.device)) for i in _wrap_cases()}
+    assert asked >= {(0, 0, "cpu"), (0, 0, "cuda:0"), (1, 1, "cuda:1"), (5, 1, "cuda:1")}
 
-    def gpu_only_script(model, info):  # right on cuda:0, never moves a CPU rank's model anywhere odd
-        if info.device.type == "cpu":
-            return DDP(model)
-        return DDP(model.to("cuda"), device_ids=[0])
-
-    expect(run(LAB, "wrap-model", gpu_only_script), "for rank 1 (local rank 1, device cuda:1)")
+    answer, hint = case(cases, "wrap-model", "the one-GPU script on GPU ranks only")
+    expect(run(LAB, "wrap-model", answer), hint)
 
 
 def test_wrap_model_leaves_the_current_gpu_as_it_was():
@@ -112,44 +82,23 @@ def test_wrap_model_leaves_the_current_gpu_as_it_was():
     simulation (lab 8: two GPUs) the probe runs in."""
     import devicekit
 
-    def set_device_then_cuda(model, info):
-        if info.device.type == "cpu":
-            return DDP(model)
-        torch.cuda.set_device(info.device)
-        return DDP(model.cuda(), device_ids=[torch.cuda.current_device()])
-
     with devicekit.simulate(gpus=2):
-        assert run(LAB, "wrap-model", set_device_then_cuda).passed
+        assert run(LAB, "wrap-model", cases.wrap_set_device_first).passed
         assert torch.cuda.current_device() == 0
-
-
-@pytest.mark.parametrize(("answer", "hint"), WRAP)
-def test_wrap_model(answer, hint):
-    result = run(LAB, "wrap-model", answer)
-    expect(result, hint)
 
 
 def test_wrap_model_keeps_a_group_that_was_already_there():
     from devicekit.distributed import setup
 
     info = setup("gloo")
-    assert run(LAB, "wrap-model", wrap).passed
+    assert run(LAB, "wrap-model", cases.wrap_ok).passed
     assert dist.is_initialized() and setup() is info
     teardown()
 
 
-@pytest.mark.parametrize(
-    ("answer", "hint"),
-    [
-        (lambda: {"timeout_s": 60, "probe": "monitored_barrier"}, "between 0.5 and 5 seconds"),
-        (lambda: {"timeout_s": "2", "probe": "monitored_barrier"}, "number of seconds"),
-        (lambda: {"timeout_s": 2, "probe": "barrier"}, "probe must be one of"),
-        (lambda: {"timeout": 2}, "timeout_s"),
-        (_stub, "not done yet"),
-    ],
-)
-def test_fail_fast_rejects_bad_settings_without_starting_processes(answer, hint):
-    expect(run(LAB, "fail-fast", answer), hint)
+@pytest.mark.parametrize(("key", "answer", "hint"), named(cases, BAD_SETTINGS))
+def test_fail_fast_rejects_bad_settings_without_starting_processes(key, answer, hint):
+    expect(run(LAB, key, answer), hint)
 
 
 @pytest.mark.integration
@@ -158,16 +107,15 @@ def test_fail_fast_runs_two_real_processes(monkeypatch):
     import devicekit_labs.lab08
 
     # 2.0 s, as the lab's answer and the mutation cases: the check launches each setting once per process
-    assert run(LAB, "fail-fast", lambda: {"timeout_s": 2.0, "probe": "monitored_barrier"}).passed
-    expect(
-        run(LAB, "fail-fast", lambda: {"timeout_s": 2.0, "probe": "all_reduce"}), "does not say which rank"
-    )
+    assert run(LAB, "fail-fast", cases.fail_fast_ok).passed
+    answer, hint = case(cases, "fail-fast", "all_reduce never names the rank")
+    expect(run(LAB, "fail-fast", answer), hint)
 
     def launched_again(*args, **kwargs):
         raise AssertionError("the same setting launched its processes again instead of reusing its run")
 
     monkeypatch.setattr(devicekit_labs.lab08, "spawn", launched_again)
-    assert run(LAB, "fail-fast", lambda: {"timeout_s": 2, "probe": "monitored_barrier"}).passed
+    assert run(LAB, "fail-fast", cases.fail_fast_int_seconds).passed
 
 
 def test_straggler_worker_validates_its_arguments():
@@ -220,8 +168,6 @@ def _through_bytes(observations):
 @pytest.mark.parametrize("key", layered([(e.key,) for e in exercises_for(LAB)], LAB))
 def test_observations_survive_bytes_and_the_judge_alone_decides(key):
     """As the grader does it: the probe's data crosses a process boundary as bytes, the judge runs apart."""
-    from mutations import lab08 as cases
-
     from devicekit_labs import Fail
 
     (ex,) = [e for e in exercises_for(LAB) if e.key == key]

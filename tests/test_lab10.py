@@ -4,13 +4,12 @@ probes leave the process as they found it."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
+from mutations import lab10 as MUTATIONS
 
 import devicekit
 import devicekit_labs
@@ -18,11 +17,6 @@ import devicekit_labs.lab10
 from devicekit_labs import run
 
 LAB = "10-compile"
-_SPEC = importlib.util.spec_from_file_location(
-    "mutations_lab10", Path(__file__).parent / "mutations" / "lab10.py"
-)
-MUTATIONS = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(MUTATIONS)
 
 
 def _run(key, answer):

@@ -4,19 +4,18 @@ and nothing is left running afterwards: no child process, no process group."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import multiprocessing
 import os
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import nbformat
 import pytest
 import torch
 import torch.distributed as dist
+from mutations import lab11 as MUTATIONS
 from mutations import layered
 
 import devicekit_labs
@@ -26,11 +25,6 @@ from devicekit_labs import exercises_for, run
 from devicekit_labs import sharded_workers as sw
 
 LAB = "11-sharded"
-_SPEC = importlib.util.spec_from_file_location(
-    "mutations_lab11", Path(__file__).parent / "mutations" / "lab11.py"
-)
-MUTATIONS = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(MUTATIONS)
 
 WRONG = [(key, name, answer, hint) for key, cases in MUTATIONS.WRONG.items() for name, answer, hint in cases]
 RIGHT = [(key, name, answer) for key, cases in MUTATIONS.RIGHT.items() for name, answer in cases]

@@ -11,7 +11,15 @@ import io
 
 import pytest
 import torch
-from mutations import SLOW_CHECKS, hidden_module, lab_modules, layered, right_cases, wrong_cases
+from mutations import (
+    SLOW_CHECKS,
+    hidden_module,
+    hidden_wrong_cases,
+    lab_modules,
+    layered,
+    right_cases,
+    wrong_cases,
+)
 
 from devicekit_labs import Fail, exercises_for, run
 
@@ -60,7 +68,24 @@ def test_a_right_answer_passes_the_public_and_the_hidden_judges(lab, key, name, 
         hidden(seen)  # raises Fail when the grader's extra judge rejects a right answer
 
 
-_EVERY = [c[:4] for c in wrong_cases()] + right_cases()
+@pytest.mark.parametrize(
+    ("lab", "key", "name", "answer", "hint"), layered(hidden_wrong_cases()), ids=_ids(hidden_wrong_cases())
+)
+def test_a_wrong_answer_only_the_hidden_judge_can_tell_passes_the_public_one_and_fails_there(
+    lab, key, name, answer, hint
+):
+    ex = _exercise(lab, key)
+    buffer = io.BytesIO()
+    torch.save(ex.probe(answer), buffer)
+    seen = torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)  # as the grader's judge receives it
+    ex.judge(seen)  # the public judge cannot tell it from a right answer
+    with pytest.raises(Fail) as caught:
+        hidden_judges(lab)[key](seen)
+    assert hint in caught.value.en, caught.value.en
+    assert _has_chinese(caught.value.zh), caught.value.zh
+
+
+_EVERY = [c[:4] for c in wrong_cases() + hidden_wrong_cases()] + right_cases()
 
 
 @pytest.mark.parametrize(("lab", "key", "name", "answer"), layered(_EVERY), ids=_ids(_EVERY))

@@ -8,10 +8,16 @@ One module per lab, ``labNN.py``, owned by whoever owns the lab. Each defines:
   ``hint_substring_en`` must be in the English feedback (the hint names the actual mistake);
 - ``RIGHT[key] = [(name, answer), ...]``: at least two genuinely different right answers per exercise
   (one of them right on a GPU but awkward on the CPU stand-in, where the exercise has such an idiom). Each
-  must pass.
+  must pass;
+- optionally ``HIDDEN_WRONG[key] = [(name, answer, hint_substring_en), ...]``: wrong answers that the public
+  judge cannot tell from right ones (it holds no answer table): they pass it, and the grader's hidden judge
+  (``grading/hidden/labNN.py``) rejects them with the hint.
 
 An ``answer`` is the object the notebook hands to ``check``: a function, an ``nn.Module`` subclass or a dict,
 written as real code in the module, exactly as a learner would write it in the cell.
+
+A lab's own test file (``tests/test_labNN.py``) keeps no copies: it picks the cases it asserts by name with
+`named`, so each answer and its hint are written once, here.
 
 ``tests/test_mutations.py`` runs every case of every ``tests/mutations/lab*.py`` through
 ``devicekit_labs.run`` (the public judge, what the learner sees) and the grader's hidden judges;
@@ -58,6 +64,16 @@ def wrong_cases() -> list[tuple[str, str, str, object, str]]:
     ]
 
 
+def hidden_wrong_cases() -> list[tuple[str, str, str, object, str]]:
+    """(lab, key, name, answer, hint) for every wrong answer only a lab's hidden judge rejects."""
+    return [
+        (m.LAB, key, name, answer, hint)
+        for m in lab_modules()
+        for key, cases in getattr(m, "HIDDEN_WRONG", {}).items()
+        for name, answer, hint in cases
+    ]
+
+
 def right_cases() -> list[tuple[str, str, str, object]]:
     """(lab, key, name, answer) for every right answer of every lab."""
     return [
@@ -66,6 +82,32 @@ def right_cases() -> list[tuple[str, str, str, object]]:
         for key, cases in m.RIGHT.items()
         for name, answer in cases
     ]
+
+
+def untouched(*args, **kwargs):
+    """The lab's stub as the learner gets it: a function whose body is still ``raise NotImplementedError``."""
+    raise NotImplementedError
+
+
+def case(module: ModuleType, key: str, name: str) -> tuple[object, str | None]:
+    """The answer called ``name`` under exercise ``key`` of a lab's ``module``, and its hint (None for a right
+    answer). An unknown or ambiguous name is an error, never a skipped case."""
+    every_wrong = module.WRONG.get(key, []) + getattr(module, "HIDDEN_WRONG", {}).get(key, [])
+    found = [(answer, hint) for n, answer, hint in every_wrong if n == name]
+    found += [(answer, None) for n, answer in module.RIGHT.get(key, []) if n == name]
+    if len(found) != 1:
+        raise LookupError(f"{module.LAB}: {len(found)} cases called {name!r} under {key!r}, not 1")
+    return found[0]
+
+
+def named(module: ModuleType, picks: list[tuple[str, str]]) -> list:
+    """The cases of a lab's ``module`` picked by (exercise key, case name), as pytest parameters
+    ``(key, answer, hint)`` with ``key:name`` as id (see `case`).
+
+    Why: a lab's own test asserts some of the same answers as the mutation tests; naming them here keeps one
+    copy of each answer and its hint.
+    """
+    return [pytest.param(key, *case(module, key, name), id=f"{key}:{name}") for key, name in picks]
 
 
 #: Exercises whose check starts processes (two ranks: labs 8 and 11), compiles (lab 10) or trains and resumes

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from mutations import untouched
+
 LAB = "01-devices"
 
 
@@ -93,6 +95,10 @@ def mask_strict_lower(x):
     return torch.ones(steps, steps, dtype=torch.bool, device=x.device).tril(-1)
 
 
+def mask_raises(x):
+    return 1 / 0  # any error of the learner's own: the feedback names it
+
+
 def mask_ones(x):
     steps = x.shape[-2]
     return torch.ones(steps, steps, dtype=torch.bool, device=x.device).tril()
@@ -126,6 +132,7 @@ WRONG = {
         ("returns nothing", move_returns_nothing, "returns None"),
         ("returns a list", move_list, "expected a tensor back"),
         ("x.cuda() for any GPU", move_cuda, "cuda:1"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "causal-mask": [
         ("factory without device", mask_on_cpu, "take the device from the input"),
@@ -135,6 +142,7 @@ WRONG = {
         ("T taken from the channels", mask_wrong_dim, "second-to-last"),
         ("diagonal excluded", mask_strict_lower, "diagonal included"),
         ('device="cuda" for an input on a GPU', mask_on_cuda, "cuda:1"),
+        ("raises an error of its own", mask_raises, "ZeroDivisionError"),
     ],
     "predict-raises": [
         # the taught bug first: a 0-dim CPU tensor believed to raise (it is exempt in element-wise ops)
@@ -145,6 +153,7 @@ WRONG = {
         ("all wrong", lambda: {k: not v for k, v in RIGHT_PREDICTIONS.items()}, "not every prediction"),
         ("strings instead of booleans", lambda: dict.fromkeys("abcd", "raises"), "must be True or False"),
         ("a key missing", lambda: {"a": False, "b": True, "c": False}, "exactly the keys"),
+        ("untouched stub", untouched, "not done yet"),
     ],
 }
 

@@ -147,6 +147,13 @@ class StackOtherName(StackOk):
         return x
 
 
+class StackListOfBlocks(StackOk):  # registered as `blocks`, but `layers` is a plain list of them
+    def __init__(self, width, depth):
+        nn.Module.__init__(self)
+        self.blocks = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+        self.layers = list(self.blocks)
+
+
 class StackCudaInput(StackOk):  # moves x to "the GPU" for the layers: cuda:0, whatever GPU they are on
     def forward(self, x):
         if next(self.parameters()).is_cuda:
@@ -224,6 +231,16 @@ class NoiseUniform(NoiseOk):
 class NoiseUnscaled(NoiseOk):
     def forward(self, x):
         return x + torch.randn_like(x)
+
+
+class NoiseFloat16(NoiseOk):  # the output cast to float16 whatever the input's dtype
+    def forward(self, x):
+        return (x + torch.randn_like(x) * self.std).half()
+
+
+class NoiseNone(NoiseOk):  # no noise at all
+    def forward(self, x):
+        return x.clone()
 
 
 class NoiseLong(NoiseOk):
@@ -311,6 +328,22 @@ class TwoStageNoRelu(TwoStageOk):
         self.stage2 = nn.Linear(8, 2).to(self.second)
 
 
+class TwoStageOneDevice(TwoStageOk):  # both stages on the first device
+    def __init__(self, first, second):
+        nn.Module.__init__(self)
+        self.first, self.second = torch.device(first), torch.device(second)
+        self.stage1 = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).to(self.first)
+        self.stage2 = nn.Linear(8, 2).to(self.first)
+
+    def forward(self, x):
+        return self.stage2(self.stage1(x.to(self.first)))
+
+
+class TwoStageSkipsStage1(TwoStageOk):  # right devices, but stage1 never runs
+    def forward(self, x):
+        return self.stage2(torch.zeros(x.shape[0], 8, device=self.second))
+
+
 class TwoStageFactoryKwargs(nn.Module):
     def __init__(self, first, second):
         super().__init__()
@@ -356,6 +389,7 @@ WRONG = {
         ("a tuple", StackTuple, "plain Python tuple"),
         ("attribute not called layers", StackOtherName, "no attribute called 'layers'"),
         ("x.cuda() for layers on a GPU", StackCudaInput, "mean the current GPU"),
+        ("layers a plain list of registered blocks", StackListOfBlocks, "plain Python list"),
     ],
     "noise-forward": [
         ("factory without device", NoiseOnCpu, "take it from x"),
@@ -364,6 +398,8 @@ WRONG = {
         ("uniform noise", NoiseUniform, "Gaussian noise with mean 0"),
         ("std ignored", NoiseUnscaled, "Scale standard normal noise"),
         ('device="cuda" for an input on a GPU', NoiseCudaDevice, "device=x.device"),
+        ("output cast to float16", NoiseFloat16, "the input's shape and dtype too"),
+        ("no noise at all", NoiseNone, "std 0.5; it has mean 0.000 and std 0.000"),
     ],
     "two-stage": [
         ("activations never cross", TwoStageNoHop, "the activations to the second's"),
@@ -374,6 +410,16 @@ WRONG = {
         ("stage1 without ReLU", TwoStageNoRelu, "stage2(stage1(x))"),
         ("x.to(device.type)", TwoStageDeviceType, "mean the current GPU"),
         (".cuda() for the second stage", TwoStageDotCuda, "stage2's on cuda:1"),
+        (
+            "both stages on the first device",
+            TwoStageOneDevice,
+            "stage2's on cuda:1; they are on ['cpu'] and ['cpu']",
+        ),
+        (
+            "stage1 skipped",
+            TwoStageSkipsStage1,
+            "stage2(stage1(x)); the forward pass computes something else",
+        ),
     ],
 }
 

@@ -7,6 +7,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from mutations import untouched
+
 LAB = "03-propagation"
 
 # --- exercise 1: predict-mixes ------------------------------------------------------------------------------
@@ -52,6 +54,10 @@ def lookup_first_column(table, ids):
     return table.to(ids.device)[ids][..., 0]
 
 
+def lookup_first_id_only(table, ids):
+    return table.to(ids.device)[ids[..., :1]]
+
+
 def lookup_moved_table(table, ids):
     return table.to(ids.device)[ids]
 
@@ -88,8 +94,16 @@ def numpy_list(t):
     return t.detach().cpu().tolist()
 
 
+def numpy_no_copy_no_detach(t):
+    return t.numpy()
+
+
 def numpy_ok(t):
     return t.detach().cpu().numpy()
+
+
+def numpy_cpu_then_detach(t):
+    return t.cpu().detach().numpy()
 
 
 def numpy_force(t):
@@ -148,6 +162,12 @@ def build_no_shuffle_seven(device):
     return model, DataLoader(list(range(7)), batch_size=4, shuffle=True)
 
 
+def build_drops_last(device):
+    with torch.device(device):
+        model = nn.Linear(4, 2)
+    return model, DataLoader(list(range(8)), batch_size=3, shuffle=True, drop_last=True)
+
+
 def build_scoped(device):
     with torch.device(device):
         model = nn.Linear(4, 2)
@@ -184,6 +204,9 @@ WRONG = {
         ("zeros_like predicted on the CPU", predicted(k="cpu"), "`*_like` factory"),
         ("an unknown answer", predicted(a="gpu"), "must be 'error' or 'x' or 'cpu'"),
         ("keys missing", lambda: {"a": "x"}, "exactly the keys 'a' to 'l'"),
+        ("two predictions wrong", predicted(j="x", h="error"), "not every prediction holds on a real run"),
+        ("a boolean answer", predicted(a=True), "must be 'error' or 'x' or 'cpu', not 'a': True"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "lookup": [
         ("ids copied to the CPU", lookup_ids_to_cpu, "Do not copy the ids to the host"),
@@ -193,6 +216,7 @@ WRONG = {
         ("ids through a Python list", lookup_tolist, "Do not copy the ids"),
         ("one column only", lookup_first_column, "shape ids.shape + (2,)"),
         ("table.cuda() for ids on a GPU", lookup_cuda_table, "mean the current GPU"),
+        ("the first id only", lookup_first_id_only, "the result is wrong"),
     ],
     "to-numpy": [
         ("no copy to the host", numpy_no_copy, "NumPy reads host memory only"),
@@ -200,6 +224,7 @@ WRONG = {
         ("no detach", numpy_no_detach, "must be detached first"),
         ("converted to float32", numpy_float, "keep the tensor's dtype"),
         ("a Python list", numpy_list, "expected a numpy.ndarray"),
+        ("t.numpy()", numpy_no_copy_no_detach, "must be detached first"),
     ],
     "default-device": [
         ("set_default_device never given back", build_leaks, "leaked out of the function"),
@@ -209,6 +234,8 @@ WRONG = {
         ("Module.to as a statement", build_to_empty, "then moved"),
         ("seven items", build_no_shuffle_seven, "0..7 once each"),
         ("with torch.device(device.type)", build_device_type, "means the current GPU"),
+        ("drop_last loses items", build_drops_last, "0..7 once each"),
+        ("untouched stub", untouched, "not done yet"),
     ],
 }
 
@@ -226,6 +253,7 @@ RIGHT = {
         ("detach().cpu().numpy()", numpy_ok),
         ("numpy(force=True)", numpy_force),
         ("np.asarray(t.cpu().detach())", numpy_asarray),
+        ("cpu().detach().numpy()", numpy_cpu_then_detach),
         ('detach().to("cpu", copy=True).numpy()', numpy_to_cpu_copy),
     ],
     "default-device": [

@@ -9,6 +9,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from devicekit import to_device
 from devicekit_labs.lab04 import ImageBatch
+from mutations import untouched
 
 LAB = "04-data"
 
@@ -68,6 +69,10 @@ def collate_cuda(samples, device):
     if device.type == "cuda":  # .cuda() is the current GPU, cuda:0, whatever `device` names
         batch["tokens"], batch["labels"] = batch["tokens"].cuda(), batch["labels"].cuda()
     return batch
+
+
+def collate_token_list(samples, device):
+    return [s["tokens"] for s in samples]
 
 
 def collate_ok(samples, device):
@@ -162,12 +167,14 @@ WRONG = {
     "ragged-batch": [
         ("lengths moved with the data", collate_lengths_moved, "leave 'lengths' where it was built"),
         ("labels left on the CPU", collate_labels_left, "'labels' on cpu"),
-        ("lengths int32", collate_lengths_int32, "1-D int64 tensor on the CPU"),
+        ("lengths int32", collate_lengths_int32, "'lengths' is a 1-D int32 tensor"),
         ("padded with -1", collate_pad_minus_one, "padded with 0"),
         ("lengths all T_max", collate_padded_lengths, "true length"),
         ("lengths and labels of the lab's example", collate_hard_coded, "true length"),
         ("time-first tokens", collate_time_first, "should be a (4, 5)"),
         (".cuda() for a GPU device", collate_cuda, "mean the current GPU"),
+        ("a list of token tensors", collate_token_list, "expected a dict whose 'tokens'"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "dataclass-batch": [
         ("labels forgotten", image_labels_left, "Labels are the tensor people forget"),
@@ -176,6 +183,7 @@ WRONG = {
         ("images halved", image_half, "changed dtype or shape"),
         ("names turned into a tuple", image_names_tuple, "file names must come back unchanged"),
         (".to(device.type)", image_device_type, "mean the current GPU"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "non-blocking": [
         # the taught bug first: reading a device-to-host non_blocking copy without synchronising
@@ -185,6 +193,9 @@ WRONG = {
         ("pageable source judged a bug", answered(e=True), "pageable"),
         ("synchronised read judged a bug", answered(c=True), "after a synchronisation"),
         ("strings", lambda: dict.fromkeys("abcde", "bug"), "must be True or False"),
+        ("nothing judged a bug", lambda: dict.fromkeys("abcde", False), "not every prediction holds"),
+        ("keys missing", lambda: {"a": False}, "exactly the keys 'a', 'b', 'c', 'd', 'e'"),
+        ("untouched stub", untouched, "not done yet"),
     ],
 }
 

@@ -9,6 +9,7 @@ from torch import nn
 
 from devicekit import locate_mismatch, strict_devices
 from devicekit_labs.lab05 import FeatureScale, Tagger, distance_weights, token_ids
+from mutations import untouched
 
 LAB = "05-debugging"
 
@@ -103,6 +104,39 @@ class ScaleMadeInForward(nn.Module):
 
     def forward(self, x):
         return x * torch.ones_like(self.shift) + self.shift
+
+
+class ScaleWithoutShift(nn.Module):
+    """Computes the same for a fresh layer but drops the trained shift: not a drop-in replacement."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(dim))
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class ScaleDoubled(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(dim))
+        self.shift = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return 2 * x * self.scale + self.shift
+
+
+class ScaleStub(nn.Module):
+    """What the untouched lab defines: the solution region of __init__ is a raising stub."""
+
+    def __init__(self, dim):
+        super().__init__()
+        raise NotImplementedError
+
+
+def scale_a_function(dim):
+    return None
 
 
 class ScaleBuffer(nn.Module):
@@ -236,6 +270,10 @@ def weights_without_the_minus(x):
     return torch.softmax((positions[:, None] - positions[None, :]).abs().float(), dim=-1)
 
 
+def weights_uniform(x):
+    return torch.full((x.shape[1], x.shape[1]), 1 / x.shape[1], device=x.device)
+
+
 def weights_ok(x):
     positions = torch.arange(x.shape[1], device=x.device)
     distance = (positions[:, None] - positions[None, :]).abs().float()
@@ -254,6 +292,7 @@ WRONG = {
         ("the class name", first_the_class, "no module named"),
         ("the report object", first_the_report, "as a string"),
         ("a number", first_a_number, "as a string"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "fix-scale": [
         ("a plain tensor attribute", ScalePlainAttribute, "stayed behind"),
@@ -262,6 +301,10 @@ WRONG = {
         ("the lab's width hard-coded", ScaleHardCodedWidth, "FixedFeatureScale(6)"),
         ("forward ignores the loaded scale", ScaleIgnoresLoaded, "after load_state_dict"),
         ("a scale made in forward", ScaleMadeInForward, "missing from state_dict"),
+        ("the shift dropped", ScaleWithoutShift, "drop-in replacement keeps FeatureScale's tensors"),
+        ("the input doubled", ScaleDoubled, "must compute the same as FeatureScale(16)"),
+        ("a function, not a class", scale_a_function, "expected a class (an nn.Module subclass)"),
+        ("untouched stub", ScaleStub, "not done yet"),
     ],
     "find-culprit": [
         # the taught skill missed: the lab's own module name, whatever the model
@@ -272,6 +315,7 @@ WRONG = {
         ("always None", culprit_never, "not the module where the devices mix"),
         ("the batch moved to the model first", culprit_batch_moved_first, "batch left on the CPU"),
         ('the batch sent to "cuda" first', culprit_batch_to_cuda, "on MixerTagger your function answered ''"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "fix-weights": [
         ("the original: positions born on the CPU", distance_weights, "the weights are on cpu"),
@@ -281,11 +325,17 @@ WRONG = {
         ("nearest positions weighted least", weights_without_the_minus, "hold other values"),
         ('device="cuda" for a GPU input', weights_on_cuda, "cuda:1"),
         ("a GPU branch that computes other values", weights_gpu_branch_without_abs, "hold other values"),
+        ("uniform weights", weights_uniform, "hold other values than distance_weights(x)"),
+        ("untouched stub", untouched, "not done yet"),
     ],
 }
 
 RIGHT = {
-    "first-module": [("the name", first_ok), ("asks the tool", first_from_the_tool)],
+    "first-module": [
+        ("the name", first_ok),
+        ("asks the tool", first_from_the_tool),
+        ("the name itself, not a function", "layers.2.scale"),
+    ],
     "fix-scale": [
         ("register_buffer", ScaleBuffer),
         ("the original class, re-registered", ScaleReRegistered),

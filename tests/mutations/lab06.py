@@ -10,6 +10,7 @@ from torch.utils._pytree import tree_map
 
 import devicekit
 from devicekit_labs.lab06 import make_model, make_optimizer, make_scheduler, missing_cuda_device
+from mutations import untouched
 
 LAB = "06-checkpoints"
 
@@ -258,6 +259,7 @@ WRONG = {
         ('map_location="cuda"', load_to_cuda, "came back on cuda:0"),
         ("storage.cuda() in a map_location function", load_storage_cuda, "came back on cuda:0"),
         ("storage.to(device), positional", load_with_a_positional_storage_to, "takes 1 positional argument"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "resume": [
         (
@@ -277,6 +279,7 @@ WRONG = {
             resume_weights_on_the_cpu_path_only,
             "for device=cuda:0, one training step after resuming",
         ),
+        ("untouched stub", untouched, "not done yet"),
     ],
 }
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from mutations import untouched
+
 LAB = "07-amp"
 
 
@@ -80,6 +82,23 @@ def step_without_update(model, optimizer, scaler, x, y, dtype):
         loss = nn.functional.mse_loss(model(x), y)
     scaler.scale(loss).backward()
     scaler.step(optimizer)
+    return loss
+
+
+def step_without_scaler(model, optimizer, scaler, x, y, dtype):
+    optimizer.zero_grad()
+    with torch.autocast(x.device.type, dtype=dtype):
+        loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def step_never_stepped(model, optimizer, scaler, x, y, dtype):
+    optimizer.zero_grad()
+    with torch.autocast(x.device.type, dtype=dtype):
+        loss = nn.functional.mse_loss(model(x), y)
+    scaler.scale(loss).backward()
     return loss
 
 
@@ -170,6 +189,29 @@ def step_region_chosen_by_is_cuda(model, optimizer, scaler, x, y, dtype):
 # --- choose-amp --------------------------------------------------------------------------------------------
 
 
+def step_with_l1_loss(model, optimizer, scaler, x, y, dtype):
+    """Every property the public judge reads holds, but the loss is not the mean-squared error asked for."""
+    optimizer.zero_grad()
+    with torch.autocast(x.device.type, dtype=dtype):
+        loss = nn.functional.l1_loss(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
+def step_l1_loss_on_a_gpu(model, optimizer, scaler, x, y, dtype):
+    """Right on the CPU; on a GPU the loss is not the mean-squared error: only the GPU values show it."""
+    loss_fn = nn.functional.l1_loss if x.is_cuda else nn.functional.mse_loss
+    optimizer.zero_grad()
+    with torch.autocast(x.device.type, dtype=dtype):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
 def choose_by_is_bf16_supported(device_type, capability):
     """The taught bug: asks the GPU this code runs on, which with emulation says yes on old GPUs too."""
     if device_type == "cuda" and not torch.cuda.is_bf16_supported():
@@ -207,6 +249,21 @@ def choose_names(device_type, capability):
     return "bfloat16", False
 
 
+def choose_bf16_everywhere(device_type, capability):
+    return torch.bfloat16, False
+
+
+def choose_fp16_everywhere(device_type, capability):
+    return torch.float16, True
+
+
+def choose_fp16_below_volta(device_type, capability):
+    """fp16 only before compute capability 7.0: the V100 (7.0) gets bf16, which it cannot run natively."""
+    if device_type == "cuda" and capability < (7, 0):
+        return torch.float16, True
+    return torch.bfloat16, False
+
+
 def choose_ok(device_type, capability):
     if device_type == "cuda" and capability < (8, 0):
         return torch.float16, True
@@ -232,6 +289,9 @@ WRONG = {
         ("scaler never updated", step_without_update, "since the last update()"),
         ("returns loss.item()", step_returning_a_float, "return the loss"),
         ('the batch sent to "cuda"', step_batch_sent_to_cuda, "Expected all tensors to be on the same"),
+        ("no GradScaler", step_without_scaler, "the GradScaler did not complete each step"),
+        ("optimizer never stepped", step_never_stepped, "the weights did not change"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "choose-amp": [
         ("asks torch.cuda.is_bf16_supported()", choose_by_is_bf16_supported, "is_bf16_supported"),
@@ -240,6 +300,7 @@ WRONG = {
         ("bf16 with a scaler", choose_bf16_with_scaler, "exponent range"),
         ("decides by the minor version", choose_by_minor_version, "newer"),
         ("dtype names instead of dtypes", choose_names, "return a tuple (dtype, use_scaler)"),
+        ("untouched stub", untouched, "not done yet"),
     ],
 }
 
@@ -254,5 +315,19 @@ RIGHT = {
     "choose-amp": [
         ("capability compared as a tuple", choose_ok),
         ("major version, CPU first", choose_by_major),
+    ],
+}
+
+#: Wrong answers that the public judge cannot tell from right ones (it holds no answer table and no reference
+#: step): only the grader's hidden judge (grading/hidden/lab07.py) rejects them, with this hint.
+HIDDEN_WRONG = {
+    "amp-step": [
+        ("L1 loss on a GPU only", step_l1_loss_on_a_gpu, "(cuda:1 with float16) after two steps"),
+        ("L1 loss", step_with_l1_loss, "after two steps"),
+    ],
+    "choose-amp": [
+        ("bf16 everywhere", choose_bf16_everywhere, "V100"),
+        ("fp16 everywhere", choose_fp16_everywhere, "A100"),
+        ("fp16 only below capability 7.0", choose_fp16_below_volta, "V100"),
     ],
 }

@@ -10,6 +10,8 @@ import copy
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from mutations import untouched
+
 LAB = "08-multi-gpu"
 
 
@@ -86,6 +88,13 @@ def wrap_global_rank_ids(model, info):
 
 def wrap_ids_on_the_cpu_too(model, info):
     return DDP(model.to(info.device), device_ids=[info.local_rank])
+
+
+def wrap_one_gpu_script_on_gpu_ranks(model, info):
+    """The one-GPU script on GPU ranks, plain DDP on the CPU: right for rank 0, wrong for local rank 1."""
+    if info.device.type == "cpu":
+        return DDP(model)
+    return DDP(model.to("cuda"), device_ids=[0])
 
 
 def wrap_returns_the_model(model, info):
@@ -184,6 +193,7 @@ WRONG = {
         ("nccl without GPUs", plan_nccl_everywhere, "gloo is the backend for CPU"),
         ("needs torchrun's variables", plan_needs_torchrun, "KeyError"),
         ("a tuple, not a dict", plan_as_a_tuple, "exactly two keys"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "wrap-model": [
         ("the one-GPU script", wrap_one_gpu_script, "move the model to the device of the rank info"),
@@ -199,6 +209,12 @@ WRONG = {
         ("wraps a new model", wrap_a_new_model, "wrap the model you were given"),
         (".cuda() without an index", wrap_cuda_no_index, "device cuda:1) the model was on cuda:0"),
         ('.to("cuda") for a GPU rank', wrap_to_cuda_string, "device cuda:1) the model was on cuda:0"),
+        (
+            "the one-GPU script on GPU ranks only",
+            wrap_one_gpu_script_on_gpu_ranks,
+            "for rank 1 (local rank 1, device cuda:1)",
+        ),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "fail-fast": [
         ("the 30-minute default", fail_fast_default_timeout, "between 0.5 and 5 seconds"),
@@ -207,6 +223,7 @@ WRONG = {
         ("timeout as text", fail_fast_text_timeout, "number of seconds"),
         ("a probe that does not exist", fail_fast_plain_barrier, "probe must be one of"),
         ("wrong keys", fail_fast_wrong_keys, "timeout_s"),
+        ("untouched stub", untouched, "not done yet"),
     ],
 }
 

@@ -13,6 +13,7 @@ import nbformat
 import torch
 
 from course_tools.paths import SOLUTIONS
+from mutations import untouched
 
 LAB = "09-capstone"
 
@@ -118,6 +119,27 @@ def audit_ok(state, device):
     return found
 
 
+def audit_without(part: str):
+    """`audit_ok` leaving out one part of the state: ``optimizer``, ``metric`` or ``loss_fn``."""
+
+    def misplaced(state, device):
+        return [name for name in audit_ok(state, device) if not name.startswith(part)]
+
+    return misplaced
+
+
+def audit_nothing(state, device):
+    return []
+
+
+def audit_solution():
+    """The solution notebook's own ``misplaced``, run as its cell."""
+    (cell,) = [c for c in cells() if c.cell_type == "code" and c.source.lstrip().startswith("def misplaced(")]
+    namespace: dict = {"torch": torch}
+    exec(cell.source, namespace)
+    return namespace["misplaced"]
+
+
 def audit_by_state_dicts(state, device):
     """Walks the state dicts instead: the same tensors, other names."""
     tensors = {f"model/{k}": v for k, v in state["model"].state_dict(keep_vars=True).items()}
@@ -131,22 +153,25 @@ def audit_by_state_dicts(state, device):
 # --- fixed-script ------------------------------------------------------------------------------------------
 
 
-def _cells(lang: str = "en") -> list:
+def cells(lang: str = "en") -> list:
+    """The cells of the solution notebook in ``lang`` ("en" or "zh")."""
     return nbformat.read(SOLUTIONS / f"{LAB}{'.zh' if lang == 'zh' else ''}.ipynb", as_version=4).cells
 
 
-def _fixed_script() -> str:
-    (cell,) = [c for c in _cells() if "### BEGIN SOLUTION" in c.source and "train_and_resume" in c.source]
+def fixed_script(lang: str = "en") -> str:
+    """The solution's fixed training script, without its solution markers and hint lines."""
+    (cell,) = [c for c in cells(lang) if "### BEGIN SOLUTION" in c.source and "train_and_resume" in c.source]
     body = cell.source.split("### BEGIN SOLUTION\n", 1)[1].split("### END SOLUTION", 1)[0]
     return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("### HINT:"))
 
 
-def _broken_script() -> str:
-    (cell,) = [c for c in _cells() if c.cell_type == "code" and c.source.startswith("# train.py")]
+def broken_script(lang: str = "en") -> str:
+    """The broken training script the lab hands the learner."""
+    (cell,) = [c for c in cells(lang) if c.cell_type == "code" and c.source.startswith("# train.py")]
     return cell.source
 
 
-def _script(source: str, *edits: tuple[str, str]):
+def train_and_resume(source: str, *edits: tuple[str, str]):
     """`train_and_resume` of ``source`` with each (old, new) edit made exactly once, run as its own cell."""
     for old, new in edits:
         assert source.count(old) == 1, old
@@ -156,7 +181,7 @@ def _script(source: str, *edits: tuple[str, str]):
     return namespace["train_and_resume"]
 
 
-FIXED = _fixed_script()
+FIXED = fixed_script()
 
 WRONG = {
     "audit": [
@@ -171,12 +196,17 @@ WRONG = {
             audit_device_type,
             "cuda:0 and cuda:1 are two different GPUs",
         ),
+        ("the optimizer's state left out", audit_without("optimizer"), "one optimizer exp_avg tensor"),
+        ("the metric's state left out", audit_without("metric"), "one metric state tensor"),
+        ("the loss's weights left out", audit_without("loss_fn"), "one loss weight tensor"),
+        ("nothing ever flagged", audit_nothing, "your audit reports 0 tensor(s)"),
+        ("untouched stub", untouched, "not done yet"),
     ],
     "fixed-script": [
-        ("the broken script as given", _script(_broken_script()), "index is on cpu"),
+        ("the broken script as given", train_and_resume(broken_script()), "index is on cpu"),
         (
             "batches moved with .cuda() (always cuda:0)",
-            _script(
+            train_and_resume(
                 FIXED,
                 (
                     'tokens = batch["tokens"].to(device)',
@@ -191,7 +221,7 @@ WRONG = {
         ),
         (
             'device rebuilt from its type: torch.device("cuda") drops the index',
-            _script(
+            train_and_resume(
                 FIXED,
                 (
                     "    device = torch.device(device)\n    state = state or build(device)\n",
@@ -203,12 +233,14 @@ WRONG = {
         ),
         (
             "loss from bf16 logits (no .float())",
-            _script(FIXED, ("loss = loss_fn(logits.float(), labels)", "loss = loss_fn(logits, labels)")),
+            train_and_resume(
+                FIXED, ("loss = loss_fn(logits.float(), labels)", "loss = loss_fn(logits, labels)")
+            ),
             "expected scalar type",
         ),
         (
             "a CPU generator drawing for the device",
-            _script(
+            train_and_resume(
                 FIXED,
                 ("def make_batch(step):", "def make_batch(step, device):"),
                 (
@@ -221,12 +253,12 @@ WRONG = {
         ),
         (
             "torch.load without map_location",
-            _script(FIXED, ('torch.load(path, map_location="cpu")', "torch.load(path)")),
+            train_and_resume(FIXED, ('torch.load(path, map_location="cpu")', "torch.load(path)")),
             "Attempting to deserialize",
         ),
         (
             "metric state not moved when loaded",
-            _script(
+            train_and_resume(
                 FIXED,
                 ('self.hits = state["hits"].to(self.hits.device)', 'self.hits = state["hits"]'),
                 ('self.seen = state["seen"].to(self.seen.device)', 'self.seen = state["seen"]'),
@@ -235,12 +267,14 @@ WRONG = {
         ),
         (
             "scheduler state not restored",
-            _script(FIXED, ('    state["scheduler"].load_state_dict(checkpoint["scheduler"])\n', "")),
+            train_and_resume(
+                FIXED, ('    state["scheduler"].load_state_dict(checkpoint["scheduler"])\n', "")
+            ),
             "scheduler does not continue",
         ),
         (
             "class weights on the CPU",
-            _script(
+            train_and_resume(
                 FIXED,
                 (
                     "class_weights = torch.tensor([1.0, 2.0, 2.0], device=device)",
@@ -253,12 +287,16 @@ WRONG = {
 }
 
 RIGHT = {
-    "audit": [("the lesson's walk", audit_ok), ("walks the state dicts", audit_by_state_dicts)],
+    "audit": [
+        ("the lesson's walk", audit_ok),
+        ("walks the state dicts", audit_by_state_dicts),
+        ("the solution notebook's misplaced", audit_solution()),
+    ],
     "fixed-script": [
-        ("the fixed script", _script(FIXED)),
+        ("the fixed script", train_and_resume(FIXED)),
         (
             "logs loss.item() and the metric every step",
-            _script(
+            train_and_resume(
                 FIXED,
                 (
                     "        losses.append(loss.detach())\n",
@@ -270,7 +308,7 @@ RIGHT = {
         ),
         (
             "metric read with .item()",
-            _script(
+            train_and_resume(
                 FIXED,
                 (
                     "hits, seen = self.hits.cpu().numpy(), self.seen.cpu().numpy()\n"
@@ -281,7 +319,7 @@ RIGHT = {
         ),
         (
             "a metric kept on the host and fed .cpu() copies",
-            _script(
+            train_and_resume(
                 FIXED,
                 ("    metric = RunningAccuracy(device)", '    metric = RunningAccuracy("cpu")'),
                 (
@@ -292,7 +330,7 @@ RIGHT = {
         ),
         (
             "the optimizer built before the model's move, its state loaded after it",
-            _script(
+            train_and_resume(
                 FIXED,
                 (
                     "    model = Classifier().to(device)\n",
@@ -307,7 +345,7 @@ RIGHT = {
         ),
         (
             "resume built on the CPU, the model moved, then the optimizer's state loaded",
-            _script(
+            train_and_resume(
                 FIXED,
                 (
                     '    state = build(device)\n    checkpoint = torch.load(path, map_location="cpu")'
@@ -323,7 +361,7 @@ RIGHT = {
         ),
         (
             "batches moved with non_blocking=True",
-            _script(
+            train_and_resume(
                 FIXED,
                 ('batch["tokens"].to(device)', 'batch["tokens"].to(device, non_blocking=True)'),
                 ('batch["labels"].to(device)', 'batch["labels"].to(device, non_blocking=True)'),
