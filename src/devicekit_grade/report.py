@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from devicekit.messages import Message
+from devicekit_grade.failures import Told
 from devicekit_grade.installed import labs_manifest
 from devicekit_grade.records import STATUS_ZH, STATUSES, Grade
 
@@ -457,12 +458,8 @@ def write_all(
     return paths
 
 
-class MergeError(Exception):
+class MergeError(Told):
     """An earlier ``grades.json`` in the output folder cannot be merged into; ``message`` says why."""
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        super().__init__(message.en)
 
 
 def load(out: Path) -> list[Grade]:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from devicekit.messages import Message
+from devicekit_grade.failures import Told
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -477,12 +478,8 @@ class Refused(RuntimeError):
         super().__init__(self.en + "\n\n" + self.zh)
 
 
-class NoSandbox(RuntimeError):
+class NoSandbox(Told, RuntimeError):
     """``--isolation bwrap`` (``--sandbox``) was asked for and bubblewrap cannot start here."""
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        super().__init__(message.en)
 
 
 def choose_isolation(
