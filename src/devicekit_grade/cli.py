@@ -286,10 +286,11 @@ def _from_cache(sub, earlier: list[Grade], digest: str) -> Grade | None:
 
 def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict[int, Grade]:
     """Rows for the files that a newer file of the same student and lab replaces, found before anything
-    runs (lab from the notebook, student from the name and roster, newest by time): {index: row}."""
+    runs (lab from the notebook, student from the name and roster, newest as `lms.keep_latest` says):
+    {index: row}."""
     from devicekit_grade.identify import BadSubmission, identify, loads
 
-    found: dict[tuple[str, str], list[tuple[int, Grade]]] = {}
+    rows: dict[int, Grade] = {}
     for i, sub in enumerate(submissions):
         if sub.status != "pending" or sub.data is None:
             continue
@@ -297,24 +298,12 @@ def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict
             lab = identify(loads(sub.data), sub.path, labs).lab
         except (BadSubmission, RecursionError, ValueError):
             continue
-        if lab is None:
-            continue
-        row = Grade(file=sub.shown, lab=lab, submitted=sub.mtime)
-        row.folder = sub.folder.name if sub.folder else ""
-        lms.attribute([row], roster, labs)
-        if row.student:
-            found.setdefault((row.student, lab), []).append((i, row))
-    out: dict[int, Grade] = {}
-    for group in found.values():
-        if len(group) < 2:
-            continue
-        group.sort(key=lambda item: (item[1].submitted, lms._canvas_submission(item[1].file), item[1].file))
-        newest = group[-1][1]
-        for i, row in group[:-1]:
-            row.status = "superseded"
-            row.reasons = [lms.superseded_by(newest.file)]
-            out[i] = row
-    return out
+        if lab is not None:
+            folder = sub.folder.name if sub.folder else ""
+            rows[i] = Grade(file=sub.shown, lab=lab, submitted=sub.mtime, folder=folder, status=sub.status)
+    lms.attribute(list(rows.values()), roster, labs)
+    lms.keep_latest(list(rows.values()))
+    return {i: row for i, row in rows.items() if row.status == "superseded"}
 
 
 def merge_main(argv: Sequence[str]) -> int:
@@ -521,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in warnings:
         if not args.quiet:
             say(Message(f"warning: {warning.en}", f"警告：{warning.zh}"))
-    notes = [ctx.isolation.note, *warnings]
+    notes = [sandbox.MODES[ctx.isolation.mode], *warnings]  # what the isolation gave, for the report
     if not options.released.available:
         notes.append(
             Message(

@@ -23,6 +23,7 @@ from devicekit.messages import Message
 from devicekit_grade.failures import Told
 from devicekit_grade.installed import labs_manifest
 from devicekit_grade.records import STATUS_ZH, STATUSES, Grade
+from devicekit_grade.released import notebook_cells
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -130,14 +131,8 @@ def lab_titles(labs_folder: Path | None, labs: list[str]) -> dict[str, tuple[str
 
 def _h1(path: Path) -> str:
     """The first level-1 heading of a notebook's markdown ("" when none)."""
-    try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    except (OSError, ValueError):
-        return ""
-    for cell in cells:
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        match = _H1.search(source) if cell.get("cell_type") == "markdown" else None
+    for cell in notebook_cells(path):
+        match = _H1.search(cell["source"]) if cell["type"] == "markdown" else None
         if match:
             return match.group(1).strip()
     return ""

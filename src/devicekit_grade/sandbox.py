@@ -41,6 +41,7 @@ from typing import Any
 
 from devicekit.messages import Message
 from devicekit_grade.failures import Told
+from devicekit_grade.installed import inside
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -358,11 +359,6 @@ def namespace_prefix(uid: int | None) -> list[str]:
 EMPTIED = ("/tmp", "/home", "/root", "/run")
 
 
-def _under(path: str, folders: list[str]) -> bool:
-    """Whether ``path`` is one of ``folders`` or inside one."""
-    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
-
-
 def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     """The command that runs a submission under bubblewrap, or [] when it is not installed.
 
@@ -385,7 +381,7 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
         cmd += ["--tmpfs", folder]
     hidden = [h for h in dict.fromkeys(os.path.realpath(h) for h in hide) if os.path.isdir(h)]
     for path in hidden:  # what the read-only root would show
-        if not _under(path, emptied):
+        if not inside(path, emptied):
             cmd += ["--tmpfs", path]
             emptied.append(path)
 
@@ -399,11 +395,11 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
 
     shown = []
     for path in dict.fromkeys(keep):
-        if os.path.exists(path) and _under(path, emptied) and not _under(path, shown):
+        if os.path.exists(path) and inside(path, emptied) and not inside(path, shown):
             cmd += [*parents(path), "--ro-bind", path, path]
             shown.append(path)
     for path in hidden:  # a hidden folder that a kept one shows again
-        if _under(path, shown):
+        if inside(path, shown):
             cmd += ["--tmpfs", path]
     cmd += parents(str(box.root))
     cmd += ["--bind", str(box.root), str(box.root)]
@@ -661,11 +657,6 @@ class Isolation:
     hide: tuple[str, ...] = ()  # folders it empties: solutions, hidden judges, submissions, the output
     warnings: tuple[Message, ...] = ()
 
-    @property
-    def note(self) -> Message:
-        """What this mode gives a submission, for the report."""
-        return MODES[self.mode]
-
 
 def choose(
     requested: str,
@@ -733,12 +724,7 @@ class Running:
     """A process started in a box (`start`), and the watchdog that counts its processes."""
 
     proc: subprocess.Popen
-    watchdog: Watchdog
-
-    @property
-    def over_limit(self) -> bool:
-        """Whether the watchdog stopped it for starting more processes than the limit allows."""
-        return self.watchdog.tripped
+    watchdog: Watchdog  # ``tripped``: it stopped them for starting more processes than the limit allows
 
 
 _RUNNING: dict[int, tuple[subprocess.Popen, int | None]] = {}
