@@ -82,14 +82,14 @@ def run_notebook(
         with _listening(address) as listener, open(box.run / "worker.log", "wb") as log:
             if box.uid is not None:
                 os.chown(box.run / "worker.log", box.uid, box.uid)
-            command, env = _worker_command(ctx, box), _env(box, lang)
+            command, env = _worker_command(ctx, box), box.env({"DEVICEKIT_LANG": lang})
             running = sandbox.start(ctx.isolation, box, command, env, ctx.options.limits, log)
             try:
                 stopped, answers = _answer(ctx, running.proc, listener, lab, box.uid)
             finally:
                 sandbox.stop(box, running)
         events, tail = _events(box.run / "events.jsonl"), _tail(box.run / "worker.log")
-        return Execution(events, stopped, answers, tail, note, running.over_limit)
+        return Execution(events, stopped, answers, tail, note, running.watchdog.tripped)
     finally:
         sandbox.close(box, running)
 
@@ -124,10 +124,6 @@ def _worker_command(ctx: Context, box: sandbox.Box) -> list[str]:
         "--max-cell-chars", str(options.max_cell_chars),
         "--max-notebook-chars", str(options.max_notebook_chars),
     ]  # fmt: skip
-
-
-def _env(box: sandbox.Box, lang: str) -> dict[str, str]:
-    return box.env({"DEVICEKIT_LANG": lang})
 
 
 def _answer(

@@ -32,10 +32,10 @@ from devicekit.messages import Message
 from devicekit_grade import failures, integrity, lms, sandbox
 from devicekit_grade.context import Context, Options, default_hidden
 from devicekit_grade.discover import UsageError, find
-from devicekit_grade.failures import GraderFailure
+from devicekit_grade.failures import GraderFailure, Told
 from devicekit_grade.records import STATUS_ZH, Grade
 from devicekit_grade.released import Released, default_folders
-from devicekit_grade.report import MergeError, lab_titles, load, write_all
+from devicekit_grade.report import lab_titles, load, write_all
 from devicekit_grade.run import grade_submission
 
 USAGE_ERROR, TAMPERED, GRADER_ERROR = 2, 3, failures.GRADER_ERROR
@@ -71,22 +71,38 @@ def _prepare_out(out: Path) -> None:
         ) from None
 
 
-class Progress:
-    """One line per submission on stderr (nothing with --quiet)."""
+def _class_options(add) -> None:
+    """The options of what is computed over the whole class, for a run and for ``merge`` alike."""
+    add(
+        "--roster",
+        type=Path,
+        metavar="CSV",
+        help="students: id, name, email, lang, canvas_id, moodle_id, aliases",
+    )
+    add(
+        "--points",
+        type=float,
+        metavar="N",
+        help="scale each lab to N points (default: the sum of the weights)",
+    )
+    add(
+        "--weights",
+        metavar="W",
+        help="exercise weights: 1,1,2 or 01-devices=1,1,2;04-data=1,2 (default 1 each)",
+    )
+    add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
+    add(
+        "--lab",
+        metavar="LAB",
+        help="the lab of canvas.csv and moodle.csv, e.g. 01-devices (default: the lab most notebooks are of)",
+    )
+    add("--due", metavar="WHEN", help="due time, e.g. 2026-03-01T23:59+08:00: later files are flagged late")
 
-    def __init__(self, total: int, quiet: bool) -> None:
-        self.total, self.done, self.quiet = total, 0, quiet
 
-    def update(self, grade: Grade) -> None:
-        self.done += 1
-        if self.quiet:
-            return
-        score = "" if grade.score is None else f" {grade.score}/{grade.max}"
-        print(
-            f"[{self.done}/{self.total}] {grade.file}: {grade.status}{score} ({grade.duration_s:.1f} s)",
-            file=sys.stderr,
-            flush=True,
-        )
+def _class_args(args: argparse.Namespace) -> tuple[list | None, dict, float | None, str | None]:
+    """(roster, weights, due time, lab) from `_class_options`; raises what `main` reports as a usage error."""
+    roster = lms.read_roster(args.roster) if args.roster else None
+    return roster, lms.parse_weights(args.weights), lms.parse_due(args.due), _lab(args.lab)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,29 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         help="folder for the grades (merged into if it has some)",
     )
     add("--replace", action="store_true", help="start --out afresh instead of merging into its grades")
-    add(
-        "--roster",
-        type=Path,
-        metavar="CSV",
-        help="students: id, name, email, lang, canvas_id, moodle_id, aliases",
-    )
-    add(
-        "--points",
-        type=float,
-        metavar="N",
-        help="scale each lab to N points (default: the sum of the weights)",
-    )
-    add(
-        "--weights",
-        metavar="W",
-        help="exercise weights: 1,1,2 or 01-devices=1,1,2;04-data=1,2 (default 1 each)",
-    )
-    add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
-    add(
-        "--lab",
-        metavar="LAB",
-        help="the lab of canvas.csv and moodle.csv, e.g. 01-devices (default: the lab most notebooks are of)",
-    )
+    _class_options(add)
     add(
         "--timeout",
         type=int,
@@ -202,7 +196,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run notebooks without a user of their own or a sandbox when neither is available",
     )
-    add("--due", metavar="WHEN", help="due time, e.g. 2026-03-01T23:59+08:00: later files are flagged late")
     add("--shard", metavar="K/N", help="grade only the K-th of N equal parts of the files (CI matrix, Slurm)")
     add("--no-cache", action="store_true", help="grade again files whose grade --out already holds")
     add("--quiet", "-q", action="store_true", help="no progress output")
@@ -293,10 +286,11 @@ def _from_cache(sub, earlier: list[Grade], digest: str) -> Grade | None:
 
 def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict[int, Grade]:
     """Rows for the files that a newer file of the same student and lab replaces, found before anything
-    runs (lab from the notebook, student from the name and roster, newest by time): {index: row}."""
+    runs (lab from the notebook, student from the name and roster, newest as `lms.keep_latest` says):
+    {index: row}."""
     from devicekit_grade.identify import BadSubmission, identify, loads
 
-    found: dict[tuple[str, str], list[tuple[int, Grade]]] = {}
+    rows: dict[int, Grade] = {}
     for i, sub in enumerate(submissions):
         if sub.status != "pending" or sub.data is None:
             continue
@@ -304,24 +298,12 @@ def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict
             lab = identify(loads(sub.data), sub.path, labs).lab
         except (BadSubmission, RecursionError, ValueError):
             continue
-        if lab is None:
-            continue
-        row = Grade(file=sub.shown, lab=lab, submitted=sub.mtime)
-        row.folder = sub.folder.name if sub.folder else ""
-        lms.attribute([row], roster, labs)
-        if row.student:
-            found.setdefault((row.student, lab), []).append((i, row))
-    out: dict[int, Grade] = {}
-    for group in found.values():
-        if len(group) < 2:
-            continue
-        group.sort(key=lambda item: (item[1].submitted, lms._canvas_submission(item[1].file), item[1].file))
-        newest = group[-1][1]
-        for i, row in group[:-1]:
-            row.status = "superseded"
-            row.reasons = [lms.superseded_by(newest.file)]
-            out[i] = row
-    return out
+        if lab is not None:
+            folder = sub.folder.name if sub.folder else ""
+            rows[i] = Grade(file=sub.shown, lab=lab, submitted=sub.mtime, folder=folder, status=sub.status)
+    lms.attribute(list(rows.values()), roster, labs)
+    lms.keep_latest(list(rows.values()))
+    return {i: row for i, row in rows.items() if row.status == "superseded"}
 
 
 def merge_main(argv: Sequence[str]) -> int:
@@ -330,12 +312,7 @@ def merge_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="devicekit-grade merge", description=merge_main.__doc__)
     parser.add_argument("parts", nargs="+", type=Path, metavar="SHARD_DIR")
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--roster", type=Path)
-    parser.add_argument("--points", type=float)
-    parser.add_argument("--weights")
-    parser.add_argument("--assignment", default="Lab")
-    parser.add_argument("--lab")
-    parser.add_argument("--due")
+    _class_options(parser.add_argument)
     args = parser.parse_args(argv)
     try:
         rows: dict[str, Grade] = {}
@@ -351,11 +328,8 @@ def merge_main(argv: Sequence[str]) -> int:
                 if grade.status != "missing":
                     rows[grade.file] = grade
         _prepare_out(args.out)
-        roster = lms.read_roster(args.roster) if args.roster else None
-        weights = lms.parse_weights(args.weights)
-        due = lms.parse_due(args.due)
-        lab = _lab(args.lab)
-    except (UsageError, MergeError, lms.RosterError, lms.OptionError) as exc:
+        roster, weights, due, lab = _class_args(args)
+    except Told as exc:  # a usage error, a bad roster or option, grades that cannot be merged
         say(exc.message, "devicekit-grade merge: ")
         return USAGE_ERROR
     merged = list(rows.values())
@@ -522,12 +496,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         submissions = find(args.inputs, exclude=[out])
         _prepare_out(out)
         earlier = [] if args.replace else load(out)
-        roster = lms.read_roster(args.roster) if args.roster else None
-        weights = lms.parse_weights(args.weights)
-        due = lms.parse_due(args.due)
+        roster, weights, due, lab = _class_args(args)
         shard = _shard(args.shard)
-        lab = _lab(args.lab)
-    except (UsageError, MergeError, lms.RosterError, lms.OptionError) as exc:
+    except Told as exc:  # a usage error, a bad roster or option, grades that cannot be merged
         say(exc.message)
         return USAGE_ERROR
     if shard is not None:
@@ -545,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in warnings:
         if not args.quiet:
             say(Message(f"warning: {warning.en}", f"警告：{warning.zh}"))
-    notes = [ctx.isolation.note, *warnings]
+    notes = [sandbox.MODES[ctx.isolation.mode], *warnings]  # what the isolation gave, for the report
     if not options.released.available:
         notes.append(
             Message(
@@ -591,15 +562,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "（加 --no-cache 可重新运行）",
             )
         )
-    progress = Progress(len(pending), args.quiet)
     pool = ThreadPoolExecutor(max_workers=args.jobs)
     try:
         futures = {pool.submit(grade_submission, s, ctx): i for i, s in pending}
-        for future in as_completed(futures):
-            grade = future.result()
-            fresh[futures[future]] = grade
+        for done, future in enumerate(as_completed(futures), start=1):
+            grade = fresh[futures[future]] = future.result()
             save()
-            progress.update(grade)
+            if not args.quiet:  # one line per submission
+                score = "" if grade.score is None else f" {grade.score}/{grade.max}"
+                line = (
+                    f"[{done}/{len(pending)}] {grade.file}: {grade.status}{score} ({grade.duration_s:.1f} s)"
+                )
+                print(line, file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         sandbox.kill_all()

@@ -15,16 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devicekit.messages import Message
+from devicekit_grade.failures import Told
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
-class UsageError(Exception):
+class UsageError(Told):
     """The grader cannot run as asked; ``message`` says why and what to do, in both languages."""
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        super().__init__(message.en)
 
 
 @dataclass

@@ -12,6 +12,16 @@ from __future__ import annotations
 
 from devicekit.messages import Message, localised
 
+
+class Told(Exception):
+    """An error the grader tells the instructor in both languages: ``message`` says why (and what to do);
+    ``str()`` is the English, whatever the language (logs, ``pytest.raises(match=...)``)."""
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        super().__init__(message.en)
+
+
 #: The exit status of a run in which the grader itself failed (see the module docstring).
 GRADER_ERROR = 4
 #: The status of a row whose submission the grader failed to run or to check.

@@ -66,7 +66,8 @@ class Needs:
         return [*self.trees, *self.packages]
 
 
-def _inside(path: str, folders: list[str] | tuple[str, ...]) -> bool:
+def inside(path: str, folders: list[str] | tuple[str, ...]) -> bool:
+    """Whether ``path`` is one of ``folders`` or inside one."""
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
@@ -200,6 +201,6 @@ def kernel_needs(sites: list[str] | None = None, meta_path: list[Any] | None = N
             packages += _both(str(found))
     packages += _both(os.path.dirname(nbclient.__file__))
     trees = [t for t in dict.fromkeys(trees) if os.path.exists(t)]
-    packages = [p for p in dict.fromkeys(packages) if os.path.exists(p) and not _inside(p, trees)]
-    packages = [p for p in packages if not _inside(p, [q for q in packages if q != p])]
+    packages = [p for p in dict.fromkeys(packages) if os.path.exists(p) and not inside(p, trees)]
+    packages = [p for p in packages if not inside(p, [q for q in packages if q != p])]
     return Needs(tuple(trees), tuple(packages), tuple(dict.fromkeys(libraries)))

@@ -145,12 +145,6 @@ def copied_solution(own: Sequence[str], solution_cells: Iterable[str]) -> tuple[
     return sum(n for n, hit in regions.values() if hit), sum(n for n, _ in regions.values())
 
 
-def is_solution_copy(own: Sequence[str], solution_cells: Iterable[str]) -> bool:
-    """At least `MIN_TOKENS` tokens and 60 % of the published solution's code, up to names and comments."""
-    copied, total = copied_solution(own, solution_cells)
-    return copied >= max(MIN_TOKENS, 0.6 * total)
-
-
 def static_flags(
     cells: Sequence[Any], lab: str, own: Sequence[str], released_checks: set[tuple[str, str]]
 ) -> tuple[list[str], list[Message]]:

@@ -20,26 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devicekit.messages import Message
+from devicekit_grade.failures import Told
 from devicekit_grade.records import STATUS_ZH, Grade
 
 CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?:_LATE)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.IGNORECASE)
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_\w+?(?:_|$)")
 
 
-class RosterError(ValueError):
+class RosterError(Told, ValueError):
     """The roster file cannot be used; ``message`` says why, in both languages."""
 
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        super().__init__(message.en)
 
-
-class OptionError(ValueError):
+class OptionError(Told, ValueError):
     """A command-line value the grader cannot read; ``message`` says why and how to write it."""
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        super().__init__(message.en)
 
 
 @dataclass

@@ -11,22 +11,8 @@ from typing import Any
 
 from devicekit.messages import Message
 
-#: Every status a row can have. ``graded`` rows have a score; the others say why not (or not fully).
-STATUSES = (
-    "graded",
-    "timeout",
-    "kernel-died",
-    "invalid-json",
-    "not-a-notebook",
-    "unknown-lab",
-    "refused",
-    "ignored",
-    "superseded",
-    "missing",
-    "error",
-    "grader-error",  # the grader failed, not the notebook (`devicekit_grade.failures`)
-)
-#: A row's status in words a Chinese reader understands (the English is the status itself).
+#: Every status a row can have, in words a Chinese reader understands (the English is the status itself).
+#: ``graded`` rows have a score; the others say why not (or not fully).
 STATUS_ZH = {
     "graded": "已评分",
     "timeout": "超时",
@@ -39,8 +25,9 @@ STATUS_ZH = {
     "superseded": "已被较新的提交取代",
     "missing": "缺交",
     "error": "无法处理",
-    "grader-error": "评分器出错",
+    "grader-error": "评分器出错",  # the grader failed, not the notebook (`devicekit_grade.failures`)
 }
+STATUSES = tuple(STATUS_ZH)
 
 
 @dataclass

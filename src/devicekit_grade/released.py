@@ -37,7 +37,9 @@ def normalise(source: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _cells(path: Path) -> list[dict[str, Any]]:
+def notebook_cells(path: Path) -> list[dict[str, Any]]:
+    """The cells of the notebook at ``path``, read as JSON: ``type``, ``source`` (one str), ``tags``; []
+    when it cannot be read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -83,7 +85,7 @@ class Released:
             if folder is None:
                 continue
             for path in sorted(folder.glob(f"{lab}*.ipynb")):
-                for cell in _cells(path):
+                for cell in notebook_cells(path):
                     if cell["type"] != "code":
                         continue
                     text = normalise(cell["source"])
@@ -168,7 +170,7 @@ def published(nb: Any, lab: str, released: Released) -> Message | None:
     verbatim = [i for i, c in code if BEGIN in c.source and normalise(c.source) in release.solution_cells]
     own = more.own_code(nb.cells, release.cells, normalise)
     copied, total = more.copied_solution(own, release.solution_cells)
-    if not more.is_solution_copy(own, release.solution_cells):
+    if copied < max(more.MIN_TOKENS, 0.6 * total):  # a copy: 60 % of the solution's code, and not tiny
         if not verbatim:
             return None
         return Message(

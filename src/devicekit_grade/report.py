@@ -20,8 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from devicekit.messages import Message
+from devicekit_grade.failures import Told
 from devicekit_grade.installed import labs_manifest
 from devicekit_grade.records import STATUS_ZH, STATUSES, Grade
+from devicekit_grade.released import notebook_cells
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -129,14 +131,8 @@ def lab_titles(labs_folder: Path | None, labs: list[str]) -> dict[str, tuple[str
 
 def _h1(path: Path) -> str:
     """The first level-1 heading of a notebook's markdown ("" when none)."""
-    try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    except (OSError, ValueError):
-        return ""
-    for cell in cells:
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        match = _H1.search(source) if cell.get("cell_type") == "markdown" else None
+    for cell in notebook_cells(path):
+        match = _H1.search(cell["source"]) if cell["type"] == "markdown" else None
         if match:
             return match.group(1).strip()
     return ""
@@ -457,12 +453,8 @@ def write_all(
     return paths
 
 
-class MergeError(Exception):
+class MergeError(Told):
     """An earlier ``grades.json`` in the output folder cannot be merged into; ``message`` says why."""
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        super().__init__(message.en)
 
 
 def load(out: Path) -> list[Grade]:

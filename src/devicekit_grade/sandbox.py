@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import secrets
 import shutil
@@ -39,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from devicekit.messages import Message
+from devicekit_grade.failures import Told
+from devicekit_grade.installed import inside
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -268,10 +271,6 @@ def chown_tree(path: Path, uid: int) -> None:
         os.lchown(path, uid, uid)
 
 
-def remove_box(box: Box) -> None:
-    shutil.rmtree(box.root, ignore_errors=True)
-
-
 def nproc_limit(limits: Limits, uid: int | None) -> int:
     """The RLIMIT_NPROC value for a submission: ``limits.processes`` for a user of its own; for the
     grader's own user (which runs other processes too) that many more than the user runs now."""
@@ -360,11 +359,6 @@ def namespace_prefix(uid: int | None) -> list[str]:
 EMPTIED = ("/tmp", "/home", "/root", "/run")
 
 
-def _under(path: str, folders: list[str]) -> bool:
-    """Whether ``path`` is one of ``folders`` or inside one."""
-    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
-
-
 def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     """The command that runs a submission under bubblewrap, or [] when it is not installed.
 
@@ -390,7 +384,7 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
         cmd += ["--tmpfs", folder]
     hidden = [h for h in dict.fromkeys(os.path.realpath(h) for h in hide) if os.path.isdir(h)]
     for path in hidden:  # what the read-only root would show
-        if not _under(path, emptied):
+        if not inside(path, emptied):
             cmd += ["--tmpfs", path]
             emptied.append(path)
 
@@ -404,11 +398,11 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
 
     shown = []
     for path in dict.fromkeys(keep):
-        if os.path.exists(path) and _under(path, emptied) and not _under(path, shown):
+        if os.path.exists(path) and inside(path, emptied) and not inside(path, shown):
             cmd += [*parents(path), "--ro-bind", path, path]
             shown.append(path)
     for path in hidden:  # a hidden folder that a kept one shows again
-        if _under(path, shown):
+        if inside(path, shown):
             cmd += ["--tmpfs", path]
     cmd += parents(str(box.root))
     cmd += ["--bind", str(box.root), str(box.root)]
@@ -420,24 +414,12 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     return [*cmd, "--"]
 
 
-_BWRAP: dict[bool, bool] = {}
-
-
 def bwrap_works() -> bool:
     """Whether bubblewrap is installed and can start a sandbox here (tried once)."""
-    key = running_as_root()
-    if key not in _BWRAP:
-        bwrap = shutil.which("bwrap")
-        ok = False
-        if bwrap:
-            cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc"]
-            cmd.append("true")
-            try:
-                ok = subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
-            except (OSError, subprocess.SubprocessError):
-                ok = False
-        _BWRAP[key] = ok
-    return _BWRAP[key]
+    bwrap = shutil.which("bwrap")
+    return bool(bwrap) and _starts(
+        (bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc")
+    )
 
 
 #: What the grader says when it cannot seal submissions off ({why}: which way is closed).
@@ -495,12 +477,8 @@ class Refused(RuntimeError):
         super().__init__(self.en + "\n\n" + self.zh)
 
 
-class NoSandbox(RuntimeError):
+class NoSandbox(Told, RuntimeError):
     """``--isolation bwrap`` (``--sandbox``) was asked for and bubblewrap cannot start here."""
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        super().__init__(message.en)
 
 
 def choose_isolation(
@@ -578,22 +556,18 @@ class Watchdog(threading.Thread):
         self._stop_event.set()
 
 
-_NAMESPACES: dict[bool, bool] = {}
+@functools.cache
+def _starts(cmd: tuple[str, ...]) -> bool:
+    """Whether ``cmd`` (a wrapper around ``true``) runs and succeeds here; tried once per command."""
+    try:
+        return bool(cmd) and subprocess.run([*cmd, "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def namespaces_work() -> bool:
     """Whether `namespace_prefix` works here (tried once)."""
-    key = running_as_root()
-    if key not in _NAMESPACES:
-        prefix = namespace_prefix(None)
-        ok = False
-        if prefix:
-            try:
-                ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=30).returncode == 0
-            except (OSError, subprocess.SubprocessError):
-                ok = False
-        _NAMESPACES[key] = ok
-    return _NAMESPACES[key]
+    return _starts(tuple(namespace_prefix(None)))
 
 
 # --- finding and killing processes ----------------------------------------------------------------------
@@ -641,49 +615,35 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _reap(pids: list[int]) -> None:
-    """Collect the exit status of killed processes that are this process's own children (adopted orphans)."""
-    for pid in pids:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
-
-
-def kill_tree(pid: int, rounds: int = 50) -> int:
-    """SIGKILL ``pid`` and all its descendants, again until none is left (a fork bomb keeps forking).
-    Returns how many processes were killed."""
-    killed: set[int] = set()
+def _kill_all_of(find: Callable[[], list[int]], rounds: int = 50) -> None:
+    """SIGKILL the processes ``find()`` lists, again until none is left (a fork bomb keeps forking): all of
+    them are stopped first, since stopped processes cannot fork while the rest are killed."""
     for _ in range(rounds):
-        tree = descendants(pid)
-        alive = [p for p in tree if p not in killed or _stat(p) is not None]
+        alive = find()
         if not alive:
-            break
-        for p in alive:
+            return
+        for pid in alive:
             with contextlib.suppress(OSError):
-                os.kill(p, signal.SIGSTOP)  # stopped processes cannot fork while the rest are killed
-        for p in alive:
-            _kill(p)
-            killed.add(p)
-        _reap(alive)
+                os.kill(pid, signal.SIGSTOP)
+        for pid in alive:
+            _kill(pid)
+        for pid in alive:  # collect the exit status of this process's own children (adopted orphans)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
         time.sleep(0.02)
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and all its descendants, detached or not."""
+    _kill_all_of(lambda: descendants(pid))
     _kill(pid)
-    return len(killed)
 
 
-def kill_user(uid: int, rounds: int = 50) -> None:
+def kill_user(uid: int) -> None:
     """SIGKILL every process of ``uid`` (root mode; the user belongs to one submission only)."""
     if uid == 0 or not running_as_root():
         raise ValueError("kill_user is for a submission's own user, as root")
-    for _ in range(rounds):
-        mine = [pid for pid, (_, owner) in _processes().items() if owner == uid]
-        if not mine:
-            return
-        for pid in mine:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGSTOP)
-        for pid in mine:
-            _kill(pid)
-        _reap(mine)
-        time.sleep(0.02)
+    _kill_all_of(lambda: [pid for pid, (_, owner) in _processes().items() if owner == uid])
 
 
 # --- the grading loop's view: choose once, then open, start and close a box per submission -----------------
@@ -699,11 +659,6 @@ class Isolation:
     keep: tuple[str, ...] = ()  # what a bubblewrap sandbox shows of the instructor's files
     hide: tuple[str, ...] = ()  # folders it empties: solutions, hidden judges, submissions, the output
     warnings: tuple[Message, ...] = ()
-
-    @property
-    def note(self) -> Message:
-        """What this mode gives a submission, for the report."""
-        return MODES[self.mode]
 
 
 def choose(
@@ -772,12 +727,7 @@ class Running:
     """A process started in a box (`start`), and the watchdog that counts its processes."""
 
     proc: subprocess.Popen
-    watchdog: Watchdog
-
-    @property
-    def over_limit(self) -> bool:
-        """Whether the watchdog stopped it for starting more processes than the limit allows."""
-        return self.watchdog.tripped
+    watchdog: Watchdog  # ``tripped``: it stopped them for starting more processes than the limit allows
 
 
 _RUNNING: dict[int, tuple[subprocess.Popen, int | None]] = {}
@@ -796,7 +746,7 @@ def start(
     with _START_LOCK:  # no fork while another thread changes the set of running processes
         proc = subprocess.Popen(
             cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
-            preexec_fn=preexec(limits, drop, box.uid) if os.name == "posix" else None,
+            preexec_fn=preexec(limits, drop, box.uid),
         )  # fmt: skip
         with _RUNNING_LOCK:
             _RUNNING[proc.pid] = (proc, box.uid)
@@ -809,10 +759,7 @@ def _stop(proc: subprocess.Popen, uid: int | None) -> None:
     """Kill a started process and everything it started, detached or not."""
     if uid is not None:
         kill_user(uid)
-    if os.name == "posix":
-        kill_tree(proc.pid)
-    else:  # pragma: no cover
-        proc.kill()
+    kill_tree(proc.pid)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=30)
 
@@ -832,7 +779,7 @@ def close(box: Box, running: Running | None = None) -> None:
         if running is not None and running.proc.pid in _RUNNING:
             stop(box, running)
     finally:
-        remove_box(box)
+        shutil.rmtree(box.root, ignore_errors=True)
         if box.uid is not None and box.pool is not None:
             box.pool.release(box.uid)
 
