@@ -367,10 +367,10 @@ def _check_importable(fn: Callable[..., Any]) -> None:
                 f"spawn() cannot use {name!r}: it is defined in __main__ (a notebook cell or an interactive "
                 f'session), which the new processes cannot import, so they would fail with "{said}". '
                 "Define the worker in an importable module, e.g. devicekit_labs.workers (or a .py file next "
-                "to the notebook) and import it from there",
+                "to the notebook), and import it from there.",
                 f"spawn() 无法使用 {name!r}：它定义在 __main__ 里（notebook 的单元格或交互式会话），"
-                f'新进程无法导入它，会报 "{said}"。请把工作进程运行的函数定义在一个可导入的模块里，'
-                "例如 devicekit_labs.workers（或者 notebook 旁边的一个 .py 文件），再从那里导入",
+                f'新进程无法导入它，会报 "{said}"。请把工作进程函数定义在一个可导入的模块里，'
+                "例如 devicekit_labs.workers（或者 notebook 旁边的一个 .py 文件），再从那里导入它。",
             ),
         )
 

@@ -89,15 +89,15 @@ def judge_rank_plan(seen: dict) -> None:
         if got is None:
             raise Fail(
                 'return a dict with exactly two keys: {"backend": ..., "device": ...}.',
-                '要返回恰好有两个键的 dict：{"backend": ..., "device": ...}。',
+                '要返回恰好有两个键的字典：{"backend": ..., "device": ...}。',
             )
         backend, device = _expected_plan(env, gpus)
         if got["backend"] != repr(backend):
             raise Fail(
-                f"for {where_en} you chose backend {got['backend']}. NCCL only moves CUDA tensors; gloo is "
-                "the "
-                "backend for CPU processes.",
-                f"{where_zh}你选了后端 {got['backend']}。NCCL 只能传输 CUDA 张量；CPU 进程用 gloo。",
+                f"for {where_en} you chose backend {got['backend']}. With GPUs, each process drives its own "
+                "GPU with nccl; gloo is the backend for CPU processes (NCCL only moves CUDA tensors).",
+                f"{where_zh}，你选了后端 {got['backend']}。有 GPU 时，每个进程用 nccl 驱动自己的 GPU；"
+                "gloo 用于 CPU 进程（NCCL 只能传输 CUDA 张量）。",
             )
         if isinstance(got["device"], dict):
             raise Fail(
@@ -109,7 +109,7 @@ def judge_rank_plan(seen: dict) -> None:
                 f"for {where_en} you chose {got['device']}. Which variable numbers the processes on one "
                 "machine, "
                 "and what is it when torchrun did not run (a notebook)?",
-                f"{where_zh}你选了 {got['device']}。哪个变量给同一台机器上的进程编号？"
+                f"{where_zh}，你选了 {got['device']}。哪个变量给同一台机器上的进程编号？"
                 "没有用 torchrun 启动时（比如在 notebook 里）它又该取什么值？",
             )
 
@@ -226,7 +226,7 @@ def judge_wrap_model(seen: dict) -> None:
     for case in seen["cases"]:
         rank, device = case["rank"], torch.device(case["device"])
         label_en = f"rank {rank} (local rank {case['local_rank']}, device {device})"
-        label_zh = f"rank {rank}（local rank {case['local_rank']}，设备 {device}）"
+        label_zh = f"rank {rank}（LOCAL_RANK={case['local_rank']}，设备 {device}）"
         failed_call(case, f"for {label_en}", f"{label_zh}时")
         if not case["returned_ddp"] or len(case["calls"]) != 1:
             raise Fail(
@@ -345,8 +345,8 @@ def judge_fail_fast(seen: dict) -> None:
             f"timeout_s={timeout_s}: pick a timeout between 0.5 and 5 seconds for this lab (a real job "
             "needs more "
             "than its slowest step, but far less than the default 30 minutes).",
-            f"timeout_s={timeout_s}：本实验请选 0.5 到 5 秒之间的超时（真实任务要比最慢的一步长，但远小于默"
-            "认的 30 分钟）。",
+            f"timeout_s={timeout_s}：本实验请选 0.5 到 5 秒之间的超时（真实任务的超时要比最慢的一步长，"
+            "但远小于默认的 30 分钟）。",
         )
     from devicekit_labs.workers import PROBES
 

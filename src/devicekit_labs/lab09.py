@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from devicekit.check import check_devices
+from devicekit.check import KIND_ZH, check_devices
 from devicekit.errors import DeviceMismatchError
 from devicekit_labs import Fail, failed_call, judged, observe
 from devicekit_labs.lab06 import missing_cuda_device, save_as_if_on
@@ -154,7 +154,7 @@ def judge_audit(seen: dict) -> None:
     for config in seen["configs"]:
         device, stray = config["device"], config["stray"]
         clean = _found(
-            config["clean"], f"on a correct state on {device}", f"对一个全部在 {device} 上的正确状态"
+            config["clean"], f"on a correct state on {device}", f"检查一个全部在 {device} 上的正确状态时"
         )
         if clean:
             raise Fail(
@@ -162,9 +162,9 @@ def judge_audit(seen: dict) -> None:
                 "misplaced when its device is not the device you were given; Adam's `step` counter is the "
                 "one "
                 "entry that stays on the CPU on purpose.",
-                f"对一个完全正确的状态（全部在 {device} 上），你的检查函数却报告了 {clean[:3]}。一个张量放错"
-                "，"
-                "是指它所在的设备不是传进来的那个设备；Adam 的 `step` 计数器是唯一有意留在 CPU 上的一项。",
+                f"对一个完全正确的状态（全部在 {device} 上），你的检查函数却报告了 {clean[:3]}。"
+                "所谓张量放错了设备，是指它所在的设备不是传进来的那个设备；"
+                "Adam 的 `step` 计数器是唯一有意留在 CPU 上的一项。",
             )
         for what in PLANTS:
             found = _found(
@@ -373,14 +373,14 @@ def _finding_fail(finding: dict, device: str, phase_en: str, phase_zh: str) -> F
     if kind == "shape":
         return Fail(
             "train_and_resume must return the two dicts train() returns (keep the script's return values).",
-            "train_and_resume 要返回 train() 返回的那两个 dict（保持脚本原有的返回值）。",
+            "train_and_resume 要返回 train() 返回的那两个字典（保持脚本原有的返回值）。",
         )
     if kind == "model":
         return Fail(
             f"{phase_en}: the model holds {finding['name']} on {finding['device']}, not on {device} "
             f"({finding['what']}).",
-            f"{phase_zh}：模型里的 {finding['name']} 在 {finding['device']} 上，而不是"
-            f" {device}（{finding['what']}）。",
+            f"{phase_zh}：模型里的{KIND_ZH.get(finding['what'], finding['what'])} {finding['name']} 在"
+            f" {finding['device']} 上，而不是在 {device} 上。",
         )
     if kind == "model warning":
         return Fail(
@@ -403,7 +403,8 @@ def _finding_fail(finding: dict, device: str, phase_en: str, phase_zh: str) -> F
             f"{phase_zh}：losses 必须是脚本算出的张量，并且在 {device} 上。",
         )
     what_en, what_zh = {
-        "loss": (f"the loss's {finding['name']}", f"损失函数的 {finding['name']}"),
+        # The zh name is followed by 在: a Latin name takes a space before it, 状态 none.
+        "loss": (f"the loss's {finding['name']}", f"损失函数的 {finding['name']} "),
         "optimizer state": (
             f"the optimizer's {finding['name']!r} state",
             f"优化器的 {finding['name']!r} 状态",
@@ -411,7 +412,7 @@ def _finding_fail(finding: dict, device: str, phase_en: str, phase_zh: str) -> F
     }[kind]
     return Fail(
         f"{phase_en}, {what_en} is on {finding['device']}, not on {device}.",
-        f"{phase_zh}，{what_zh} 在 {finding['device']} 上，而不是 {device}。",
+        f"{phase_zh}，{what_zh}在 {finding['device']} 上，而不是在 {device} 上。",
     )
 
 
@@ -471,9 +472,12 @@ def judge_fixed_script(seen: dict) -> None:
     )
     compute = moved["compute"]
     if "error" in compute and compute["error"]["type"] == "TypeError":  # NumPy given a tensor not on the CPU
+        said = compute["error"]["message"].rstrip(". ")
         raise Fail(
-            f"after the resume on {other}, metric.compute() raised TypeError: {compute['error']['message']}",
-            f"在 {other} 上恢复之后，metric.compute() 抛出了 TypeError：{compute['error']['message']}",
+            f"after the resume on {other}, metric.compute() raised TypeError: {said}. "
+            "NumPy reads only CPU tensors: call .cpu() before .numpy(), or keep the metric on the host.",
+            f"在 {other} 上恢复之后，metric.compute() 抛出了 TypeError：{said}。"
+            "NumPy 只能读 CPU 上的张量：先 .cpu() 再 .numpy()，或者把指标留在主机上。",
         )
     failed_call(
         compute,
@@ -500,7 +504,7 @@ def judge_fixed_script(seen: dict) -> None:
     if not isinstance(accuracy, float) or not 0.0 <= accuracy <= 1.0:
         raise Fail(
             f"metric.compute() must return a float between 0 and 1, got {accuracy!r}.",
-            f"metric.compute() 应当返回 0 到 1 之间的 float，实际是 {accuracy!r}。",
+            f"metric.compute() 应当返回 0 到 1 之间的浮点数，实际是 {accuracy!r}。",
         )
     straight = seen["straight"]
     failed_call(straight, f"one uninterrupted run on {home}", f"在 {home} 上不间断训练时")

@@ -286,8 +286,9 @@ def judge_rotate(seen: dict) -> None:
                 "given. "
                 "The caller's points are theirs (a batch, a model's input): return the rotation as a new "
                 "tensor and leave x as it was (no in-place operations such as copy_ or x[:] = ... on it).",
-                f"（{label_zh}）你的函数改动了 x：调用之后，它不再是传进来的那些点。调用方的点归调用方所有"
-                "（比如一个批次、模型的输入）：请把旋转结果作为新张量返回，让 x 保持原样"
+                f"（{label_zh}）你的函数改动了 x：调用之后，它不再是传进来的那些点。这些点属于调用方"
+                "（可能是一个批次，或者模型的输入），函数不该改动它们："
+                "请把旋转结果作为新张量返回，让 x 保持原样"
                 "（不要对它做 copy_、x[:] = ... 这样的原地操作）。",
             )
 

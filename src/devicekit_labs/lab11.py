@@ -556,7 +556,7 @@ def probe_load_full(load_full: Callable[[nn.Module, str, DistInfo], object]) -> 
 def _where_label(entry: dict) -> tuple[str, str]:
     return (
         f"rank {entry['rank']} (local rank {entry['local_rank']}, {entry['backend']}, {entry['device']})",
-        f"rank {entry['rank']}（local rank {entry['local_rank']}，{entry['backend']}，{entry['device']}）",
+        f"rank {entry['rank']}（LOCAL_RANK={entry['local_rank']}，{entry['backend']}，{entry['device']}）",
     )
 
 
@@ -801,7 +801,7 @@ def judge_resume(seen: dict) -> None:
     saved = seen["saved"]
     for case in seen["cases"]:
         label = "a fresh Adam" if case["case"] == "fresh" else "an Adam that has stepped once"
-        label_zh = "新建的 Adam" if case["case"] == "fresh" else "已经执行过一次 step 的 Adam"
+        label_zh = "新建的 Adam" if case["case"] == "fresh" else "已经走过一步（step()）的 Adam"
         error = case.get("error")
         if error is not None and error["type"] == "CheckpointException" and "Missing key" in error["message"]:
             raise Fail(
