@@ -517,3 +517,16 @@ def test_an_evaluator_that_failed_is_the_graders_error_whatever_the_events_say()
     with pytest.raises(GraderError) as raised:
         score(Grade(file="a.ipynb"), nb, Options(), crashed, None, None)
     assert "exit -11" in str(raised.value)
+
+
+def test_the_console_script_without_the_grade_extra_says_so_in_both_languages(monkeypatch, capsys):
+    """``devicekit-grade`` without its extra: exit 2 and the install command, in English and Chinese."""
+    import devicekit_grade
+
+    monkeypatch.setattr(devicekit_grade, "REQUIRES", ("nbformat", "no_such_module_for_devicekit"))
+    assert devicekit_grade.console() == 2
+    command, name = '`pip install "devicekit[grade]"`', "no_such_module_for_devicekit"
+    assert capsys.readouterr().err.splitlines() == [
+        f"devicekit-grade needs {name}: install the grader with {command}",
+        f"devicekit-grade 需要 {name}：请用 {command} 安装评分器",
+    ]

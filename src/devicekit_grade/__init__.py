@@ -29,11 +29,14 @@ def console() -> int:
 
     missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
     if missing:
-        print(
-            f"devicekit-grade needs {', '.join(missing)}: install the grader with "
-            '`pip install "devicekit[grade]"`',
-            file=sys.stderr,
+        from devicekit.messages import Message
+
+        names, command = ", ".join(missing), '`pip install "devicekit[grade]"`'
+        told = Message(
+            f"devicekit-grade needs {names}: install the grader with {command}",
+            f"devicekit-grade 需要 {names}：请用 {command} 安装评分器",
         )
+        print(told.en, told.zh, sep="\n", file=sys.stderr)  # before any language is chosen: both
         return 2
     from devicekit_grade.cli import entry
 
