@@ -4,6 +4,7 @@ simulated."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -27,6 +28,8 @@ def _run(code: str) -> str:
         text=True,
         timeout=300,
         check=False,
+        # English, whatever language this xdist worker's earlier tests left in the environment
+        env={**os.environ, "DEVICEKIT_LANG": "en"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
