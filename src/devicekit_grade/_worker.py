@@ -176,7 +176,7 @@ def _become_subreaper() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Execute one prepared notebook copy for devicekit-grade.")
     parser.add_argument("notebook", type=Path)
-    parser.add_argument("events", type=Path)
+    parser.add_argument("events", type=int, help="the descriptor of the grader's events pipe")
     parser.add_argument("--cell-timeout", type=int, required=True)
     parser.add_argument("--setup-timeout", type=int, default=120, help="for the grader's first cell")
     parser.add_argument("--kernel", default="python3")
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-notebook-chars", type=int, default=1_000_000)
     args = parser.parse_args(argv)
     _become_subreaper()
-    with args.events.open("a", encoding="utf-8") as events:
+    with os.fdopen(args.events, "w", encoding="utf-8") as events:
         client = None
         try:
             nb = nbformat.read(args.notebook, as_version=4)

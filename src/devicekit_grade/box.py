@@ -27,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,14 +83,20 @@ def run_notebook(
         with _listening(address) as listener, open(box.run / "worker.log", "wb") as log:
             if box.uid is not None:
                 os.chown(box.run / "worker.log", box.uid, box.uid)
-            command, env = _worker_command(ctx, box), box.env({"DEVICEKIT_LANG": lang})
-            running = sandbox.start(ctx.isolation, box, command, env, ctx.options.limits, log)
+            events = _EventPipe()
+            command, env = _worker_command(ctx, box, events.writer), box.env({"DEVICEKIT_LANG": lang})
+            try:
+                running = sandbox.start(
+                    ctx.isolation, box, command, env, ctx.options.limits, log, keep=(events.writer,)
+                )
+            finally:
+                events.started()
             try:
                 stopped, answers = _answer(ctx, running.proc, listener, lab, box.uid)
             finally:
                 sandbox.stop(box, running)
-        events, tail = _events(box.run / "events.jsonl"), _tail(box.run / "worker.log")
-        return Execution(events, stopped, answers, tail, note, running.watchdog.tripped)
+        tail = _tail(box.run / "worker.log")
+        return Execution(events.read(), stopped, answers, tail, note, running.watchdog.tripped)
     finally:
         sandbox.close(box, running)
 
@@ -115,11 +122,11 @@ def _listening(address: str) -> Any:
         listener.close()
 
 
-def _worker_command(ctx: Context, box: sandbox.Box) -> list[str]:
+def _worker_command(ctx: Context, box: sandbox.Box, events: int) -> list[str]:
     options = ctx.options
     return [
         sys.executable, "-c", _RUN_WORKER, str(WORKER), str(box.work / "notebook.ipynb"),
-        str(box.run / "events.jsonl"), "--cell-timeout", str(options.cell_timeout),
+        str(events), "--cell-timeout", str(options.cell_timeout),
         "--kernel", options.kernel, "--setup-timeout", str(max(300, options.cell_timeout)),
         "--max-cell-chars", str(options.max_cell_chars),
         "--max-notebook-chars", str(options.max_notebook_chars),
@@ -157,15 +164,42 @@ def _answer(
     return stopped, answers
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    events = []
-    with contextlib.suppress(OSError):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[:100_000]:
+class _EventPipe:
+    """The worker's events (cells started, errors, time-outs, a dead kernel) on a pipe the grader made and
+    reads as they come: nothing in the box can rewrite what was already sent, as it could a file there (the
+    worker and the kernel share the box's user; review42, hole 8). The worker inherits the write end; the
+    kernel it starts does not (the worker's Jupyter client closes other descriptors), and under a user of
+    the box's own the pipe, the grader's, cannot be opened again through ``/proc``."""
+
+    LIMIT = 16 << 20  # bytes kept; what follows is read and dropped, so a writer never blocks
+
+    def __init__(self) -> None:
+        self._reader, self.writer = os.pipe()
+        self._data = bytearray()
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+
+    def started(self) -> None:
+        """The worker holds its copy of the write end (or never started): close ours, start reading."""
+        os.close(self.writer)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self._reader, 1 << 16):
+                if len(self._data) < self.LIMIT:
+                    self._data += chunk[: self.LIMIT - len(self._data)]
+        os.close(self._reader)
+
+    def read(self) -> list[dict[str, Any]]:
+        """The events sent, once every process of the box has ended (so the pipe is closed)."""
+        self._thread.join(timeout=30)
+        events = []
+        for line in bytes(self._data).decode("utf-8", errors="replace").splitlines()[:100_000]:
             with contextlib.suppress(ValueError):
                 event = json.loads(line)
                 if isinstance(event, dict):
                     events.append(event)
-    return events
+        return events
 
 
 def _tail(path: Path) -> str:

@@ -736,17 +736,24 @@ _START_LOCK = threading.Lock()
 
 
 def start(
-    isolation: Isolation, box: Box, cmd: list[str], env: dict[str, str], limits: Limits, output: Any
+    isolation: Isolation,
+    box: Box,
+    cmd: list[str],
+    env: dict[str, str],
+    limits: Limits,
+    output: Any,
+    keep: tuple[int, ...] = (),
 ) -> Running:
     """Start ``cmd`` in ``box``: wrapped for the isolation, in a new session, with the limits and the box's
-    user, its output to the file object ``output``, watched by a `Watchdog`. `close` ends it."""
+    user, its output to the file object ``output``, the descriptors ``keep`` inherited, watched by a
+    `Watchdog`. `close` ends it."""
     if box.uid is not None:
         chown_tree(box.work, box.uid)
     cmd, drop = wrap(isolation, box, cmd)
     with _START_LOCK:  # no fork while another thread changes the set of running processes
         proc = subprocess.Popen(
             cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
-            preexec_fn=preexec(limits, drop, box.uid),
+            preexec_fn=preexec(limits, drop, box.uid), pass_fds=keep,
         )  # fmt: skip
         with _RUNNING_LOCK:
             _RUNNING[proc.pid] = (proc, box.uid)

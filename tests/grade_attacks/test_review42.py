@@ -233,12 +233,10 @@ os._exit(1)"""
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(
-    strict=True,
-    reason="open hole (REVIEW-stop46.md, hole 8): whether the notebook's first cell started is read from the "
-    "worker's event log, which the kernel's user can rewrite",
-)
 def test_a_notebook_cannot_make_its_row_the_graders_failure_by_erasing_the_event_log(tmp_path):
+    """Hole 8 (REVIEW-stop46.md): the worker's events were a file in the box, which the kernel's user could
+    empty before it exited, so "nothing of the learner's ran" made its crash a grader-error. They now come
+    on a pipe the grader reads as they are sent (`box._EventPipe`): the row is the notebook's own."""
     nb = lab_notebook(LAB)
     nb.cells.insert(3, nbformat.v4.new_code_cell(ERASE_EVENTS))
     write(nb, tmp_path / "subs" / "i-ivy_01-devices.ipynb")
