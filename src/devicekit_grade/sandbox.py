@@ -362,19 +362,23 @@ EMPTIED = ("/tmp", "/home", "/root", "/run")
 def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     """The command that runs a submission under bubblewrap, or [] when it is not installed.
 
-    The whole file system is read-only; `EMPTIED` (``/tmp``, ``/home``, ``/root``, ``/run``) are empty, and
-    so is every folder in ``hide`` (the solutions, the hidden judges, the submissions, the output folder);
-    only the submission's own folder is writable, and the submission has its own PID, IPC and UTS
-    namespaces. ``keep``: what the kernel must see (`devicekit_grade.installed.Needs`: the Python
-    installation, site-packages, package folders), shown read-only where an emptied or hidden folder
-    covers it, and only itself: keeping ``/home/me/course/src/devicekit`` shows neither ``src``'s other
-    entries nor ``/home/me/course/solutions``. A hidden folder inside a kept one is emptied again after it.
+    The whole file system is read-only; `EMPTIED` (``/tmp``, ``/home``, ``/root``, ``/run``) are empty,
+    and so is every folder in ``hide`` (the solutions, the hidden judges, the submissions, the output
+    folder); only the submission's own folder is writable, and the submission has its own PID, IPC, UTS
+    and network namespaces (a loopback only). ``keep``: what the kernel must see
+    (`devicekit_grade.installed.Needs`: the Python installation, site-packages, package folders), shown
+    read-only where an emptied or hidden folder covers it, and only itself: keeping
+    ``/home/me/course/src/devicekit`` shows neither ``src``'s other entries nor
+    ``/home/me/course/solutions``. A hidden folder inside a kept one is emptied again after it.
     As root, ``setpriv`` then switches to the box's user inside the sandbox.
     """
     bwrap = shutil.which("bwrap")
     if not bwrap:
         return []
+    # a network namespace of its own (only a loopback): no connection out of the box or to the machine's
+    # other services, and no race with other kernels for the ports a Jupyter kernel binds on 127.0.0.1
     cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    cmd += ["--unshare-net"]
     cmd += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
     # the machine's /dev/shm is writable by every user and outlives the run: a private one, else it is a
     # channel between submissions and a place to leave files (and fill memory) after the run
@@ -418,7 +422,8 @@ def bwrap_works() -> bool:
     """Whether bubblewrap is installed and can start a sandbox here (tried once)."""
     bwrap = shutil.which("bwrap")
     return bool(bwrap) and _starts(
-        (bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc")
+        (bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net")
+        + ("--ro-bind", "/", "/", "--proc", "/proc")
     )
 
 
@@ -453,10 +458,10 @@ MODES = {
     ),
     "bwrap": Message(
         "Isolation: bubblewrap per notebook: read-only system, empty /tmp, /home, /root, no view of the "
-        "solutions, hidden checks, submissions or output folder, its own PID namespace"
+        "solutions, hidden checks, submissions or output folder, its own PID namespace, no network"
         " (as root: and a user of its own).",
         "隔离方式：每份 notebook 运行在 bubblewrap 沙箱中：系统只读，/tmp、/home、/root 为空，"
-        "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间"
+        "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间，不能联网"
         "（以 root 运行时还使用单独的用户）。",
     ),
     "none": Message(
