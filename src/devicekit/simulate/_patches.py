@@ -31,6 +31,8 @@ __all__ = ["Patches", "SimulatedDeviceProperties", "SimulatedGenerator"]
 _MISSING = object()
 _FLAG = object()
 _ORIGINAL_GENERATOR = torch.Generator
+_ORIGINAL_STREAM = torch.Stream
+_ORIGINAL_EVENT = torch.Event
 
 
 class Patches:
@@ -125,6 +127,60 @@ class GeneratorFactory(metaclass=_GeneratorType):
         if isinstance(target, torch.device) and target.type == "meta" and target.index is not None:
             return _new_generator(target.index)
         return _ORIGINAL_GENERATOR(device=device)
+
+
+class _StreamType(type):
+    """``isinstance(s, torch.Stream)`` keeps its meaning while ``torch.Stream`` is replaced."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, (_ORIGINAL_STREAM, _streams.SimulatedStream))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, (_ORIGINAL_STREAM, _streams.SimulatedStream))
+
+
+class _EventType(type):
+    """``isinstance(e, torch.Event)`` keeps its meaning while ``torch.Event`` is replaced."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, (_ORIGINAL_EVENT, _streams.SimulatedEvent))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, (_ORIGINAL_EVENT, _streams.SimulatedEvent))
+
+
+def _on_simulated_gpu(device: Any) -> bool:
+    """Whether a device argument of ``torch.Stream``/``torch.Event`` means a simulated GPU: none or an
+    index (the current accelerator, CUDA here), or a CUDA device."""
+    return device is None or isinstance(device, int) or torch.device(device).type == "cuda"
+
+
+class StreamFactory(metaclass=_StreamType):
+    """``torch.Stream`` inside a block: on the accelerator (no device, an index, ``"cuda"``) a simulated
+    GPU's stream, as a CUDA build gives a CUDA stream (``DataParallel`` scatters a CPU batch on these)."""
+
+    def __new__(cls, device: Any = None, *, priority: int = 0) -> Any:  # type: ignore[misc]
+        if _on_simulated_gpu(device):
+            return _streams.new_stream(device, priority)
+        return _ORIGINAL_STREAM(device, priority=priority)
+
+
+class EventFactory(metaclass=_EventType):
+    """``torch.Event`` inside a block: on the accelerator, a simulated GPU's event."""
+
+    def __new__(  # type: ignore[misc]
+        cls,
+        device: Any = None,
+        *,
+        enable_timing: bool = False,
+        blocking: bool = False,
+        interprocess: bool = False,
+    ) -> Any:
+        if _on_simulated_gpu(device):
+            return _streams.SimulatedEvent(enable_timing, blocking, interprocess)
+        return _ORIGINAL_EVENT(
+            device, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+        )
 
 
 def _machine() -> _state.Machine:
@@ -409,6 +465,8 @@ def install(patches: Patches, machine: _state.Machine, thread_start: Callable[..
     patches.set(torch._C, "_cuda_get_cudnn_benchmark_limit", lambda: limit[0])
     patches.set(torch._C, "_cuda_set_cudnn_benchmark_limit", lambda value: limit.__setitem__(0, value))
     patches.set(torch, "Generator", GeneratorFactory)
+    patches.set(torch, "Stream", StreamFactory)
+    patches.set(torch, "Event", EventFactory)
     patches.set(torch, "compile", _compile.refuse_compile)  # a clear error, not a crash inside Dynamo
     for name, legacy in _legacy.legacy_types().items():  # torch.cuda.FloatTensor and kin
         patches.set(torch.cuda, name, legacy)
