@@ -159,8 +159,22 @@ def _slow(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
     return _slow_default(func, op, args, kwargs)
 
 
+_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
+
+
+def _foreign(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is another tensor subclass with a ``__torch_dispatch__`` of its own (a DTensor)."""
+    kind = type(tensor)
+    return kind is not SimulatedTensor and getattr(kind, "__torch_dispatch__", None) != _PLAIN_DISPATCH
+
+
 def _slow_default(func: Any, op: OpInfo, args: tuple, kwargs: dict) -> Any:
     tensors = _tensors(op, args, kwargs)
+    if any(_foreign(t) for _, t in tensors):
+        # the subclass decides first, as under FakeTensorMode (which returns NotImplemented for subclasses
+        # it does not know): DTensor with a plain tensor raises its "got mixed torch.Tensor and DTensor",
+        # as on a GPU; its own ops on its local tensors come back here
+        return func(*args, **kwargs)
     sims = [t for _, t in tensors if type(t) is SimulatedTensor]
     target: int | None = None
     explicit_device = False
