@@ -183,6 +183,34 @@ class EventFactory(metaclass=_EventType):
         )
 
 
+_BASE_DEVICE = torch._C.TensorBase.device
+_BASE_IS_META = torch._C.TensorBase.is_meta
+_BASE_IS_CUDA = torch._C.TensorBase.is_cuda
+
+
+def wrapper_properties() -> dict[str, property]:
+    """``device``, ``is_cuda`` and ``is_meta`` for ``torch.Tensor`` while a block is open: another wrapper
+    subclass around a simulated tensor (a DTensor, whose C++ constructor takes its device from its local
+    tensor) has C++ device ``meta:N``, which reads here as ``cuda:N``, as the simulation's own tensors do
+    (``tensor.py``): FSDP2 asks ``param.device.type == "meta"`` to tell parameters not yet given storage,
+    and a printed DTensor shows ``cuda:0``. A real meta tensor has no index and stays ``meta``; a plain
+    tensor answers from C++ as before."""
+
+    def device(self: torch.Tensor) -> torch.device:
+        place = _BASE_DEVICE.__get__(self)
+        if place.type == "meta" and place.index is not None:
+            return torch.device("cuda", place.index)
+        return place
+
+    def is_cuda(self: torch.Tensor) -> bool:
+        return _BASE_IS_CUDA.__get__(self) or device(self).type == "cuda"
+
+    def is_meta(self: torch.Tensor) -> bool:
+        return _BASE_IS_META.__get__(self) and device(self).type == "meta"
+
+    return {"device": property(device), "is_cuda": property(is_cuda), "is_meta": property(is_meta)}
+
+
 def _machine() -> _state.Machine:
     machine = _state.active()
     if machine is None:  # a replaced function called after its block: answer as the CPU build does
@@ -366,6 +394,7 @@ def accelerator_functions() -> dict[str, Callable[..., Any]]:
 
     return {
         "_accelerator_getAccelerator": get_accelerator,
+        "_get_accelerator": lambda check=False: torch.device("cuda"),  # FSDP2's default mesh asks this one
         "_accelerator_getDeviceIndex": get_index,
         "_accelerator_setDeviceIndex": set_index,
         "_accelerator_exchangeDevice": exchange,
@@ -466,6 +495,8 @@ def install(patches: Patches, machine: _state.Machine, thread_start: Callable[..
     patches.set(torch._C, "_cuda_set_cudnn_benchmark_limit", lambda value: limit.__setitem__(0, value))
     patches.set(torch, "Generator", GeneratorFactory)
     patches.set(torch, "Stream", StreamFactory)
+    for name, value in wrapper_properties().items():
+        patches.set(torch.Tensor, name, value)
     patches.set(torch, "Event", EventFactory)
     patches.set(torch, "compile", _compile.refuse_compile)  # a clear error, not a crash inside Dynamo
     for name, legacy in _legacy.legacy_types().items():  # torch.cuda.FloatTensor and kin
