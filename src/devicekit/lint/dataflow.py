@@ -583,10 +583,16 @@ class FileAnalysis:
         return attrs
 
     def _inherited_devices(self, source: SourceFile, cls: ast.ClassDef) -> dict[str, Val]:
-        """The devices a base class of the project keeps in `self.x` (`self._cpu_device =
+        """What a base class of the project keeps in `self.x`. Its devices (`self._cpu_device =
         torch.device("cpu")` in the base's `__init__`): a subclass's methods read the same attribute, so
-        `.to(self._cpu_device)` there is a move to the CPU, not to an accelerator the name might hold."""
+        `.to(self._cpu_device)` there is a move to the CPU, not to an accelerator the name might hold. And,
+        when the subclass runs the base's `__init__` (it has none, or calls it) and does not set the name
+        itself, everything else the base's `__init__` leaves there: a model it moved (`self.model =
+        BertModel.from_pretrained(...).to(self.device)` in a wrapper's base class), a submodule."""
         found: dict[str, Val] = {}
+        init = _method(cls, "__init__")
+        runs_base_init = init is None or _calls_base_init(init)
+        own = _assigned_attributes(init) if init is not None else set()
         for base in cls.bases:
             full = source.names.resolve(base) or dotted(base) or ""
             located = self.project.lookup(full, source) if full else None
@@ -596,6 +602,10 @@ class FileAnalysis:
             is_module = self.project.is_module_class(parent_source, parent)
             for name, value in self.attributes(parent_source, parent, is_module).items():
                 if value.kind == "device":
+                    found.setdefault(name, value)
+                elif runs_base_init and name not in own:
+                    # round 5: what the base's `__init__` put in `self.x` (a model moved there, a
+                    # submodule, a tensor) is there for the subclass too, unless the subclass sets it
                     found.setdefault(name, value)
         return found
 
@@ -868,8 +878,10 @@ def _signature(value: Val | None) -> tuple | None:
 
 def _device_params(function: ast.AST) -> dict[str, Val]:
     """What the parameters named like a device (`device`, `args_device`, `local_rank`) hold when nothing
-    else is known: an accelerator when they have no default or a device string as default; unknown when
-    they default to something else, `None` above all (`if device is not None: x = x.to(device)`)."""
+    else is known: an accelerator when they have no default or a device string as default (`"cuda"`, and
+    since round 5 `"cpu"`: a trainer's `device="cpu"` is there to be given an accelerator, and what it
+    moves there must all go); unknown when they default to something else, `None` above all (`if device
+    is not None: x = x.to(device)`)."""
     args = function.args  # type: ignore[attr-defined]
     positional = [*args.posonlyargs, *args.args]
     defaults: dict[str, ast.AST | None] = dict.fromkeys(a.arg for a in [*positional, *args.kwonlyargs])
@@ -884,12 +896,42 @@ def _device_params(function: ast.AST) -> dict[str, Val]:
         if default is None or (
             isinstance(default, ast.Constant)
             and isinstance(default.value, str)
-            and _ACCEL_STRING.match(default.value)
+            and (_ACCEL_STRING.match(default.value) or default.value == "cpu")
         ):
             found[name] = Val("device", Place(DEVICE, device=name))
         else:
             found[name] = Val("device", UNKNOWN_PLACE)
     return found
+
+
+def _calls_base_init(init: ast.AST) -> bool:
+    """Whether an `__init__` runs its base class's (`super().__init__(...)`, `Base.__init__(self, ...)`)."""
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+        ):
+            return True
+    return False
+
+
+def _assigned_attributes(function: ast.AST) -> set[str]:
+    """The names `x` of every `self.x` a method assigns, augments or deletes (its first parameter's)."""
+    params = _params(function)  # type: ignore[arg-type]
+    if not params:
+        return set()
+    self_name = params[0].arg
+    out = set()
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, (ast.Store, ast.Del))
+            and isinstance(node.value, ast.Name)
+            and node.value.id == self_name
+        ):
+            out.add(node.attr)
+    return out
 
 
 def _registered(nodes: list[ast.AST] | None, cls: ast.ClassDef) -> set[str]:
@@ -960,6 +1002,8 @@ class Flow:
         self.device_blocks: list[Place] = []
         self.bound: set[str] = set()  # the names this function has assigned so far
         self.module_place: Place | None = None  # in a module's method: where the module is
+        #: `pbar = tqdm(enumerate(loader))`: names bound to a wrapper of an iterable, for `for ... in pbar`
+        self.wrapped_iterables: dict[str, ast.Call] = {}
         self.name = getattr(function, "name", None)
 
     # --- reports ------------------------------------------------------------------------------------
@@ -1009,6 +1053,16 @@ class Flow:
             value = self.ev(stmt.value)
             for target in stmt.targets:
                 self.bind(target, value, stmt.value)
+                if isinstance(target, ast.Name):
+                    wrapper = stmt.value
+                    if (
+                        isinstance(wrapper, ast.Call)
+                        and wrapper.args
+                        and (self.names.resolve(wrapper.func) or "") in _LAUNCH_WRAPPERS
+                    ):
+                        self.wrapped_iterables[target.id] = wrapper
+                    else:
+                        self.wrapped_iterables.pop(target.id, None)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
                 self.bind(stmt.target, self.ev(stmt.value), stmt.value)
@@ -1232,6 +1286,8 @@ class Flow:
                 self.env.pop(key, None)
 
     def bind_loop(self, target: ast.AST, iterable: ast.AST) -> None:
+        if isinstance(iterable, ast.Name) and iterable.id in self.wrapped_iterables:
+            iterable = self.wrapped_iterables[iterable.id]  # round 5: `for i, (x, y) in pbar`
         source = iterable
         enumerated = False
         while isinstance(source, ast.Call) and source.args:
@@ -1710,11 +1766,10 @@ class Flow:
                 self.self_name is not None
                 and key == f"{self.self_name}.{func.attr}"
                 and _LOSS_ATTR.match(func.attr)
-                and self.module_place is not None
             ):
-                # `self.loss_fn(predict, target)` in a module's step, the loss set by code not read: a loss
-                # compares its inputs' devices (a CTC loss, whose lengths may stay on the CPU, is not
-                # named so)
+                # `self.loss_fn(predict, target)` in a module's step, or `self.criterion(out, labels)` in a
+                # trainer (round 5), the loss set by code not read: a loss compares its inputs' devices (a
+                # CTC loss, whose lengths may stay on the CPU, is not named so)
                 args, kwargs = self.args(call)
                 values = [*args, *kwargs.values()]
                 self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
@@ -1845,7 +1900,7 @@ class Flow:
                 )
                 return self._module_call(call, module, args, kwargs)
             self.hand_over(call)
-            return None
+            return self._output_of_unread_model(call, args)
         if receiver.kind == "tensor":
             if attr in NOT_TENSOR or attr in ("tolist", "item", "__len__"):
                 return None
@@ -1979,12 +2034,37 @@ class Flow:
             return self._call_project(call, target, args, kwargs)
         if full not in _HARMLESS:
             self.hand_over(call)
+        if isinstance(func, ast.Name) and _LOSS_ATTR.match(func.id) and self._unread_name(func.id):
+            # round 5: `criterion(output, labels)` with the loss handed in by code not read (a parameter):
+            # a loss compares its inputs' devices, as `self.criterion(...)` does
+            values = [*args, *kwargs.values()]
+            self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
+            return _result(values, call)
         return self._output_of_unread_model(call, args)
+
+    def _unread_name(self, name: str) -> bool:
+        """A name the file neither defines nor imports (a parameter, or set from code not read)."""
+        names = self.names
+        return not (
+            name in names.functions or name in names.classes or name in names.aliases or names.star_import
+        )
 
     def _output_of_unread_model(self, call: ast.Call, args: list) -> Val | None:
         """`pred = model(x)` with `model` from code not read (a parameter) and `x` on a device: once the
-        line has run, the model ran there, and so is its output (`devicekit.lint.guesses`)."""
-        name = unread_model(call.func) if isinstance(call.func, ast.Name) else None
+        line has run, the model ran there, and so is its output (`devicekit.lint.guesses`). The same for
+        `self.model(x)` in a class that is not a module (a trainer given its model; round 5)."""
+        func = call.func
+        name = None
+        if isinstance(func, ast.Name):
+            name = unread_model(func)
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self.self_name
+            and self.self_name is not None
+            and self.module_place is None
+        ):
+            name = unread_model(func)
         if name is None or name in self.names.functions or name in self.names.classes:
             return None
         places = [

@@ -137,6 +137,10 @@ def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:
         return None
     if a is b:
         return a
+    if {a.kind, b.kind} == {"module", "moved"} and a.place.same(b.place):
+        # a module on one path, a value of unknown kind moved to the same place on the other (`self.model
+        # = BertModel.from_pretrained(...).to(dev)` or `model.to(dev)`): something moved there
+        a, b = (a, replace(b, kind="moved")) if a.kind == "moved" else (replace(a, kind="moved"), b)
     if a.kind != b.kind:
         return None
     place = a.place if a.place.same(b.place) else UNKNOWN_PLACE
