@@ -272,3 +272,131 @@ def test_a_default_device_set_after_the_loaders_are_built_is_silent(tmp_path):
             """,
     }
     assert project_findings(tmp_path, files) == []
+
+
+# --- what a function returns on the path a GPU machine takes ----------------------------------------------
+
+GET_DEVICE = """
+    import torch
+
+
+    def get_device():
+        if torch.cuda.is_available():
+            return torch.device("cuda:0")
+        elif torch.backends.mps.is_available():
+            return torch.device("mps")
+        else:
+            return torch.device("cpu")
+
+
+    def predict(model, x):
+        device = get_device()
+        model = model.to(device)
+        y = model(x.to(device))
+        return y.detach(){fix}.numpy()
+    """
+
+
+def test_a_function_that_returns_a_device_on_the_gpu_path_gives_that_device():
+    assert findings(GET_DEVICE.format(fix="")) == [(18, "DK010")]
+
+
+def test_a_function_that_returns_a_device_on_the_gpu_path_twin_moves_to_the_cpu():
+    assert findings(GET_DEVICE.format(fix=".cpu()")) == []
+
+
+def test_returns_after_a_gpu_test_that_does_not_return_are_joined_as_before():
+    env = places(
+        textwrap.dedent(
+            """
+            import torch
+
+            def pick(flag):
+                if flag:
+                    return torch.device("cuda:0")
+                return torch.device("cpu")
+
+            def run():
+                device = pick(True)
+            """
+        ),
+        "run",
+    )
+    assert "device" not in env or env["device"].place.kind == "unknown"
+
+
+# --- a tokenizer's output with return_tensors="pt" ----------------------------------------------------------
+
+TOKENS = """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+    class Decoder:
+        def __init__(self, name):
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            self.tokenizer = AutoTokenizer.from_pretrained(name)
+            self.model = AutoModelForCausalLM.from_pretrained(name).to(self.device)
+
+        def codegen(self, prompt):
+            input_tokens = self.tokenizer.encode(prompt, return_tensors="pt")
+            {move}
+            return self.model.generate(input_tokens)
+    """
+
+
+def test_a_tokenizer_output_moved_as_a_statement_is_a_dropped_move():
+    assert findings(TOKENS.format(move="input_tokens.to(self.device)")) == [(14, "DK002")]
+
+
+def test_a_tokenizer_output_twin_assigns_the_move():
+    assert findings(TOKENS.format(move="input_tokens = input_tokens.to(self.device)")) == []
+
+
+def test_a_tokenizer_batch_encoding_moves_in_place_and_is_no_dropped_move():
+    source = TOKENS.replace(".encode(prompt, ", "(prompt, ").replace(
+        "generate(input_tokens)", "generate(**input_tokens)"
+    )
+    assert findings(source.format(move="input_tokens.to(self.device)")) == []
+
+
+def test_a_tokenizer_batch_never_moved_into_a_moved_model_is_dk001():
+    source = """
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+        model = AutoModel.from_pretrained("bert-base-uncased").to("cuda")
+        inputs = tokenizer(["hello"], return_tensors="pt"){fix}
+        outputs = model(**inputs)
+        """
+    assert findings(source.format(fix="")) == [(8, "DK001")]
+    assert findings(source.format(fix='.to("cuda")')) == []
+
+
+# --- a type test says what a parameter is ------------------------------------------------------------------
+
+LOOK = """
+    import torch
+
+
+    def look(vertices, direction=(0, 1, 0)):
+        device = vertices.device
+        if isinstance(direction, (list, tuple)):
+            direction = torch.tensor(direction, device=device)
+        elif torch.is_tensor(direction):
+            {move}
+        return direction
+    """
+
+
+def test_a_parameter_shown_a_tensor_by_is_tensor_moved_as_a_statement_is_a_dropped_move():
+    assert findings(LOOK.format(move="direction.to(device)")) == [(10, "DK002")]
+
+
+def test_a_parameter_shown_a_tensor_twin_assigns_the_move():
+    assert findings(LOOK.format(move="direction = direction.to(device)")) == []
+
+
+def test_a_tensor_moved_to_a_dtype_only_is_not_a_dropped_device_move():
+    assert findings(LOOK.format(move="direction.to(torch.float32)")) == []

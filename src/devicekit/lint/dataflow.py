@@ -999,6 +999,10 @@ class Flow:
         self.quiet = quiet
         self.depth = depth
         self.returns: list[Val | None] = []
+        #: for each of `returns`, the path of a test of whether the machine has a GPU it was made on
+        #: (`"gpu"`, `"cpu"`), or None: what a GPU machine gets is what the function returns (round 5)
+        self.return_paths: list[str | None] = []
+        self.path: str | None = None
         self.device_blocks: list[Place] = []
         self.bound: set[str] = set()  # the names this function has assigned so far
         self.module_place: Place | None = None  # in a module's method: where the module is
@@ -1035,8 +1039,11 @@ class Flow:
     def returned(self) -> Val | None:
         if not self.returns:
             return None
-        result = self.returns[0]
-        for value in self.returns[1:]:
+        returns = self.returns
+        if "gpu" in self.return_paths:  # `if torch.cuda.is_available(): return torch.device("cuda:0")`
+            returns = [v for v, path in zip(self.returns, self.return_paths, strict=True) if path != "cpu"]
+        result = returns[0]
+        for value in returns[1:]:
             result = join(result, value)
         return result
 
@@ -1077,13 +1084,19 @@ class Flow:
             self.expression_statement(stmt.value)
         elif isinstance(stmt, ast.Return):
             self.returns.append(self.ev(stmt.value) if stmt.value is not None else None)
+            self.return_paths.append(self.path)
         elif isinstance(stmt, ast.If):
             self.ev(stmt.test)
             side = _gpu_side(stmt.test, self.names)
             if side is not None:
                 self.gpu_branches(stmt, side)
             else:
-                self.branches([stmt.body, stmt.orelse], fallback=not _about_devices(stmt.test))
+                narrowed = self._tensor_test(stmt.test)
+                self.branches(
+                    [stmt.body, stmt.orelse],
+                    fallback=not _about_devices(stmt.test),
+                    narrowed={0: narrowed} if narrowed else None,
+                )
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             before = dict(self.env)
             self.bind_loop(stmt.target, stmt.iter)
@@ -1132,12 +1145,19 @@ class Flow:
                 if isinstance(child, ast.expr):
                     self.ev(child)
 
-    def branches(self, bodies: list[list[ast.stmt]], fallback: bool = False) -> None:
+    def branches(
+        self,
+        bodies: list[list[ast.stmt]],
+        fallback: bool = False,
+        narrowed: dict[int, dict[str, Val]] | None = None,
+    ) -> None:
         before, bound = self.env, self.bound
         results: list[tuple[dict[str, Val], set[str]]] = []
         assigned: set[str] = set()
-        for body in bodies:
+        for i, body in enumerate(bodies):
             self.env, self.bound = dict(before), set(bound)
+            if narrowed and i in narrowed:  # `if torch.is_tensor(x):` — in its body, `x` is a tensor
+                self.env.update(narrowed[i])
             self.run(body)
             assigned |= self.bound
             if not _leaves(body):
@@ -1159,6 +1179,26 @@ class Flow:
         bodies = [stmt.body, stmt.orelse]
         gpu_body, cpu_body = bodies[side], bodies[1 - side]
         if _leaves(gpu_body):
+            if self.path is None and isinstance(gpu_body[-1], ast.Return):
+                # round 5: a function that returns on the GPU path (`get_device()`) gives a GPU machine
+                # that value; the rest of the function, the `else:` included, is the CPU path
+                start = len(self.returns)
+                outer = self.path
+                self.path = "gpu"
+                try:
+                    self.branches([gpu_body, []])
+                finally:
+                    self.path = outer
+                for i in range(start, len(self.returns)):
+                    value = self.returns[i]
+                    if value is not None and value.place.kind == DEVICE and not value.place.gpu_only:
+                        reason = why.on_gpu_path(value.place.why, stmt.lineno)
+                        self.returns[i] = replace(
+                            value, place=replace(value.place, why=reason, gpu_only=True)
+                        )
+                self.path = "cpu"
+                self.run(cpu_body)
+                return
             self.branches(bodies)
             return
         before, bound = self.env, self.bound
@@ -1207,7 +1247,11 @@ class Flow:
                 self.env[key] = Val("moved", place, label=key, moved=True)
             elif receiver is None and place is not None and batch_item(expr.func.value):
                 self.report(expr, "DK002", _dropped(Val("tensor"), expr))  # `batch["tokens"].to(device)`
-            elif receiver is not None and receiver.kind in _TENSORS and place is not None:
+            elif (
+                receiver is not None
+                and receiver.kind in _TENSORS
+                and (place is not None or (receiver.kind == "tensor" and self._names_a_device(expr)))
+            ):
                 if receiver.whole:  # a whole batch may move in place (a tokenizer's `BatchEncoding`)
                     if key is not None:
                         self.env[key] = receiver.at(UNKNOWN_PLACE, moved=True)
@@ -1675,6 +1719,9 @@ class Flow:
                 receiver = self.ev(func.value)
                 self.analysis.questions.host_api(self, call, receiver, "numpy()")
                 return None
+        tokenized = self._tokenizer_output(call, full)
+        if tokenized is not None:
+            return tokenized
         if _NUMPY.match(full) and full not in _NUMPY_HARMLESS:
             args, kwargs = self.args(call)
             for value in [*args, *kwargs.values()]:
@@ -2041,6 +2088,68 @@ class Flow:
             self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
             return _result(values, call)
         return self._output_of_unread_model(call, args)
+
+    def _tensor_test(self, test: ast.AST) -> dict[str, Val]:
+        """Round 5: `torch.is_tensor(x)`, `isinstance(x, torch.Tensor)`: in the body of the test, `x` (a
+        name the analysis knows nothing about) is a tensor, whose place is unknown."""
+        if not isinstance(test, ast.Call) or len(test.args) < 1:
+            return {}
+        full = self.names.resolve(test.func) or ""
+        subject = test.args[0]
+        if full == "torch.is_tensor" and len(test.args) == 1:
+            pass
+        elif full == "isinstance" and len(test.args) == 2:
+            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+            if not all((self.names.resolve(k) or "") == "torch.Tensor" for k in kinds):
+                return {}
+        else:
+            return {}
+        key = dotted(subject)
+        if key is None or key in self.env:
+            return {}
+        return {key: Val("tensor", UNKNOWN_PLACE, label=key)}
+
+    def _names_a_device(self, call: ast.Call) -> bool:
+        """`x.to(device)`, `x.to(other.device)`, `x.cuda()`: a move to a device, wherever that is (not a
+        dtype-only `.to(torch.float16)`)."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "cpu"):
+            return True
+        target = call.args[0] if call.args else keyword(call, "device")
+        if target is None:
+            return False
+        value = self.ev(target)
+        if value is not None:
+            return value.kind == "device"
+        key = dotted(target)
+        return key is not None and (key.endswith(".device") or looks_like_device_name(key))
+
+    def _tokenizer_output(self, call: ast.Call, full: str) -> Val | None:
+        """Round 5: `tokenizer(text, return_tensors="pt")`, `processor(..., return_tensors="pt")`,
+        `tokenizer.encode(prompt, return_tensors="pt")` from a library (not the project's own code): PyTorch
+        tensors made on the CPU, never moved yet, like a DataLoader's batch. `encode` and
+        `apply_chat_template` give one tensor of ids; the others a `BatchEncoding` (a dict of tensors whose
+        `.to(device)` moves it in place, so a whole one is no dropped move)."""
+        flag = keyword(call, "return_tensors")
+        if not (isinstance(flag, ast.Constant) and flag.value == "pt"):
+            return None
+        if self._project_target(call) is not None or any(kw.arg is None for kw in call.keywords):
+            return None
+        self.args(call)
+        callee = _label(call.func) or "the tokenizer"
+        reason = Message_(
+            f'is made on the CPU by `{callee}(..., return_tensors="pt")` at line {call.lineno}',
+            f'由第 {call.lineno} 行的 `{callee}(..., return_tensors="pt")` 生成在 CPU 上',
+        )
+        one_tensor = isinstance(call.func, ast.Attribute) and call.func.attr in (
+            "encode",
+            "apply_chat_template",
+        )
+        if one_tensor:
+            if keyword(call, "return_dict") is not None:
+                return None
+            return Val("tensor", Place(HOST, why=reason), batch=True, node=call)
+        return Val("batch", Place(HOST, why=reason), batch=True, whole=True, node=call)
 
     def _unread_name(self, name: str) -> bool:
         """A name the file neither defines nor imports (a parameter, or set from code not read)."""
