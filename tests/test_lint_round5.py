@@ -400,3 +400,17 @@ def test_a_parameter_shown_a_tensor_twin_assigns_the_move():
 
 def test_a_tensor_moved_to_a_dtype_only_is_not_a_dropped_device_move():
     assert findings(LOOK.format(move="direction.to(torch.float32)")) == []
+
+
+def test_a_type_test_is_not_reported_again_at_a_call_that_does_not_take_that_path(tmp_path):
+    files = {
+        "look.py": LOOK.format(move="direction.to(device)"),
+        "render.py": """
+            from look import look
+
+
+            def render(vertices):
+                return look(vertices)
+            """,
+    }
+    assert project_findings(tmp_path, files) == [("look.py", 10, "DK002")]

@@ -2091,8 +2091,10 @@ class Flow:
 
     def _tensor_test(self, test: ast.AST) -> dict[str, Val]:
         """Round 5: `torch.is_tensor(x)`, `isinstance(x, torch.Tensor)`: in the body of the test, `x` (a
-        name the analysis knows nothing about) is a tensor, whose place is unknown."""
-        if not isinstance(test, ast.Call) or len(test.args) < 1:
+        name the analysis knows nothing about) is a tensor, whose place is unknown. Only where the function
+        is read on its own: read for a call, a parameter the call does not give holds its default (a list),
+        and the branch is not the call's path."""
+        if self.events is not None or self.depth or not isinstance(test, ast.Call) or len(test.args) < 1:
             return {}
         full = self.names.resolve(test.func) or ""
         subject = test.args[0]
