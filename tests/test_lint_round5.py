@@ -414,3 +414,59 @@ def test_a_type_test_is_not_reported_again_at_a_call_that_does_not_take_that_pat
             """,
     }
     assert project_findings(tmp_path, files) == [("look.py", 10, "DK002")]
+
+
+# --- DataParallel on one path of a test, around a model never moved -----------------------------------------
+
+WRAPPED_ON_ONE_PATH = """
+    import torch
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.fc(x)
+
+
+    def predict(config, x):
+        model = Net()
+        if config["data_parallel"]:
+            model = torch.nn.DataParallel(model)
+        {move}
+        return model(x)
+    """
+
+
+def test_a_model_wrapped_on_one_path_and_never_moved_is_dk013():
+    assert findings(WRAPPED_ON_ONE_PATH.format(move="")) == [(18, "DK013")]
+
+
+def test_a_model_wrapped_on_one_path_twin_moves_it():
+    assert findings(WRAPPED_ON_ONE_PATH.format(move='model = model.to("cuda")')) == []
+
+
+# --- pad_sequence gives one tensor where its sequences are --------------------------------------------------
+
+PADDED = """
+    import torch
+    import torch.nn as nn
+
+
+    def run(data, device):
+        model = nn.Linear(3, 3).to(device)
+        tensors = [torch.tensor([1.0, 2.0, 3.0]{device}) for token in data]
+        padded = torch.nn.utils.rnn.pad_sequence(tensors, batch_first=True)
+        return model(padded)
+    """
+
+
+def test_pad_sequence_of_cpu_tensors_into_a_moved_model_is_found():
+    assert findings(PADDED.format(device="")) == [(8, "DK003")]
+
+
+def test_pad_sequence_twin_makes_the_tensors_on_the_device():
+    assert findings(PADDED.format(device=", device=device")) == []

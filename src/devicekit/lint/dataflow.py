@@ -1729,6 +1729,13 @@ class Flow:
             return None
         if full.startswith("torch.") and not full.startswith(("torch.nn.", "torch.optim.", "torch.utils.")):
             return self.torch_call(call, full)
+        if full == "torch.nn.utils.rnn.pad_sequence":
+            # round 5: one tensor padded from a list of tensors, where they are (as `torch.stack`)
+            args, kwargs = self.args(call)
+            sequences = args[0] if args else kwargs.get("sequences")
+            if sequences is not None and sequences.kind == "seq" and sequences.item is not None:
+                return _result([sequences.item], call)
+            return None
         if full.startswith("torch.nn.functional."):
             args, kwargs = self.args(call)
             values = [*args, *kwargs.values()]
