@@ -470,3 +470,25 @@ def test_pad_sequence_of_cpu_tensors_into_a_moved_model_is_found():
 
 def test_pad_sequence_twin_makes_the_tensors_on_the_device():
     assert findings(PADDED.format(device=", device=device")) == []
+
+
+# --- judged false on real code: an index annotated `Tensor` ---------------------------------------------
+
+
+def test_an_index_parameter_annotated_tensor_kept_as_an_attribute_is_not_dk004():
+    source = """
+        import torch.nn as nn
+        from torch import Tensor
+
+
+        class Encoder(nn.Module):
+            def __init__(self, dim: int, {name}: Tensor) -> None:
+                super().__init__()
+                self.{name} = {name}
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, tokens):
+                return self.proj(tokens)
+        """
+    assert findings(source.format(name="padding_idx")) == []
+    assert findings(source.format(name="feature_set")) == [(9, "DK004")]
