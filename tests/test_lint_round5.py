@@ -492,3 +492,60 @@ def test_an_index_parameter_annotated_tensor_kept_as_an_attribute_is_not_dk004()
         """
     assert findings(source.format(name="padding_idx")) == []
     assert findings(source.format(name="feature_set")) == [(9, "DK004")]
+
+
+# --- a submodule on one path of __init__ and None on the other; a device default filled by the code ---------
+
+BUCKETS = """
+    import torch
+    import torch.nn as nn
+
+
+    class Attention(nn.Module):
+        def __init__(self, buckets, heads, relative=False):
+            super().__init__()
+            if relative:
+                self.bias = nn.Embedding(buckets, heads)
+            else:
+                self.bias = None
+
+        def compute_bias(self, length, device=None):
+            if device is None:
+                device = self.bias.weight.device
+            position = torch.arange(length, dtype=torch.long, device=device)
+            buckets = torch.zeros(position.shape, dtype=torch.long{fix})
+            buckets += position
+            return buckets
+    """
+
+
+def test_a_device_default_filled_with_an_optional_submodule_device_meets_a_cpu_tensor():
+    assert findings(BUCKETS.format(fix="")) == [(18, "DK003")]
+
+
+def test_a_device_default_filled_twin_creates_the_tensor_there():
+    assert findings(BUCKETS.format(fix=", device=device")) == []
+
+
+def test_a_device_default_filled_with_the_cpu_is_not_followed():
+    source = BUCKETS.replace("device = self.bias.weight.device", 'device = torch.device("cpu")')
+    assert findings(source.format(fix="")) == []
+
+
+def test_a_submodule_or_none_is_a_submodule_where_it_is_used():
+    source = """
+        import torch
+        import torch.nn as nn
+
+
+        class Head(nn.Module):
+            def __init__(self, dim, project=True):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim) if project else None
+
+            def forward(self, x):
+                extra = torch.ones(x.size(0), 4{fix})
+                return self.proj(extra)
+        """
+    assert findings(source.format(fix="")) == [(12, "DK003")]
+    assert findings(source.format(fix=", device=x.device")) == []

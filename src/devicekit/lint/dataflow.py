@@ -679,6 +679,9 @@ class FileAnalysis:
                     Place(INPUT, why=why.buffer_of(f"{self_name}.{name}")),
                     label=f"{self_name}.{name}",
                 )
+            for name in _optional_submodules(source, init, self_name) - set(attrs):
+                label = f"{self_name}.{name}"
+                attrs[name] = Val("module", Place(INPUT, why=why.submodule(label)), label=label)
         return attrs
 
     def _may_leave_a_cpu_tensor(self, cls: ast.ClassDef) -> bool:
@@ -904,6 +907,35 @@ def _device_params(function: ast.AST) -> dict[str, Val]:
     return found
 
 
+def _optional_submodules(source: SourceFile, init: ast.AST, self_name: str) -> set[str]:
+    """Round 5: `self.bias = nn.Embedding(...)` on one path of `__init__` and `self.bias = None` on the
+    other (or `nn.Linear(...) if flag else None`): where the code uses it, it is the submodule (the None
+    path has nothing to call), on the module's device. The names whose every assignment in `__init__` is a
+    `torch.nn` layer or None, at least one a layer."""
+    names = source.names
+    judged: dict[str, bool] = {}  # name -> every assignment a layer or None
+    layers: set[str] = set()  # names assigned a layer at least once
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ):
+                continue
+            value = node.value
+            options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            for option in options:
+                if isinstance(option, ast.Call) and names.is_module_constructor(option):
+                    layers.add(target.attr)
+                elif not (isinstance(option, ast.Constant) and option.value is None):
+                    judged[target.attr] = False  # something else: not judged
+            judged.setdefault(target.attr, True)
+    return {name for name, ok in judged.items() if ok and name in layers}
+
+
 def _calls_base_init(init: ast.AST) -> bool:
     """Whether an `__init__` runs its base class's (`super().__init__(...)`, `Base.__init__(self, ...)`)."""
     for node in ast.walk(init):
@@ -1097,6 +1129,7 @@ class Flow:
                     fallback=not _about_devices(stmt.test),
                     narrowed={0: narrowed} if narrowed else None,
                 )
+                self._default_filled(stmt)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             before = dict(self.env)
             self.bind_loop(stmt.target, stmt.iter)
@@ -1406,6 +1439,9 @@ class Flow:
                 return replace(inner, label=_label(expr), zero_dim=None)
             if expr.attr == "device" and inner.kind in ("tensor", "module"):  # type: ignore[union-attr]
                 return Val("device", inner.place)
+            if expr.attr in ("weight", "bias") and inner.kind == "module" and inner.place.kind == INPUT:  # type: ignore[union-attr]
+                # round 5: a submodule's parameters are where the module is (`self.emb.weight.device`)
+                return Val("tensor", inner.place, label=_label(expr), zero_dim=False)
             if inner.kind == "batch" and expr.attr not in NOT_TENSOR_ATTRS:  # type: ignore[union-attr]
                 return replace(inner, kind="tensor", label=_label(expr))
             return None
@@ -2095,6 +2131,41 @@ class Flow:
             self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
             return _result(values, call)
         return self._output_of_unread_model(call, args)
+
+    def _default_filled(self, stmt: ast.If) -> None:
+        """Round 5: `if device is None: device = self.emb.weight.device` for a parameter the analysis knows
+        nothing about: the code fills the default with a device (a module's own, an accelerator), so the
+        name holds that place after the test, as a caller that passes nothing gets it. A default filled
+        with the CPU is not followed (a caller may pass an accelerator)."""
+        test = stmt.test
+        if stmt.orelse or len(stmt.body) != 1 or not isinstance(stmt.body[0], ast.Assign):
+            return
+        if not (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            return
+        assign = stmt.body[0]
+        name = test.left.id
+        if len(assign.targets) != 1 or not (
+            isinstance(assign.targets[0], ast.Name) and assign.targets[0].id == name
+        ):
+            return
+        current = self.env.get(name)
+        if not looks_like_device_name(name) or (current is not None and current.place.kind != UNKNOWN):
+            return
+        function = self.function
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        if name not in {a.arg for a in _params(function)}:
+            return
+        value = self.ev(assign.value)
+        if value is not None and value.kind == "device" and value.place.kind in (DEVICE, INPUT):
+            self.env[name] = value
 
     def _tensor_test(self, test: ast.AST) -> dict[str, Val]:
         """Round 5: `torch.is_tensor(x)`, `isinstance(x, torch.Tensor)`: in the body of the test, `x` (a
