@@ -1,0 +1,270 @@
+"""Issue 42's security review, round 2 (``tests/grade_attacks/REVIEW-stop47.md``): bubblewrap, the grader's
+one isolation path, attacked by notebooks a learner could hand in, graded by ``devicekit-grade`` as an
+instructor runs it (from a folder outside the checkout, ``-j 2``).
+
+The class (one run, the default isolation: as root, bubblewrap and a user of its own per notebook):
+
+* ``k-kim``: the untouched lab, plus a cell that tries to reach the worker's events pipe (its parent's
+  ``/proc/<pid>/fd``, ``ptrace``) and to write a forged "the grader's setup cell failed" event into it;
+* ``m-max``: the untouched lab, plus a cell that fills its private ``/dev/shm`` (tmpfs: memory that no
+  resource limit counts) with up to 1.5 GB; only where it could write more than 1 GiB, it answers
+  exercise 2 right;
+* ``n-ned``: the untouched lab, plus a cell that makes a user namespace of its own (uid 0 there) and starts
+  700 processes from it;
+* ``o-oli``: the untouched lab, plus a cell that detaches a process into new user and PID namespaces of its
+  own (``unshare --user --pid --fork``), which must not outlive the run;
+* ``p-pat``: a symbolic link to a folder that holds the published solution.
+
+And one more run, as root with ``--same-user`` (documented in the grading guide: "do not give each notebook a
+user of its own"): ``s-sam``, the untouched lab, plus a cell that unmounts the tmpfs bubblewrap put over the
+checkout's ``solutions/``, runs the published solution's code, and makes the machine's root file system
+writable again to leave a file on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_tools.submissions import lab_notebook, solution_notebook, write
+from devicekit_grade import sandbox
+from grade_attacks.classroom import OUT, run_grader, wait_until_gone
+
+LAB = "01-devices"
+
+#: Defines a right ``causal_mask`` (exercise 2): the sign that an attack got what it was after.
+RIGHT_MASK = """def causal_mask(x):
+    n = x.size(1)
+    return torch.tril(torch.ones((n, n), device=x.device)).to(torch.bool)"""
+
+#: The worker (the kernel's parent, the box's user too) holds the write end of the grader's events pipe: a
+#: forged "error in cell 0" there would make the row the grader's failure (``setup-failed``).
+FORGE_EVENTS = """import ctypes, json, os
+_forged = (json.dumps({"event": "error", "index": 0, "ename": "FORGED", "evalue": "by the notebook"}) + "\\n")
+_got = []
+for _pid in {os.getppid(), *(int(p) for p in os.listdir("/proc") if p.isdigit())}:
+    if _pid == os.getpid():
+        continue
+    try:
+        _fds = os.listdir(f"/proc/{_pid}/fd")
+    except OSError:
+        continue
+    for _fd in _fds:
+        try:
+            _w = os.open(f"/proc/{_pid}/fd/{_fd}", os.O_WRONLY | os.O_NONBLOCK)
+            os.write(_w, _forged.encode())
+            os.close(_w)
+            _got.append(f"{_pid}/{_fd}")
+        except OSError:
+            pass
+_traced = ctypes.CDLL(None, use_errno=True).ptrace(16, os.getppid(), 0, 0) == 0  # PTRACE_ATTACH
+try:
+    _tty = os.open("/dev/tty", os.O_RDWR)
+except OSError as _e:
+    _tty = _e.strerror
+if _got or _traced:
+    RIGHT
+raise RuntimeError(f"EVENTS-FORGED {_got} ptrace={_traced} tty={_tty}")"""
+
+#: How much of the machine's memory a notebook can hold through its /dev/shm (a tmpfs), 64 MiB at a time.
+FILL_SHM = """_filled = 0
+try:
+    for _i in range(24):
+        with open(f"/dev/shm/fill-{_i}", "wb") as _f:
+            _f.write(b"\\1" * (64 << 20))
+        _filled += 64 << 20
+except OSError:
+    pass
+if _filled > 1 << 30:
+    RIGHT
+raise RuntimeError(f"SHM-FILLED {_filled >> 20} MiB")"""
+
+#: 700 processes started from a user namespace of the notebook's own (uid 0 and every capability there):
+#: RLIMIT_NPROC and the grader's watchdog must still hold (a small helper, not the kernel, forks).
+FORK_IN_USERNS = """import subprocess, sys
+_helper = '''
+import ctypes, os, time
+print(ctypes.CDLL(None, use_errno=True).unshare(0x10000000), flush=True)
+n = 0
+for _ in range(700):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    n += 1
+print(n, flush=True)
+time.sleep(60)
+'''
+_p = subprocess.Popen([sys.executable, "-S", "-c", _helper], stdout=subprocess.PIPE, text=True)
+_unshared, _started = _p.stdout.readline().strip(), _p.stdout.readline().strip()
+raise RuntimeError(f"FORKED unshare={_unshared} started={_started}")"""
+
+#: A process in user and PID namespaces of its own, in a new session: it must not outlive the run.
+DETACH_IN_NAMESPACES = """import subprocess
+subprocess.Popen(["unshare", "--user", "--pid", "--fork", "sh", "-c", "sleep 300; : {marker}"],
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"""
+
+#: As root with every capability (``--same-user``): undo what hides the solutions, run them, and make the
+#: machine's root file system writable again.
+SAME_USER_ESCAPE = """import ctypes, json, pathlib
+import devicekit_labs
+_libc = ctypes.CDLL(None, use_errno=True)
+for _up in pathlib.Path(devicekit_labs.__file__).resolve().parents:
+    _nb = _up / "solutions" / "01-devices.ipynb"
+    if (_up / "solutions").is_dir():
+        _libc.umount2(str(_up / "solutions").encode(), 2)  # MNT_DETACH: the tmpfs bubblewrap put there
+    if _nb.exists():
+        for _cell in json.loads(_nb.read_text())["cells"]:
+            _src = "".join(_cell["source"])
+            if _cell["cell_type"] == "code" and "### BEGIN SOLUTION" in _src:
+                exec(_src, globals())
+        break
+_libc.mount(None, b"/", None, 0x20 | 0x1000, None)  # MS_REMOUNT | MS_BIND, without MS_RDONLY
+try:
+    pathlib.Path({marker!r}).write_text("written from inside the sandbox")
+except OSError:
+    pass"""
+
+
+def _with_cell(nb: nbformat.NotebookNode, source: str) -> nbformat.NotebookNode:
+    nb.cells.append(nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def _indented(source: str) -> str:
+    return source.replace("\n", "\n    ")
+
+
+def _bwrap_as_root() -> str:
+    """Empty when this machine grades with bubblewrap as root (this review's subject), else why not."""
+    if not sandbox.running_as_root():
+        return "the grader is not root here"
+    if not sandbox.bwrap_works():
+        return "bubblewrap cannot start here"
+    return ""
+
+
+def _rows(root: Path) -> dict[str, dict]:
+    rows = json.loads((root / OUT / "grades.json").read_text(encoding="utf-8"))
+    return {r["file"].removeprefix("subs/"): r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def review():
+    """The class above, graded once (``-j 2``)."""
+    why = _bwrap_as_root()
+    if why:
+        pytest.skip(why)
+    root = Path(tempfile.mkdtemp(prefix="devicekit-review47-"))
+    subs = root / "subs"
+    marker = f"devicekit-review47-{secrets.token_hex(4)}"
+    right = _indented(RIGHT_MASK)
+    write(
+        _with_cell(lab_notebook(LAB), FORGE_EVENTS.replace("RIGHT", right)), subs / "k-kim_01-devices.ipynb"
+    )
+    write(_with_cell(lab_notebook(LAB), FILL_SHM.replace("RIGHT", right)), subs / "m-max_01-devices.ipynb")
+    write(_with_cell(lab_notebook(LAB), FORK_IN_USERNS), subs / "n-ned_01-devices.ipynb")
+    write(
+        _with_cell(lab_notebook(LAB), DETACH_IN_NAMESPACES.format(marker=marker)),
+        subs / "o-oli_01-devices.ipynb",
+    )
+    elsewhere = root / "elsewhere"
+    write(solution_notebook(LAB), elsewhere / f"{LAB}.ipynb")
+    os.symlink(elsewhere, subs / "p-pat")
+    done = run_grader(root, "--out", OUT, "--jobs", "2", "--timeout", "60", "subs")
+    left = wait_until_gone(marker, 60)
+    yield {"rows": _rows(root), "returncode": done.returncode, "stderr": done.stderr[-3000:], "left": left}
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _row(review: dict, name: str) -> dict:
+    return review["rows"][f"{name}_01-devices.ipynb"]
+
+
+def _said(row: dict, mark: str) -> str:
+    """The reason that carries an attack's own report (``mark …``), for the assertion messages."""
+    return next((r for r in row["reason"].split("; ") if mark in r), row["reason"])
+
+
+@pytest.mark.integration
+def test_a_notebook_cannot_write_into_the_workers_events_pipe(review):
+    # the worker is the box's user too, but makes itself non-dumpable: its /proc/<pid>/fd and ptrace are
+    # closed to the kernel, so no forged "error in the grader's setup cell" reaches the grader
+    r = _row(review, "k-kim")
+    assert r["status"] == "graded", (r["status"], r["reason"])
+    assert r["exercises"][1]["passed"] is False, _said(r, "EVENTS-FORGED")
+    assert "EVENTS-FORGED [] ptrace=False" in r["reason"], r["reason"]
+
+
+@pytest.mark.integration
+@pytest.mark.xfail(strict=True, reason="review47 hole 2: /dev/shm is a tmpfs of half the machine's memory")
+def test_a_notebook_cannot_hold_the_machines_memory_through_dev_shm(review):
+    r = _row(review, "m-max")
+    assert r["exercises"][1]["passed"] is False, _said(r, "SHM-FILLED")
+
+
+@pytest.mark.integration
+def test_the_process_limit_holds_in_a_user_namespace_of_the_notebooks_own(review):
+    r = _row(review, "n-ned")
+    said = _said(r, "FORKED")
+    assert "process-limit" in r["flags"] or "started=700" not in said, said
+
+
+@pytest.mark.integration
+def test_a_process_in_namespaces_of_its_own_does_not_outlive_the_run(review):
+    assert not review["left"], f"still running after the grader ended: {review['left']}"
+
+
+@pytest.mark.integration
+def test_a_symbolic_link_to_a_folder_is_not_followed(review):
+    r = review["rows"]["p-pat"]
+    assert r["status"] == "refused" and r["score"] is None, r
+    assert review["returncode"] == 0, review["stderr"]
+
+
+@pytest.fixture(scope="module")
+def same_user():
+    """``s-sam`` graded as root with ``--same-user``: the notebook runs as root inside bubblewrap."""
+    why = _bwrap_as_root()
+    if why:
+        pytest.skip(why)
+    root = Path(tempfile.mkdtemp(prefix="devicekit-review47-"))
+    marker = Path("/var/tmp") / f"devicekit-review47-{secrets.token_hex(4)}"
+    nb = _with_cell(lab_notebook(LAB), SAME_USER_ESCAPE.format(marker=str(marker)))
+    write(nb, root / "subs" / "s-sam_01-devices.ipynb")
+    done = run_grader(root, "--out", OUT, "--same-user", "--timeout", "60", "subs")
+    escaped = marker.exists()
+    marker.unlink(missing_ok=True)
+    graded = (root / OUT / "grades.json").exists()
+    yield {
+        "rows": _rows(root) if graded else {},
+        "escaped": escaped,
+        "returncode": done.returncode,
+        "stderr": done.stderr[-3000:],
+    }
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.integration
+@pytest.mark.xfail(strict=True, reason="review47 hole 1: --same-user runs notebooks as root in bubblewrap")
+def test_same_user_never_runs_a_notebook_as_root_in_the_sandbox(same_user):
+    """Hole 1: as root, ``--same-user`` ran the notebook as root inside bubblewrap with every capability: it
+    unmounted the tmpfs over ``solutions/`` (``graded 3/3``, no flag) and wrote on the machine's ``/``. The
+    grader now refuses ``--same-user`` as root without ``--trust-submissions`` (exit 2, both languages)."""
+    assert not same_user["escaped"], "a notebook wrote on the machine's root file system"
+    row = same_user["rows"].get("s-sam_01-devices.ipynb")
+    assert row is None or row["score"] == 0, row["feedback"]
+    if row is None:
+        assert same_user["returncode"] == 2, same_user["stderr"]
+        said = same_user["stderr"]
+        assert "--same-user" in said and "单独的用户" in said, said
