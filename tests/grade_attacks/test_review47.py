@@ -207,7 +207,6 @@ def test_a_notebook_cannot_write_into_the_workers_events_pipe(review):
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(strict=True, reason="review47 hole 2: /dev/shm is a tmpfs of half the machine's memory")
 def test_a_notebook_cannot_hold_the_machines_memory_through_dev_shm(review):
     r = _row(review, "m-max")
     assert r["exercises"][1]["passed"] is False, _said(r, "SHM-FILLED")
@@ -267,3 +266,51 @@ def test_same_user_never_runs_a_notebook_as_root_in_the_sandbox(same_user):
         assert same_user["returncode"] == 2, same_user["stderr"]
         said = same_user["stderr"]
         assert "--same-user" in said and "单独的用户" in said, said
+
+
+#: Which of the box's tmpfs mounts its user can write, and their sizes in MiB (a JSON object).
+TMPFS_SIZES = """import json, os
+sizes = {}
+for line in open("/proc/self/mounts"):
+    kind, where = line.split()[2], line.split()[1]
+    if kind == "tmpfs" and os.access(where, os.W_OK):
+        stat = os.statvfs(where)
+        sizes[where] = stat.f_blocks * stat.f_frsize >> 20
+print(json.dumps(sizes))"""
+
+
+@pytest.mark.integration
+def test_every_writable_tmpfs_of_a_box_is_sized_for_an_ordinary_user_too():
+    """Hole 2, as an ordinary user (bubblewrap in a user namespace of its own): there ``/tmp``, ``/home``,
+    ``/root``, ``/run``, ``/dev/shm`` and every hidden folder are tmpfs mounts the notebook can write, each
+    half the machine's memory (12 GB each on the course machine) before the fix. Run here as ``nobody``
+    (``setpriv``, as root) with the system Python, which needs nothing under the private ``/root``."""
+    import subprocess
+
+    if not (sandbox.running_as_root() and shutil.which("setpriv") and Path("/usr/bin/python3").exists()):
+        pytest.skip("needs root (to become an ordinary user), setpriv and /usr/bin/python3")
+    if not sandbox.bwrap_sizes():
+        pytest.skip("this bubblewrap cannot size a tmpfs (--size): the grading guide says so")
+    nobody = 65534
+    # nobody must reach the box's folder; outside /tmp, so that the hidden folder gets a tmpfs of its own
+    top = Path(tempfile.mkdtemp(prefix="devicekit-review47-", dir="/var/tmp"))
+    try:
+        top.chmod(0o711)
+        box = sandbox.make_box(top, nobody)
+        box.uid = None  # the grader's own user: no setpriv inside; the whole bubblewrap runs as nobody
+        hidden = top / "hidden"
+        hidden.mkdir(mode=0o755)
+        prefix = sandbox.bwrap_prefix(box, ["/usr"], [str(hidden)])
+        as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", "--"]
+        done = subprocess.run(
+            [*as_nobody, *prefix, "/usr/bin/python3", "-c", TMPFS_SIZES],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    sizes = json.loads(done.stdout)
+    assert {"/tmp", "/dev/shm", str(hidden)} <= set(sizes), sizes
+    assert max(sizes.values()) <= sandbox.TMPFS_MB, sizes
