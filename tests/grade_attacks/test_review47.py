@@ -11,6 +11,9 @@ The class (one run, the default isolation: as root, bubblewrap and a user of its
   exercise 2 right;
 * ``n-ned``: the untouched lab, plus a cell that makes a user namespace of its own (uid 0 there) and starts
   700 processes from it;
+* ``q-quinn``: the untouched lab, plus a cell that holds memory and disk no limit counts (six memfds written
+  from a helper whose address space is capped, a tmpfs mounted in a user namespace of its own, five files
+  of 200 MB in its folder); only where it held more than 512 MiB, it answers exercise 2 right;
 * ``o-oli``: the untouched lab, plus a cell that detaches a process into new user and PID namespaces of its
   own (``unshare --user --pid --fork``), which must not outlive the run;
 * ``p-pat``: a symbolic link to a folder that holds the published solution.
@@ -114,6 +117,47 @@ DETACH_IN_NAMESPACES = """import subprocess
 subprocess.Popen(["unshare", "--user", "--pid", "--fork", "sh", "-c", "sleep 300; : {marker}"],
     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"""
 
+#: Memory and disk that no limit of the box counts: a helper whose own address space is limited to 64 MiB
+#: more than it uses writes 768 MiB into six memfds (shared memory: written, not mapped, so RLIMIT_AS never
+#: sees it) and keeps them; a tmpfs mounted in a user namespace of the notebook's own (no --size there); and
+#: five files of 200 MB in the box's folder on the machine's disk (RLIMIT_FSIZE is per file).
+BEYOND_LIMITS = """import subprocess, sys
+_helper = '''
+import os, resource
+used = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (used + (64 << 20), used + (64 << 20)))
+chunk = bytes([1]) * (16 << 20)
+held, fds = 0, []
+try:
+    for _ in range(6):  # 128 MiB each: RLIMIT_FSIZE (256 MiB) holds for one memfd, not for six
+        fds.append(os.memfd_create("held"))
+        for _ in range(8):
+            os.write(fds[-1], chunk)
+            held += len(chunk)
+except OSError:
+    pass
+print(held >> 20, flush=True)
+os.read(0, 1)
+'''
+_p = subprocess.Popen([sys.executable, "-S", "-c", _helper], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+_held = int(_p.stdout.readline())
+_mount = "mount -t tmpfs none /mnt && df -m /mnt | tail -1"
+_tmpfs = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _mount],
+    capture_output=True, text=True).stdout.split()
+_disk = 0
+try:
+    for _i in range(5):
+        with open(f"disk-{_i}", "wb") as _f:
+            for _ in range(25):
+                _f.write(bytes([1]) * (8 << 20))
+        _disk += 200
+except OSError:
+    pass
+if _held > 512:
+    RIGHT
+raise RuntimeError(f"BEYOND-LIMITS memfd={_held} MiB nested-tmpfs={_tmpfs[1:2]} MiB disk={_disk} MB")"""
+
+
 #: As root with every capability (``--same-user``): undo what hides the solutions, run them, and make the
 #: machine's root file system writable again.
 SAME_USER_ESCAPE = """import ctypes, json, pathlib
@@ -174,6 +218,8 @@ def review():
     )
     write(_with_cell(lab_notebook(LAB), FILL_SHM.replace("RIGHT", right)), subs / "m-max_01-devices.ipynb")
     write(_with_cell(lab_notebook(LAB), FORK_IN_USERNS), subs / "n-ned_01-devices.ipynb")
+    beyond = BEYOND_LIMITS.replace("RIGHT", right)
+    write(_with_cell(lab_notebook(LAB), beyond), subs / "q-quinn_01-devices.ipynb")
     write(
         _with_cell(lab_notebook(LAB), DETACH_IN_NAMESPACES.format(marker=marker)),
         subs / "o-oli_01-devices.ipynb",
@@ -210,6 +256,17 @@ def test_a_notebook_cannot_write_into_the_workers_events_pipe(review):
 def test_a_notebook_cannot_hold_the_machines_memory_through_dev_shm(review):
     r = _row(review, "m-max")
     assert r["exercises"][1]["passed"] is False, _said(r, "SHM-FILLED")
+
+
+@pytest.mark.integration
+@pytest.mark.xfail(strict=True, reason="review47 hole 3: a box's memory and disk have no limit of their own")
+def test_a_notebook_holds_no_memory_beyond_its_limits(review):
+    """Hole 3 (open): the limits are per process (RLIMIT_AS, RLIMIT_FSIZE), not per box: memory written to a
+    memfd is counted by none of them, nor a tmpfs the notebook mounts in a user namespace of its own, nor the
+    files it writes in its folder on the machine's disk. Fix: a memory (and pids) cgroup per box, and
+    bubblewrap's ``--disable-userns``; a quota or a sized file system for the box's folder."""
+    r = _row(review, "q-quinn")
+    assert r["exercises"][1]["passed"] is False, _said(r, "BEYOND-LIMITS")
 
 
 @pytest.mark.integration
