@@ -18,6 +18,10 @@ The class (one run, the default isolation: as root, bubblewrap and a user of its
   own (``unshare --user --pid --fork``), which must not outlive the run;
 * ``p-pat``: a symbolic link to a folder that holds the published solution.
 
+A run by an ordinary user (``nobody``), with ``TMPDIR`` outside ``/tmp``: ``a-amy`` (right answers, then a
+pause) and ``b-ben``, who reads the grader's run folder (the hidden judges, amy's box). A box as ``nobody``:
+how large each tmpfs it can write is.
+
 And one more run, as root with ``--same-user`` (documented in the grading guide: "do not give each notebook a
 user of its own"): ``s-sam``, the untouched lab, plus a cell that unmounts the tmpfs bubblewrap put over the
 checkout's ``solutions/``, runs the published solution's code, and makes the machine's root file system
@@ -36,7 +40,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_tools.submissions import lab_notebook, solution_notebook, write
+from course_tools.paths import ROOT
+from course_tools.submissions import lab_notebook, solution_notebook, solved_lab, write
 from devicekit_grade import sandbox
 from grade_attacks.classroom import OUT, run_grader, wait_until_gone
 
@@ -156,6 +161,31 @@ except OSError:
 if _held > 512:
     RIGHT
 raise RuntimeError(f"BEYOND-LIMITS memfd={_held} MiB nested-tmpfs={_tmpfs[1:2]} MiB disk={_disk} MB")"""
+
+
+#: Reads the grader's run folder (the parent of its own box): the evaluator's copy of the hidden judges and
+#: another box's notebook (a classmate graded at the same time), whose ``causal_mask`` it runs.
+READS_RUN_FOLDER = """import glob, json, os, pathlib, time
+_box = pathlib.Path(os.getcwd()).parent
+_run = _box.parent
+_hidden, _took = [], False
+for _ in range(60):
+    _hidden = [open(h).read()[:60] for h in glob.glob(str(_run / "eval-*" / "hidden" / "*.py"))]
+    for _nb in glob.glob(str(_run / "*" / "work" / "notebook.ipynb")):
+        if pathlib.Path(_nb).parent.parent == _box:
+            continue
+        for _cell in json.loads(pathlib.Path(_nb).read_text())["cells"]:
+            _src = "".join(_cell["source"])
+            if _cell["cell_type"] == "code" and "def causal_mask(" in _src:
+                try:
+                    exec(_src, globals())
+                    _took = True
+                except Exception:
+                    pass
+    if _took:
+        break
+    time.sleep(0.5)
+raise RuntimeError(f"RUN-FOLDER hidden={_hidden} took={_took}")"""
 
 
 #: As root with every capability (``--same-user``): undo what hides the solutions, run them, and make the
@@ -371,3 +401,85 @@ def test_every_writable_tmpfs_of_a_box_is_sized_for_an_ordinary_user_too():
     sizes = json.loads(done.stdout)
     assert {"/tmp", "/dev/shm", str(hidden)} <= set(sizes), sizes
     assert max(sizes.values()) <= sandbox.TMPFS_MB, sizes
+
+
+#: The instructor's hidden judge for the ordinary-user run: its text must not reach a notebook.
+HIDDEN_JUDGE = """from devicekit_labs import Fail
+
+SECRET = "REVIEW47-HIDDEN-JUDGE"
+
+
+def never(seen):
+    raise Fail(SECRET, SECRET)
+
+
+HIDDEN = {"predict-raises": never}
+"""
+
+
+@pytest.fixture(scope="module")
+def ordinary_user():
+    """The grader run by an ordinary user (``nobody``, through ``setpriv``) with the system Python's
+    ``.venv-user`` (``make test-user-isolation``), ``TMPDIR`` outside ``/tmp`` (a scratch folder, as many
+    shared machines set it), ``-j 2``: ``a-amy`` (her right answers, then 30 s of sleep) and ``b-ben`` (the
+    untouched lab plus `READS_RUN_FOLDER`), with a hidden judge."""
+    python = ROOT / ".venv-user" / "bin" / "python"
+    if not (sandbox.running_as_root() and shutil.which("setpriv") and python.exists()):
+        pytest.skip(
+            "needs root (to become an ordinary user), setpriv and .venv-user (make test-user-isolation)"
+        )
+    import subprocess
+
+    nobody = 65534
+    # short: the answer socket's path under TMPDIR must fit in AF_UNIX's 108 bytes
+    top = Path(tempfile.mkdtemp(prefix="r47-", dir="/var/tmp"))
+    try:
+        write(
+            _with_cell(solved_lab(LAB), "import time\ntime.sleep(30)"),
+            top / "subs" / "a-amy_01-devices.ipynb",
+        )
+        write(_with_cell(lab_notebook(LAB), READS_RUN_FOLDER), top / "subs" / "b-ben_01-devices.ipynb")
+        (top / "hidden").mkdir()
+        (top / "hidden" / "lab01.py").write_text(HIDDEN_JUDGE, encoding="utf-8")
+        (top / "s").mkdir()
+        sandbox.chown_tree(top, nobody)
+        top.chmod(0o755)
+        env = {
+            "PATH": f"{python.parent}:/usr/bin:/bin",
+            "HOME": str(top),
+            "TMPDIR": str(top / "s"),
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tools'}",
+        }
+        as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", "--"]
+        args = ["--out", OUT, "--jobs", "2", "--hidden", "hidden", "--timeout", "60", "subs"]
+        done = subprocess.run(
+            [*as_nobody, str(python), "-m", "devicekit_grade", *args],
+            cwd=top,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        graded = (top / OUT / "grades.json").exists()
+        yield {
+            "rows": _rows(top) if graded else {},
+            "returncode": done.returncode,
+            "stderr": done.stderr[-3000:],
+        }
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.integration
+@pytest.mark.xfail(strict=True, reason="review47 hole 4: the grader's run folder is visible to a box")
+def test_an_ordinary_users_notebook_cannot_read_the_graders_run_folder(ordinary_user):
+    """Hole 4: run by an ordinary user, bubblewrap runs the notebook as that same user, and the grader's run
+    folder (``TMPDIR/devicekit-grade-*``: the evaluator's copy of the hidden judges, every other box) was
+    shown read-only wherever TMPDIR is not under a folder the sandbox empties: ben read the hidden judge and
+    ran amy's ``causal_mask`` (exercise 2 passed). The run folder is now hidden in every box."""
+    row = ordinary_user["rows"].get("b-ben_01-devices.ipynb")
+    assert row is not None, ordinary_user["stderr"]
+    said = _said(row, "RUN-FOLDER")
+    assert "REVIEW47-HIDDEN-JUDGE" not in said, said
+    assert row["exercises"][1]["passed"] is False, said
