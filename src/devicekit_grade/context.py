@@ -13,6 +13,7 @@ none pays for Python and torch to start again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -77,6 +78,11 @@ class Context:
         )  # fmt: skip
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
         os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
+        # hidden too (each box is shown its own folder again): it holds the evaluator's copy of the hidden
+        # judges and the other boxes, which a notebook run as the grader's own user (bubblewrap without root)
+        # could read wherever TMPDIR puts it outside the folders a sandbox empties (review47, hole 4)
+        hide = (*self.isolation.hide, os.path.realpath(self.root))
+        self.isolation = dataclasses.replace(self.isolation, hide=hide)
         self.uids = sandbox.UidPool(options.uid_base)
         self.snapshot = snapshot_sources(options.checks)
         self.hidden = _read_hidden(options.hidden)

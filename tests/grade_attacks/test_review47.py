@@ -472,7 +472,6 @@ def ordinary_user():
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(strict=True, reason="review47 hole 4: the grader's run folder is visible to a box")
 def test_an_ordinary_users_notebook_cannot_read_the_graders_run_folder(ordinary_user):
     """Hole 4: run by an ordinary user, bubblewrap runs the notebook as that same user, and the grader's run
     folder (``TMPDIR/devicekit-grade-*``: the evaluator's copy of the hidden judges, every other box) was
