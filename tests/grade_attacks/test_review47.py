@@ -16,11 +16,12 @@ The class (one run, the default isolation: as root, bubblewrap and a user of its
   of 200 MB in its folder); only where it held more than 512 MiB, it answers exercise 2 right;
 * ``o-oli``: the untouched lab, plus a cell that detaches a process into new user and PID namespaces of its
   own (``unshare --user --pid --fork``), which must not outlive the run;
+* ``r-rex``: the untouched lab, plus a cell that reads the command line of the box's process 1 (bubblewrap);
 * ``p-pat``: a symbolic link to a folder that holds the published solution.
 
 A run by an ordinary user (``nobody``), with ``TMPDIR`` outside ``/tmp``: ``a-amy`` (right answers, then a
-pause) and ``b-ben``, who reads the grader's run folder (the hidden judges, amy's box). A box as ``nobody``:
-how large each tmpfs it can write is.
+pause), ``b-ben``, who reads the grader's run folder (the hidden judges, amy's box), and ``c-cat``, who tries
+the events pipe as ``k-kim`` does. And a box run as ``nobody``: how large each tmpfs it can write is.
 
 And one more run, as root with ``--same-user`` (documented in the grading guide: "do not give each notebook a
 user of its own"): ``s-sam``, the untouched lab, plus a cell that unmounts the tmpfs bubblewrap put over the
@@ -188,6 +189,13 @@ for _ in range(60):
 raise RuntimeError(f"RUN-FOLDER hidden={_hidden} took={_took}")"""
 
 
+#: What the sandbox's process 1 (bubblewrap, started by the grader) says on its command line: every folder it
+#: hides and shows, by name (world-readable, like every ``/proc/<pid>/cmdline``).
+READS_SANDBOX_COMMAND = """_argv = open("/proc/1/cmdline", "rb").read().decode().split("\\0")
+_hidden = [_argv[i + 1] for i, a in enumerate(_argv[:-1]) if a == "--tmpfs"]
+raise RuntimeError(f"SANDBOX-COMMAND {_argv[0].rsplit('/', 1)[-1]} hides {_hidden}")"""
+
+
 #: As root with every capability (``--same-user``): undo what hides the solutions, run them, and make the
 #: machine's root file system writable again.
 SAME_USER_ESCAPE = """import ctypes, json, pathlib
@@ -239,7 +247,8 @@ def review():
     why = _bwrap_as_root()
     if why:
         pytest.skip(why)
-    root = Path(tempfile.mkdtemp(prefix="devicekit-review47-"))
+    # outside /tmp: the class folder is hidden by a tmpfs of its own, as one in /srv or /data would be
+    root = Path(tempfile.mkdtemp(prefix="devicekit-review47-", dir="/var/tmp"))
     subs = root / "subs"
     marker = f"devicekit-review47-{secrets.token_hex(4)}"
     right = _indented(RIGHT_MASK)
@@ -248,6 +257,7 @@ def review():
     )
     write(_with_cell(lab_notebook(LAB), FILL_SHM.replace("RIGHT", right)), subs / "m-max_01-devices.ipynb")
     write(_with_cell(lab_notebook(LAB), FORK_IN_USERNS), subs / "n-ned_01-devices.ipynb")
+    write(_with_cell(lab_notebook(LAB), READS_SANDBOX_COMMAND), subs / "r-rex_01-devices.ipynb")
     beyond = BEYOND_LIMITS.replace("RIGHT", right)
     write(_with_cell(lab_notebook(LAB), beyond), subs / "q-quinn_01-devices.ipynb")
     write(
@@ -259,7 +269,13 @@ def review():
     os.symlink(elsewhere, subs / "p-pat")
     done = run_grader(root, "--out", OUT, "--jobs", "2", "--timeout", "60", "subs")
     left = wait_until_gone(marker, 60)
-    yield {"rows": _rows(root), "returncode": done.returncode, "stderr": done.stderr[-3000:], "left": left}
+    yield {
+        "rows": _rows(root),
+        "returncode": done.returncode,
+        "stderr": done.stderr[-3000:],
+        "left": left,
+        "subs": str(subs),
+    }
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -280,6 +296,18 @@ def test_a_notebook_cannot_write_into_the_workers_events_pipe(review):
     assert r["status"] == "graded", (r["status"], r["reason"])
     assert r["exercises"][1]["passed"] is False, _said(r, "EVENTS-FORGED")
     assert "EVENTS-FORGED [] ptrace=False" in r["reason"], r["reason"]
+
+
+@pytest.mark.integration
+@pytest.mark.xfail(strict=True, reason="review47 hole 5: the sandbox's command line names what it hides")
+def test_a_notebook_cannot_read_the_names_of_the_folders_it_cannot_see(review):
+    """Hole 5 (open, low): bubblewrap is process 1 of the box, and its command line (world-readable) lists
+    every hidden folder by its path: the submissions folder, ``--out``, the roster's folder, the hidden
+    judges, the run folder. Names only, never their files. Fix: give bubblewrap its arguments on a pipe
+    (``bwrap --args FD``), so that its command line is ``bwrap --args 3``."""
+    r = _row(review, "r-rex")
+    said = _said(r, "SANDBOX-COMMAND")
+    assert "SANDBOX-COMMAND" in said and review["subs"] not in said, said
 
 
 @pytest.mark.integration
@@ -439,6 +467,8 @@ def ordinary_user():
             top / "subs" / "a-amy_01-devices.ipynb",
         )
         write(_with_cell(lab_notebook(LAB), READS_RUN_FOLDER), top / "subs" / "b-ben_01-devices.ipynb")
+        forge = FORGE_EVENTS.replace("RIGHT", _indented(RIGHT_MASK))
+        write(_with_cell(lab_notebook(LAB), forge), top / "subs" / "c-cat_01-devices.ipynb")
         (top / "hidden").mkdir()
         (top / "hidden" / "lab01.py").write_text(HIDDEN_JUDGE, encoding="utf-8")
         (top / "s").mkdir()
@@ -482,3 +512,15 @@ def test_an_ordinary_users_notebook_cannot_read_the_graders_run_folder(ordinary_
     said = _said(row, "RUN-FOLDER")
     assert "REVIEW47-HIDDEN-JUDGE" not in said, said
     assert row["exercises"][1]["passed"] is False, said
+
+
+@pytest.mark.integration
+def test_an_ordinary_users_notebook_cannot_write_into_the_workers_events_pipe(ordinary_user):
+    # the kernel runs as the grader's own user here, in bubblewrap's user namespace, as the worker does
+    row = ordinary_user["rows"].get("c-cat_01-devices.ipynb")
+    assert row is not None, ordinary_user["stderr"]
+    # what it could open and write are bubblewrap's own descriptors 0-2 (process 1 runs as this user here):
+    # /dev/null and the worker's log, the box's own file, which the kernel can write anyway
+    # (its forged "error in cell 0" would have made the row the grader's failure: setup-failed)
+    assert row["status"] == "graded", (row["status"], row["reason"])
+    assert "ptrace=False" in row["reason"], row["reason"]
