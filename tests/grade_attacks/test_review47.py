@@ -524,3 +524,40 @@ def test_an_ordinary_users_notebook_cannot_write_into_the_workers_events_pipe(or
     # (its forged "error in cell 0" would have made the row the grader's failure: setup-failed)
     assert row["status"] == "graded", (row["status"], row["reason"])
     assert "ptrace=False" in row["reason"], row["reason"]
+
+
+@pytest.mark.integration
+def test_the_solutions_of_every_checkout_a_kernel_loads_from_are_hidden(tmp_path):
+    """Hole 6: a kernel does not get the grader's ``PYTHONPATH``: with ``PYTHONPATH=src`` of one checkout and
+    a virtual environment installed editable from another, it loads ``devicekit_labs`` from the other, whose
+    ``solutions/`` stayed readable (review42's ``g-gus`` scored 2/3 that way). Every checkout whose course
+    packages a sandbox shows now has its ``solutions/`` and ``grading/hidden/`` hidden; run in a real box."""
+    import subprocess
+
+    from devicekit_grade.context import _beside_the_checks
+    from devicekit_grade.installed import Needs
+
+    if not sandbox.bwrap_works():
+        pytest.skip("bubblewrap cannot start here")
+    # outside /tmp, which every box empties anyway
+    other = Path(tempfile.mkdtemp(prefix="devicekit-review47-", dir="/var/tmp")) / "other-checkout"
+    (other / "src" / "devicekit_labs").mkdir(parents=True)
+    (other / "solutions").mkdir()
+    (other / "solutions" / "01-devices.ipynb").write_text("the published solution", encoding="utf-8")
+    (other / "grading" / "hidden").mkdir(parents=True)
+    package = str(other / "src" / "devicekit_labs")
+    hidden = [str(p) for p in _beside_the_checks(Needs(trees=(), packages=(package,)))]
+    assert {str(other / "solutions"), str(other / "grading" / "hidden")} <= set(hidden), hidden
+    box = sandbox.make_box(tmp_path, None)
+    prefix = sandbox.bwrap_prefix(box, ["/usr", "/bin", "/lib", "/lib64", package], hidden)
+    try:
+        shown = subprocess.run(
+            [*prefix, "sh", "-c", f"ls -d {package} && ls {other / 'solutions'}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(other.parent, ignore_errors=True)
+    assert shown.returncode == 0, shown.stderr
+    assert "01-devices.ipynb" not in shown.stdout, shown.stdout
