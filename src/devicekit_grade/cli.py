@@ -237,6 +237,26 @@ def _absolute(argv: list[str]) -> list[str]:
     return [*argv, "--display-root", os.getcwd()]
 
 
+def _check_same_user(args: argparse.Namespace) -> None:
+    """Refuse ``--same-user`` as root unless ``--trust-submissions``: bubblewrap started by root without a
+    user to switch to leaves the notebook root inside with every capability, and root can unmount what
+    hides the solutions, remount the machine's file system writable and read its raw disks (review47, hole
+    1): that is no sandbox, and the report would still say it is one."""
+    if args.same_user and sandbox.running_as_root() and not args.trust_submissions:
+        raise lms.OptionError(
+            Message(
+                "--same-user would run every notebook as root: inside bubblewrap root keeps every "
+                "capability, so a notebook could unmount what hides the solutions and write on this "
+                "machine's file system. Leave --same-user out (each notebook then gets a user of its own "
+                "inside the sandbox), or add --trust-submissions if you trust every submission.",
+                "--same-user 会让每个 notebook 以 root 运行：root 在 bubblewrap 里仍保有全部权限，"
+                "notebook 能卸载遮住参考答案的挂载，还能改写这台机器上的文件。请去掉 --same-user"
+                "（这样每个 notebook 会在沙箱里使用单独的用户），如果你信任每一份提交，也可以加上 "
+                "--trust-submissions。",
+            )
+        )
+
+
 def _shard(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
@@ -493,6 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     out: Path = args.out
     try:
+        _check_same_user(args)
         submissions = find(args.inputs, exclude=[out])
         _prepare_out(out)
         earlier = [] if args.replace else load(out)
