@@ -7,8 +7,9 @@ real or simulated: `machine.probe_devices`, so an answer that drops the index la
 uninitialised memory reads NaN during the call (``fill_uninitialized_memory``), and what comes back is
 compared with the same model built on that device.
 Exercise 2 loads a full checkpoint into a model sharded with FSDP2 on a one-process CPU mesh in the kernel,
-and also tells the learner's function it is a rank of a GPU job: there ``torch.load`` and DCP's loading are
-recorded, not run, so the check sees where each rank would put the whole checkpoint. Exercise 3 starts two
+and also tells the learner's function it is a rank of a GPU job: there DCP's loading and a ``torch.load``
+onto a GPU are recorded, not run (a ``torch.load`` onto the CPU runs), so the check sees where each rank
+would put the whole checkpoint, also when it moves a CPU read to its GPU. Exercise 3 starts two
 real processes (``sharded_workers.fsdp_train``: FSDP2 over gloo, or NCCL where there is a GPU per rank) that
 save a distributed checkpoint, once per process, then lets the learner resume it into unsharded models in the
 kernel, on ``cuda:1`` (real or simulated; a fresh Adam with another learning rate, and one that has stepped),
@@ -285,8 +286,8 @@ def _judge_never_set(case: dict, label: str, label_zh: str) -> None:
 # --- Exercise 2: a full checkpoint into a sharded model ---------------------------------------------------
 
 #: The ranks of a GPU job that exercise 2 also tells the learner's function it is (what it would load is
-#: recorded, not run): GPU ranks 0 and 1, and rank 5, on a second machine. The kernel itself is rank 0 of a
-#: one-process gloo group, on the CPU.
+#: recorded, not run: `_recording`): GPU ranks 0 and 1, and rank 5, on a second machine. The kernel itself
+#: is rank 0 of a one-process gloo group, on the CPU.
 GPU_RANKS = [
     DistInfo(0, 0, 2, "nccl", torch.device("cuda", 0)),
     DistInfo(1, 1, 2, "nccl", torch.device("cuda", 1)),
@@ -408,8 +409,12 @@ def _recording(calls: list[dict], stop: bool) -> Iterator[None]:
     """Record each ``torch.load`` and each DCP model load (``set_model_state_dict``, ``set_state_dict``).
 
     ``torch.load``: where its ``map_location`` sends a storage saved on `SAVED_ON` (as `_plain_location`
-    sees it), and ``mmap``. DCP: the options and how many entries the state dict had. With ``stop``, the
-    first call is recorded and the rank stops there (`_Recorded`); otherwise each call goes on for real.
+    sees it), and ``mmap``. DCP: the options, how many entries the state dict had, and the devices of its
+    tensors (a CPU read moved whole onto the rank's GPU afterwards shows there). Without ``stop`` each call
+    goes on for real. With ``stop`` (a GPU rank of `GPU_RANKS`, which one process cannot be): a
+    ``torch.load`` that reads onto the CPU goes on, onto the CPU, so that what the answer does with the
+    tensors next is seen; one that would read onto a GPU, and any DCP load, are recorded and the rank stops
+    there (`_Recorded`).
     """
     import torch.distributed.checkpoint.state_dict as dsd
 
@@ -424,7 +429,10 @@ def _recording(calls: list[dict], stop: bool) -> Iterator[None]:
             }
         )
         if stop:
-            raise _Recorded
+            if _lands_on(calls[-1]["location"]) != "cpu":
+                raise _Recorded
+            # the file was saved on the CPU; where the answer's map_location sends cuda:0 is recorded
+            return real_load(f, "cpu", *args, **kwargs)
         return real_load(f, map_location, *args, **kwargs)
 
     def dcp_load(model, state_dict, info):
@@ -434,6 +442,7 @@ def _recording(calls: list[dict], stop: bool) -> Iterator[None]:
                 "full_state_dict": bool(info.full_state_dict),
                 "broadcast_from_rank0": bool(info.broadcast_from_rank0),
                 "entries": len(state_dict),
+                "devices": sorted({str(v.device) for v in state_dict.values() if torch.is_tensor(v)}),
             }
         )
         if stop:
@@ -582,6 +591,7 @@ def judge_load_full(seen: dict) -> None:
     )
     for entry in [real, *seen["recorded"]]:
         _judge_where_loaded(entry)
+        _judge_state_dict_devices(entry)
     if real["local_devices"] != [real["device"]]:
         raise Fail(
             f"({label}) this rank's shards are on {', '.join(real['local_devices'])}, not on its device "
@@ -654,6 +664,27 @@ def _judge_where_loaded(entry: dict) -> None:
             f"（{label_zh}）torch.load 会把整个检查点放到 {lands} 上：每个 rank 都这样做，每块 GPU 上就各有"
             '一份完整的模型，而这正是 FSDP 要避免的。请读到 CPU 上（map_location="cpu", mmap=True）；'
             "之后 set_model_state_dict 只在本 rank 的设备上保留它自己的分片。",
+        )
+
+
+def _judge_state_dict_devices(entry: dict) -> None:
+    """The state dict handed to DCP must be on the CPU: a whole checkpoint on a GPU is a whole copy there,
+    however it got there (``.to(info.device)`` of each value after a CPU read, a plain model moved whole)."""
+    label, label_zh = _where_label(entry)
+    for call in entry["calls"]:
+        on_gpu = [d for d in call.get("devices", []) if torch.device(d).type == "cuda"]
+        if call["call"] != "set_model_state_dict" or not on_gpu:
+            continue
+        device = ", ".join(on_gpu)
+        raise Fail(
+            f"({label}) your function put the whole checkpoint on {device} before loading it: with every "
+            "rank doing so, each GPU holds a whole copy of the model, which is what FSDP exists to avoid. "
+            "Pass the CPU state dict to set_model_state_dict as it is: it keeps only this rank's shard, on "
+            "the device of the model's parameters.",
+            f"（{label_zh}）你的函数在加载之前，把整个检查点放到了 {'、'.join(on_gpu)} 上："
+            "每个 rank 都这样做，每块 GPU 上就各有一份完整的模型，而这正是 FSDP 要避免的。"
+            "请把 CPU 上的状态字典原样交给 set_model_state_dict：它只在模型参数所在的设备上保留本 rank 的"
+            "分片。",
         )
 
 

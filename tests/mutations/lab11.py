@@ -235,6 +235,30 @@ def load_full_inverted_rank_test(model, path, info):
     set_model_state_dict(model, full, options=BROADCAST)
 
 
+def load_full_cpu_then_each_to_gpu(model, path, info):
+    # read onto the CPU, then every value onto this rank's GPU: a whole copy per GPU all the same (review 47)
+    full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    full = {k: v.to(info.device) for k, v in full.items()}
+    set_model_state_dict(model, full, options=FULL)
+
+
+def load_full_rank0_cpu_then_cuda(model, path, info):
+    # rank 0 reads onto the CPU, then .cuda() of each value before broadcasting: rank 0's GPU holds it all
+    full = torch.load(path, map_location="cpu") if info.rank == 0 else {}
+    full = {k: v.cuda() if info.device.type == "cuda" else v for k, v in full.items()}
+    set_model_state_dict(model, full, options=BROADCAST)
+
+
+def load_full_plain_model_to_gpu(model, path, info):
+    # a plain model loaded from the CPU copy, then moved whole to the rank's GPU and handed to DCP
+    from devicekit_labs.sharded_workers import make_model
+
+    plain = make_model()
+    plain.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    plain.to(info.device)
+    set_model_state_dict(model, plain.state_dict(), options=FULL)
+
+
 def load_full_ok(model, path, info):
     full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
     set_model_state_dict(model, full, options=FULL)
@@ -400,6 +424,21 @@ WRONG = {
         ("assign=True", load_full_assign, "AttributeError"),
         ("other ranks do nothing", load_full_rank0_only, "neither read the file"),
         ("the rank test inverted", load_full_inverted_rank_test, "Missing key(s)"),
+        (
+            "onto the CPU, then .to(info.device) of each value",
+            load_full_cpu_then_each_to_gpu,
+            "put the whole checkpoint on cuda:0 before loading it",
+        ),
+        (
+            "rank 0 onto the CPU, then .cuda(), broadcast",
+            load_full_rank0_cpu_then_cuda,
+            "put the whole checkpoint on cuda:0 before loading it",
+        ),
+        (
+            "a plain model from the CPU copy, moved to the GPU",
+            load_full_plain_model_to_gpu,
+            "put the whole checkpoint on cuda:0 before loading it",
+        ),
         ("stub", lambda model, path, info: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "resume": [
