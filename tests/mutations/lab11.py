@@ -259,6 +259,32 @@ def load_full_plain_model_to_gpu(model, path, info):
     set_model_state_dict(model, plain.state_dict(), options=FULL)
 
 
+def load_full_whole_dict_to_gpu_then_distribute(model, path, info):
+    # no DCP at all: the whole dict onto this rank's GPU, then sharded by hand, tensor by tensor
+    from torch.distributed.tensor import distribute_tensor
+
+    full = torch.load(path, map_location="cpu", weights_only=True)
+    full = {k: v.to(info.device) for k, v in full.items()}
+    mine = model.state_dict()
+    model.load_state_dict(
+        {k: distribute_tensor(full[k].to(v.device), v.device_mesh, v.placements) for k, v in mine.items()}
+    )
+
+
+def load_full_ok_distribute_by_hand(model, path, info):
+    # each tensor in turn onto the mesh's device and sharded there: never the whole checkpoint at once
+    from torch.distributed.tensor import distribute_tensor
+
+    full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    mine = model.state_dict()
+    model.load_state_dict(
+        {
+            k: distribute_tensor(full[k].to(v.device_mesh.device_type), v.device_mesh, v.placements)
+            for k, v in mine.items()
+        }
+    )
+
+
 def load_full_ok(model, path, info):
     full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
     set_model_state_dict(model, full, options=FULL)
@@ -439,6 +465,11 @@ WRONG = {
             load_full_plain_model_to_gpu,
             "put the whole checkpoint on cuda:0 before loading it",
         ),
+        (
+            "the whole dict onto the GPU, then distribute_tensor",
+            load_full_whole_dict_to_gpu_then_distribute,
+            "as much as the whole checkpoint",
+        ),
         ("stub", lambda model, path, info: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "resume": [
@@ -466,6 +497,7 @@ RIGHT = {
         ("rank 0 reads, broadcast_from_rank0", load_full_ok_broadcast),
         ("a dict from cuda:0 to cpu", load_full_ok_dict_location),
         ("a function keeping the storage, set_state_dict", load_full_ok_set_state_dict),
+        ("distribute_tensor key by key, load_state_dict", load_full_ok_distribute_by_hand),
     ],
     "resume": [
         ("get_state_dict, dcp.load, set_state_dict", resume_ok),
