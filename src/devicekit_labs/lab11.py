@@ -12,14 +12,14 @@ onto a GPU are recorded, not run (a ``torch.load`` onto the CPU runs), so the ch
 would put the whole checkpoint, also when it moves a CPU read to its GPU (the devices of the state dict it
 hands to DCP, and the most bytes its GPU held at once). Exercise 3 starts two
 real processes (``sharded_workers.fsdp_train``: FSDP2 over gloo, or NCCL where there is a GPU per rank) that
-save a distributed checkpoint, once per process, then lets the learner resume it into unsharded models in the
-kernel, on ``cuda:1`` (real or simulated; a fresh Adam with another learning rate, and one that has stepped),
-and compares digests of the parameters and of Adam's state, and the learning rate, with those the ranks
-reported at save time.
+save a distributed checkpoint, once per process (forked from the kernel where that is safe:
+`ranks.start_ranks`), then lets the learner resume it into unsharded models in the kernel, on ``cuda:1``
+(real or simulated; a fresh Adam with another learning rate, and one that has stepped), and compares digests
+of the parameters and of Adam's state, and the learning rate, with those the ranks reported at save time.
 
 Exercise 2's sharded model and both exercises' worker processes stay on the CPU with gloo on a machine
-without GPUs: DTensor and FSDP2 do not run on simulated tensors, and spawned processes start without the
-simulation (`devicekit.simulate`'s docstring).
+without GPUs: DTensor and FSDP2 do not run on simulated tensors, spawned processes start without the
+simulation (`devicekit.simulate`'s docstring), and forked ones leave it first.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from devicekit.distributed import DistInfo, spawn
+from devicekit.distributed import DistInfo
 from devicekit_labs import Fail, failed_call, judged, observe
 from devicekit_labs.machine import probe_devices
+from devicekit_labs.ranks import start_ranks
 
 LAB = "11-sharded"
 
@@ -782,7 +783,7 @@ def saved_checkpoint() -> dict[str, Any]:
     if not _SAVED:
         _SAVED_FOLDER[:] = [tempfile.TemporaryDirectory(prefix="lab11-check-")]
         folder = _SAVED_FOLDER[0].name
-        spawn(sw.fsdp_train, nprocs=2, args=(2, folder, 3, folder))
+        start_ranks(sw.fsdp_train, 2, (2, folder, 3, folder))  # forked from here where that is safe
         ranks = sw.collect_results(folder)
         if len(ranks) != 2 or ranks[0]["digest"] != ranks[1]["digest"]:
             raise RuntimeError(f"the two ranks did not save one checkpoint: {ranks}")
