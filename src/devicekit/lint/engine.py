@@ -74,9 +74,19 @@ def lint_source(
 
     Raises:
         SyntaxError: the source does not parse.
+
+    Python's cycle collector is paused meanwhile, as in `lint_paths`: the tree and the analysis' tables
+    are made of many small objects and hold no cycles to collect, and the collector walking them again
+    and again took about a sixth of the time on 190 files.
     """
-    tree = ast.parse(source, filename=path)
-    return lint_tree(tree, split_lines(source), path, codes, notebook)
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        tree = ast.parse(source, filename=path)
+        return lint_tree(tree, split_lines(source), path, codes, notebook)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def lint_tree(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import re
 
+from devicekit.lint.index import walk
+
 # When a snippet uses a name without importing it, the usual import is assumed.
 DEFAULT_ALIASES = {
     "torch": "torch",
@@ -69,6 +71,8 @@ _LENGTHS_NAME = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)(_tensor
 
 def dotted(node: ast.AST) -> str | None:
     """`a.b.c` for a chain of attribute accesses on a name, else None."""
+    if type(node) is ast.Name:  # the most common case, asked for tens of thousands of times per run
+        return node.id
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -128,7 +132,7 @@ class Names:
         self.functions: set[str] = set()
         self.star_import = False  # `from x import *`: any name may come from there
         classes: dict[str, ast.ClassDef] = {}
-        for node in nodes if nodes is not None else ast.walk(tree):
+        for node in nodes if nodes is not None else walk(tree):
             if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
                 self.star_import = True
             if isinstance(node, ast.Import):
@@ -208,7 +212,7 @@ class Names:
         for item in cls.body:
             if not (isinstance(item, ast.FunctionDef) and item.name == "__init__"):
                 continue
-            for node in ast.walk(item):
+            for node in walk(item):
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                     if not any(isinstance(t, ast.Attribute) for t in node.targets):
                         continue
