@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -144,6 +143,8 @@ def lint_notebook(
         OSError: the file cannot be read.
         ValueError: the file is not a notebook (not JSON, or no `cells`).
     """
+    import json  # only notebooks need it: linting `.py` files does not import it (start-up time)
+
     if text is None:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()

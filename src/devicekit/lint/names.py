@@ -4,6 +4,7 @@ lists of PyTorch functions the rules care about."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from devicekit.lint.index import walk
@@ -100,6 +101,7 @@ def looks_like_lengths(key: str) -> bool:
 _MODEL_NAME = re.compile(r"(model|net|encoder|decoder|classifier|backbone|module)\w*$", re.I)
 
 
+@functools.lru_cache(maxsize=4096)  # asked again and again for the same few names (an unanchored search)
 def looks_like_model_name(key: str) -> bool:
     """`model`, `self.net`, `model_restoration`: a name that probably holds a model (its last part)."""
     return bool(_MODEL_NAME.search(key.rsplit(".", 1)[-1]))
