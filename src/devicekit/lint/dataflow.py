@@ -115,7 +115,8 @@ _NUMPY_HARMLESS = frozenset(
 )
 
 
-@functools.lru_cache(maxsize=4096)  # half the calls ask again for a node already shown (ast.unparse is slow)
+@functools.lru_cache(maxsize=4096)  # half the calls ask again for a node already shown (ast.unparse is slow);
+# emptied after each file (`check_dataflow`)
 def _label(expr: ast.AST) -> str | None:
     """Short code for a message (`noise`, `batch["x"]`), or None when it would be long."""
     try:
@@ -2509,6 +2510,9 @@ def check_dataflow(ctx) -> None:
         # the analysis and its questions refer to each other: without this cycle, reference counting
         # frees the file's tree and tables at once instead of Python's cycle collector walking them later
         analysis.questions = None  # type: ignore[assignment]
+        # the labels kept for this file's nodes would keep those nodes alive, and every collection of a
+        # program that lints would walk them
+        _label.cache_clear()
 
 
 def places(source: str, function: str | None = None, path: str = "<string>") -> dict[str, Val]:

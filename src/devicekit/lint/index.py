@@ -70,7 +70,8 @@ def _walk_fields(node_type: type) -> tuple[str, ...]:
 
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """The nodes of `node`'s tree, `node` first: the same nodes in the same order (breadth first) as
-    `ast.walk`, which the checks called ten thousand times on 190 files (a third of their time).
+    `ast.walk`, which the checks called 10,042 times linting the 190 files of `benchmarks/bench_lint.py`
+    as one project (the walks alone: 400 ms of CPU time with `ast.walk`, 221 ms with this one).
 
     It is faster because it skips the fields that never hold a node and the two generators
     (`ast.iter_child_nodes`, `ast.iter_fields`) `ast.walk` runs for every node.
