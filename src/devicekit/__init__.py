@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # `typing` is not imported at run time: `devicekit-lint` starts faster without it
 
 __version__ = "0.1.0"
 
@@ -83,6 +84,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names come from __getattr__
+    from typing import Any
+
     from devicekit.amp import autocast, autocast_dtype, grad_scaler
     from devicekit.check import DeviceFinding, DeviceReport, check_devices
     from devicekit.device import (

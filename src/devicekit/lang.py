@@ -17,14 +17,19 @@ When none of these says anything (a plain script) the language is unknown and `p
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sys
 from collections.abc import Iterator
-from typing import Literal
 
-Lang = Literal["en", "zh"]
+# `typing` is not imported at run time: `devicekit-lint` imports this module and starts faster without it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Lang = Literal["en", "zh"]
+else:
+    Lang = str
 LANG_ENV = "DEVICEKIT_LANG"
 
 # ``.zh`` as the last part of the stem, optionally followed by what a copy adds: " (1)", "-Copy1", " copy".
@@ -88,6 +93,8 @@ def language_of_notebook(path: str) -> Lang | None:
         return None
     if key not in _metadata_cache:
         try:
+            import json  # only here: `import devicekit.lint` starts without it
+
             with open(path, encoding="utf-8") as handle:
                 metadata = json.load(handle).get("metadata", {})
             _metadata_cache[key] = _normalise(metadata.get("devicekit", {}).get("lang"))

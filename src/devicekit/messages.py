@@ -18,13 +18,16 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from devicekit.lang import Lang, pick
 
-__all__ = ["LocalisedError", "Message", "Text", "as_message", "join", "localised", "warn"]
+TYPE_CHECKING = False  # `typing` is not imported at run time (the linter's start-up)
+if TYPE_CHECKING:
+    from typing import TypeVar
 
-E = TypeVar("E", bound=BaseException)
+    E = TypeVar("E", bound=BaseException)
+
+__all__ = ["LocalisedError", "Message", "Text", "as_message", "join", "localised", "warn"]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import ast
 from collections.abc import Callable, Iterable
 
 from devicekit.lint.core import Context
+from devicekit.lint.index import walk
 from devicekit.messages import Message
 
 _REGISTERS = frozenset({"register_buffer", "register_parameter"})
@@ -84,7 +85,7 @@ def cached_attributes(
 
 
 def _read_before(method: ast.AST, attr: str, line: int) -> bool:
-    for node in ast.walk(method):
+    for node in walk(method):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.ctx, ast.Load)
@@ -98,7 +99,7 @@ def _read_before(method: ast.AST, attr: str, line: int) -> bool:
 def device_aware(ctx: Context, cls: ast.ClassDef) -> set[str]:
     """Attributes whose device the class reads (`self.x.device`) or that it moves (`self.x.to(...)`)."""
     aware: set[str] = set()
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, ast.Attribute) and node.attr in ("device", "to", "cuda", "type_as"):
             attr = _self_attr(node.value)
             if attr is not None:

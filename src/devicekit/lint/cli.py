@@ -7,7 +7,6 @@ linted (the other files are still linted and reported).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -240,6 +239,8 @@ def format_json(findings: Sequence[Finding], errors: Sequence[LintError], lang: 
                 "cell": f.cell,
             }
         )
+    import json  # imported when asked for: the text output, the usual one, starts without it
+
     return json.dumps(items, ensure_ascii=False, indent=2)
 
 
@@ -297,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.format == "json":
         print(format_json(findings, errors, lang))
     elif args.format == "sarif":
+        import json
+
         print(json.dumps(to_sarif(findings, errors, lang), ensure_ascii=False, indent=2))
     else:
         text = format_text(findings, errors, lang)

@@ -23,6 +23,7 @@ accelerator index. Anything unknown stays silent: precision first.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -30,6 +31,7 @@ from dataclasses import replace
 from devicekit.cpu_args import cpu_positions
 from devicekit.lint import places as why
 from devicekit.lint.guesses import batch_item, unread_model, unread_model_class
+from devicekit.lint.index import walk
 from devicekit.lint.meets import MEETING_METHODS, NOT_TENSOR, NOT_TENSOR_ATTRS, REDUCTIONS
 from devicekit.lint.modules import HIDDEN_NAME, base_class
 from devicekit.lint.names import (
@@ -113,6 +115,8 @@ _NUMPY_HARMLESS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # half the calls ask again for a node already shown (ast.unparse is slow);
+# emptied after each file (`check_dataflow`)
 def _label(expr: ast.AST) -> str | None:
     """Short code for a message (`noise`, `batch["x"]`), or None when it would be long."""
     try:
@@ -398,7 +402,7 @@ def _cpu_device_attributes(source: SourceFile, cls: ast.ClassDef) -> dict[str, V
     """`self.x` that every assignment anywhere in the class binds to the CPU device (`self._cpu_device =
     torch.device("cpu")` in `reset`, not only in `__init__`): `.to(self._cpu_device)` moves to the host."""
     seen: dict[str, Val | None] = {}
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
         for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
@@ -970,7 +974,7 @@ def _registered(nodes: list[ast.AST] | None, cls: ast.ClassDef) -> set[str]:
     """Names given to `register_buffer` / `register_parameter` / `register_module` in the class (`nodes`:
     its calls, when the file's index has them)."""
     found = set()
-    for node in nodes if nodes is not None else ast.walk(cls):
+    for node in nodes if nodes is not None else walk(cls):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in {"register_buffer", "register_parameter", "register_module", "add_module"}:
                 if (
@@ -1357,7 +1361,7 @@ class Flow:
             self.env.pop(key, None)  # written by a key the analysis cannot follow: unknown from now on
 
     def forget(self, target: ast.AST) -> None:
-        for node in ast.walk(target):
+        for node in walk(target):
             key = dotted(node)
             if key is not None:
                 self.env.pop(key, None)
@@ -2084,7 +2088,7 @@ class Flow:
         cls = _enclosing_class(self.source, self.function)
         if cls is None or _method(cls, func.attr) is not None:
             return False
-        for node in ast.walk(cls):
+        for node in walk(cls):
             if (
                 isinstance(node, ast.Attribute)
                 and node.attr == func.attr
@@ -2537,7 +2541,7 @@ def _changed_params(function: ast.AST) -> set[str]:
     """Parameters the function sets attributes on (`module._hf_hook = hook`, `setattr(module, ...)`)."""
     names = {a.arg for a in _params(function)}  # type: ignore[arg-type]
     changed = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         targets: list[ast.AST] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -2599,7 +2603,7 @@ def _gpu_side(test: ast.AST, names: Names) -> int | None:
 def _about_devices(test: ast.AST) -> bool:
     """A test that asks about devices (`x.is_cuda`, `device == "cpu"`, `torch.cuda.is_available()`):
     its paths are chosen by where things are, so a CPU tensor on one of them may be right."""
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Name) and _DEVICE_WORDS.search(node.id):
             return True
         if isinstance(node, ast.Attribute) and _DEVICE_WORDS.search(node.attr):
@@ -2623,7 +2627,7 @@ def _expects_an_error(expr: ast.AST) -> bool:
 
 def _calls_and_loops(function: ast.AST) -> tuple[list[ast.Call], list[ast.AST]]:
     calls, loops = [], []
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Call):
             calls.append(node)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
@@ -2768,7 +2772,16 @@ def check_dataflow(ctx) -> None:
         project, source = Project.of(ctx.path, ctx.tree, ctx.names)
     elif source.known_names is None:
         source.known_names = ctx.names
-    FileAnalysis(ctx, project, source).run()
+    analysis = FileAnalysis(ctx, project, source)
+    try:
+        analysis.run()
+    finally:
+        # the analysis and its questions refer to each other: without this cycle, reference counting
+        # frees the file's tree and tables at once instead of Python's cycle collector walking them later
+        analysis.questions = None  # type: ignore[assignment]
+        # the labels kept for this file's nodes would keep those nodes alive, and every collection of a
+        # program that lints would walk them
+        _label.cache_clear()
 
 
 def places(source: str, function: str | None = None, path: str = "<string>") -> dict[str, Val]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -74,9 +73,19 @@ def lint_source(
 
     Raises:
         SyntaxError: the source does not parse.
+
+    Python's cycle collector is paused meanwhile, as in `lint_paths`: the tree and the analysis' tables
+    are many small objects that hold no cycles (`tests/test_lint_speed.py`), so the collections that
+    making them would trigger have nothing to find.
     """
-    tree = ast.parse(source, filename=path)
-    return lint_tree(tree, split_lines(source), path, codes, notebook)
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        tree = ast.parse(source, filename=path)
+        return lint_tree(tree, split_lines(source), path, codes, notebook)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def lint_tree(
@@ -134,6 +143,8 @@ def lint_notebook(
         OSError: the file cannot be read.
         ValueError: the file is not a notebook (not JSON, or no `cells`).
     """
+    import json  # only notebooks need it: linting `.py` files does not import it (start-up time)
+
     if text is None:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()

@@ -12,6 +12,7 @@ import ast
 import re
 
 from devicekit.lint.core import Context
+from devicekit.lint.index import walk
 from devicekit.lint.names import (
     dotted,
     keyword,
@@ -143,7 +144,7 @@ def _process_facts(tree: ast.Module, names) -> tuple[bool, bool]:
     """(sets the device or hands that to a launcher, starts a process group not on gloo) for one file."""
     set_device = any(v.startswith(_LAUNCHERS) for v in names.aliases.values())
     group = False
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Constant) and node.value == "CUDA_VISIBLE_DEVICES":
             set_device = True
         if not isinstance(node, ast.Call):
@@ -293,13 +294,13 @@ class _Scope:
             self.run(stmt.finalbody)  # type: ignore[attr-defined]
 
     def forget(self, target: ast.AST) -> None:
-        for node in ast.walk(target):
+        for node in walk(target):
             key = dotted(node)
             if key is not None:
                 self.env.pop(key, None)
 
     def bind(self, target: ast.AST, value_expr: ast.AST) -> None:
-        for node in ast.walk(target):
+        for node in walk(target):
             name = dotted(node)
             if name is not None:
                 self.assigned.add(name)
@@ -541,7 +542,7 @@ class _Scope:
 def _loads_state_of(function: ast.AST, param: str) -> bool:
     """`param.load_state_dict(...)` in `function`, and no `param.state` read there (a move of the state)."""
     loads = False
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param:
             if node.attr == "state":
                 return False

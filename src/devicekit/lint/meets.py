@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from devicekit.lint.index import walk
 from devicekit.lint.names import Names
 from devicekit.lint.params import tensor_params
 
@@ -294,7 +295,7 @@ class MeetScan:
                 hosts = self.host(value)
                 is_input = self.input(value)
                 for target in targets:
-                    for node in ast.walk(target):
+                    for node in walk(target):
                         if not isinstance(node, ast.Name):
                             continue
                         if is_input and node.id not in self.inputs:

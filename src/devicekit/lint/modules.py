@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from devicekit.lint.caches import assigned_before_register, cached_attributes, device_aware
 from devicekit.lint.core import Context
+from devicekit.lint.index import walk
 from devicekit.lint.meets import MeetScan
 from devicekit.lint.names import (
     CPU_ONLY_FACTORIES,
@@ -205,7 +206,7 @@ class _ModuleClass:
     def _plain_containers(self) -> None:
         empty: set[str] = set()
         # registered another way (`self.add_module(name, self.x[-1])`, `nn.ModuleList(self.x)`): a view
-        reported: set[str] = registered_containers(ast.walk(self.cls), self.ctx.names)
+        reported: set[str] = registered_containers(walk(self.cls), self.ctx.names)
         for method in self.methods.values():
             reported |= self._wrapped_later(method)  # `self.blocks = nn.Sequential(*self.blocks)`
             added = _added_modules(self.ctx.function_calls.get(method, ()))
@@ -243,7 +244,7 @@ class _ModuleClass:
                         owner = _self_attr(call.func.value)
                         if owner in empty and owner not in reported and call.args:
                             arg = call.args[-1]
-                            if any(isinstance(n, ast.Name) and n.id in added for n in ast.walk(arg)):
+                            if any(isinstance(n, ast.Name) and n.id in added for n in walk(arg)):
                                 continue  # registered as well (`self.add_module(name, stage)`): a view
                             if self._is_module_expr(arg, local) or self._holds_modules(arg, local):
                                 reported.add(owner)
@@ -257,7 +258,7 @@ class _ModuleClass:
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
                 if not self.ctx.names.is_module_constructor(stmt.value):
                     continue
-                used = {_self_attr(n) for n in ast.walk(stmt.value)}
+                used = {_self_attr(n) for n in walk(stmt.value)}
                 wrapped |= {a for a in map(_self_attr, stmt.targets) if a and a in used}
         return wrapped
 
@@ -482,7 +483,7 @@ def _unpacked_names(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> set[str]:
                 n.id
                 for t in parent.targets
                 if isinstance(t, (ast.Tuple, ast.List))
-                for n in ast.walk(t)
+                for n in walk(t)
                 if isinstance(n, ast.Name)
             }
         return set()
@@ -492,7 +493,7 @@ def _unpacked_names(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> set[str]:
 def _index_only_names(function: ast.AST, parents: dict[ast.AST, ast.AST]) -> set[str]:
     """Names used only as an index (`x[:, r]`): a CPU index tensor works on any device."""
     uses: dict[str, list[bool]] = {}
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             parent = parents.get(node)
             if isinstance(parent, ast.Tuple):
@@ -508,11 +509,11 @@ def _names_moved(function: ast.AST) -> set[str]:
     """Names placed somewhere in the function (`name.to(...)`, `.cuda()`, `.type_as(...)`), directly or
     through the names computed from them (`ind = torch.arange(n)`, `out[0] = ind`, `out.to(device)`)."""
     feeds: dict[str, set[str]] = {}
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            sinks = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            for source in ast.walk(node.value):
+            sinks = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
+            for source in walk(node.value):
                 if isinstance(source, ast.Name):
                     feeds.setdefault(source.id, set()).update(sinks - {source.id})
     moved = _names_placed(function)
@@ -542,9 +543,9 @@ def _type_to_runtime(call: ast.AST) -> bool:
 
 def _names_placed(function: ast.AST) -> set[str]:
     moved = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Assign) and _type_to_runtime(node.value):
-            moved.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            moved.update(n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PLACING:
             if isinstance(node.func.value, ast.Name):
                 moved.add(node.func.value.id)

@@ -4,7 +4,10 @@ lists of PyTorch functions the rules care about."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
+
+from devicekit.lint.index import walk
 
 # When a snippet uses a name without importing it, the usual import is assumed.
 DEFAULT_ALIASES = {
@@ -71,6 +74,8 @@ _LENGTHS_NAME = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)(_tensor
 
 def dotted(node: ast.AST) -> str | None:
     """`a.b.c` for a chain of attribute accesses on a name, else None."""
+    if type(node) is ast.Name:  # the most common case, asked for tens of thousands of times per run
+        return node.id
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -98,6 +103,7 @@ def looks_like_lengths(key: str) -> bool:
 _MODEL_NAME = re.compile(r"(model|net|encoder|decoder|classifier|backbone|module)\w*$", re.I)
 
 
+@functools.lru_cache(maxsize=4096)  # asked again and again for the same few names (an unanchored search)
 def looks_like_model_name(key: str) -> bool:
     """`model`, `self.net`, `model_restoration`: a name that probably holds a model (its last part)."""
     return bool(_MODEL_NAME.search(key.rsplit(".", 1)[-1]))
@@ -130,7 +136,7 @@ class Names:
         self.functions: set[str] = set()
         self.star_import = False  # `from x import *`: any name may come from there
         classes: dict[str, ast.ClassDef] = {}
-        for node in nodes if nodes is not None else ast.walk(tree):
+        for node in nodes if nodes is not None else walk(tree):
             if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
                 self.star_import = True
             if isinstance(node, ast.Import):
@@ -223,7 +229,7 @@ class Names:
         for item in cls.body:
             if not (isinstance(item, ast.FunctionDef) and item.name == "__init__"):
                 continue
-            for node in ast.walk(item):
+            for node in walk(item):
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                     if not any(isinstance(t, ast.Attribute) for t in node.targets):
                         continue

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import re
 
+from devicekit.lint.index import walk
+
 _TENSOR_PARAM = re.compile(
     r"^(x|xs|inputs?|input_ids|hidden(_states?)?|h|feats?|features?|emb|embs|embeds?|embeddings?|inputs?_embeds|(token|word|pos|position)_embeddings?|"
     r"logits|q|k|v|query|key|value|"
@@ -68,7 +70,7 @@ def tensor_params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         if default is not None:
             defaults[arg.arg] = default
     used = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr in _TENSOR_USE:
             used.add(node.value.id)
     found = set()

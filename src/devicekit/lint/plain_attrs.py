@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from devicekit.lint.index import walk
 from devicekit.messages import Message
 
 #: Attributes a framework's module class declares, moves itself and does not take as a buffer:
@@ -61,9 +62,9 @@ def moved_at_every_read(cls: ast.ClassDef, attr: str) -> bool:
     for method in _methods(cls):
         if method.name == "__init__":
             continue
-        parents = {child: node for node in ast.walk(method) for child in ast.iter_child_nodes(node)}
+        parents = {child: node for node in walk(method) for child in ast.iter_child_nodes(node)}
         events = []  # (line, col, kind): "moved" / "plain" binding, "read"
-        for node in ast.walk(method):
+        for node in walk(method):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(_is_self_attr(t, attr) for t in targets):
@@ -96,7 +97,7 @@ def rebound_at_run_time(cls: ast.ClassDef, attr: str) -> int | None:
     for method in _methods(cls):
         if method.name == "__init__":
             continue
-        for node in ast.walk(method):
+        for node in walk(method):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(_is_self_attr(t, attr) for t in targets) and not _is_move_of(node.value, attr):

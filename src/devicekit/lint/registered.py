@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from devicekit.lint.index import walk
 from devicekit.messages import Message
 
 _REGISTERS = frozenset({"add_module", "register_module"})
@@ -57,7 +58,7 @@ def registered_containers(nodes, names) -> set[str]:
         if isinstance(node, ast.For):
             owner = _walked(node.iter)
             if owner is not None:
-                for target in ast.walk(node.target):
+                for target in walk(node.target):
                     if isinstance(target, ast.Name):
                         loops[target.id] = owner
     for node in nodes:

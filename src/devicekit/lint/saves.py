@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
+from devicekit.lint.index import walk
 from devicekit.lint.names import Names, dotted
 
 #: Words that name an accelerator in code: a test file that says none of them runs on the CPU only.
@@ -60,7 +61,7 @@ class SavedHere:
     def __init__(self, names: Names, scope: ast.AST, calls: list[ast.Call]) -> None:
         self.names = names
         self.assigned: dict[str, list[ast.AST]] = {}
-        for node in ast.walk(scope) if not isinstance(scope, ast.Module) else _module_statements(scope):
+        for node in walk(scope) if not isinstance(scope, ast.Module) else _module_statements(scope):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
@@ -166,7 +167,7 @@ def _on_cpu(expr: ast.AST) -> bool:
 def file_names(expr: ast.AST) -> set[str]:
     """The file names written as constants in a path expression (`"trainfeat.pth"`)."""
     found = set()
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _FILE_NAME.search(node.value):
             found.add(re.split(r"[\\/]", node.value)[-1])
     return found
@@ -199,7 +200,7 @@ _DATA = re.compile(
 
 def loads_data(path: ast.AST) -> bool:
     """Whether a path names data (`cached_features_file`, `os.path.join(data_dir, "train.pt")`)."""
-    for node in ast.walk(path):
+    for node in walk(path):
         text = None
         if isinstance(node, ast.Name):
             text = node.id
