@@ -195,7 +195,7 @@ def imported_default_device(project, source, depth: int = 3) -> tuple[str, int] 
     for _ in range(depth):
         following = []
         for current in frontier:
-            for full in set(current.names.aliases.values()):
+            for full in sorted(set(current.names.aliases.values())):  # sorted: the same file every run
                 parts = full.split(".")
                 for cut in (len(parts), len(parts) - 1):
                     target = project.module(".".join(parts[:cut]), current) if cut > 0 else None

@@ -157,17 +157,21 @@ class SimulatedGenerator(_ORIGINAL_GENERATOR):
 
     def set_state(self, new_state: torch.Tensor) -> SimulatedGenerator:  # type: ignore[override]
         if not isinstance(new_state, torch.Tensor):
-            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+            return _ORIGINAL_GENERATOR.set_state(self, new_state)  # PyTorch's own TypeError
+        problem = None
         if (
             new_state.layout != torch.strided
             or new_state.device.type != "cpu"
             or new_state.dtype != torch.uint8
         ):
-            raise TypeError("RNG state must be a torch.ByteTensor")
-        if not new_state.is_contiguous():
-            raise RuntimeError("RNG state must be contiguous")
-        if new_state.numel() not in (8, 16):
-            raise RuntimeError("RNG state is wrong size")
+            problem = "type"
+        elif not new_state.is_contiguous():
+            problem = "contiguous"
+        elif new_state.numel() not in (8, 16):
+            problem = "size"
+        if problem is not None:
+            exc = _rules.rng_state_error(problem)
+            raise exc
         words = new_state.view(torch.int64).tolist()
         self._dk_seed, self._dk_offset = words[0] % _U64, 0  # the seed first, as C++ sets it
         self._dk_reseed()
@@ -187,7 +191,8 @@ class SimulatedGenerator(_ORIGINAL_GENERATOR):
 def _philox_offset(offset: int) -> int:
     """``set_philox_offset_per_thread``'s check (``CUDAGeneratorImpl.cpp``)."""
     if offset % 4:
-        raise RuntimeError("offset must be a multiple of 4")
+        exc = _rules.rng_state_error("offset")
+        raise exc
     return offset
 
 

@@ -202,6 +202,20 @@ def no_gpus_error() -> BaseException:
     return _error(RuntimeError, "No CUDA GPUs are available")
 
 
+def rng_state_error(problem: str) -> BaseException:
+    """``set_state`` of a CUDA generator given a state it refuses
+    (``aten/src/ATen/cuda/CUDAGeneratorImpl.cpp`` and ``detail::check_rng_state``): ``problem`` is
+    ``"type"``, ``"contiguous"``, ``"size"`` or ``"offset"``."""
+    if problem == "type":
+        return _error(TypeError, "RNG state must be a torch.ByteTensor")
+    text = {
+        "contiguous": "RNG state must be contiguous",
+        "size": "RNG state is wrong size",
+        "offset": "offset must be a multiple of 4",
+    }[problem]
+    return _error(RuntimeError, text)
+
+
 def set_data_error() -> BaseException:
     """``param.data = t`` with ``t`` on another device type."""
     return _error(
