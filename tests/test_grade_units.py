@@ -227,7 +227,7 @@ def test_limits_apply_to_a_submissions_processes():
     code = "import resource as r; "
     code += "print([r.getrlimit(x)[0] for x in (r.RLIMIT_AS, r.RLIMIT_CPU, r.RLIMIT_FSIZE)])"
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=sandbox.preexec(limits, None)
+        [sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=sandbox.preexec(limits)
     )
     assert json.loads(done.stdout) == [3000 * 2**20, 77, 5 * 2**20]
 
@@ -364,6 +364,23 @@ def test_sandbox_without_bubblewrap_says_what_to_do(monkeypatch):
     with pytest.raises(RuntimeError, match="apt install bubblewrap") as refused:
         context.Context(context.Options(isolation="bwrap"))
     assert "bubblewrap" in refused.value.message.zh
+
+
+def test_the_runs_own_folder_is_hidden_from_notebooks_and_removed_when_the_grader_refuses(monkeypatch):
+    # it holds every box and the evaluator's copy of the hidden judges: hidden wherever TMPDIR is
+    from devicekit_grade import context
+
+    seen = {}
+
+    def refuse(requested, *, trust, keep, hide):
+        seen["hide"] = hide
+        raise sandbox.Refused(Message("no bubblewrap in this test", "本测试中没有 bubblewrap"))
+
+    monkeypatch.setattr(sandbox, "choose", refuse)
+    with pytest.raises(sandbox.Refused):
+        context.Context(context.Options(isolation="bwrap"))
+    root = Path(seen["hide"][-1])
+    assert root.name.startswith("devicekit-grade-") and not root.exists()
 
 
 def test_checks_given_with_dash_dash_checks_replace_the_installed_ones(tmp_path):

@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -32,9 +31,9 @@ from typing import Any
 
 from devicekit.messages import Message
 from devicekit_grade import sandbox
-from devicekit_grade.box import WORKER, preflight
+from devicekit_grade.box import preflight
 from devicekit_grade.failures import GraderFailure
-from devicekit_grade.installed import Needs, kernel_needs, package_folder
+from devicekit_grade.installed import kernel_needs, package_folder
 from devicekit_grade.released import Released
 
 
@@ -48,17 +47,15 @@ class Options:
     max_cell_chars: int = 100_000
     max_notebook_chars: int = 1_000_000
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
-    same_user: bool = False  # as root: run kernels as root too (not recommended)
-    #: "auto": a PID namespace of its own when the machine allows (see `sandbox.namespace_prefix`);
-    #: "none": plain processes (subreaper only); "bwrap": bubblewrap (``--sandbox``, `sandbox.bwrap_prefix`)
+    #: "auto" or "bwrap": bubblewrap (`sandbox.bwrap_prefix`), else refuse unless ``trust``; "none": plain
+    #: processes, only with ``trust`` (`sandbox.choose`)
     isolation: str = "auto"
-    uid_base: int = 1_990_000_000
     released: Released = field(default_factory=lambda: Released(None, None))
     #: the instructor's hidden judges: a folder of ``labNN.py`` with ``HIDDEN = {key: judge}``
     hidden: Path | None = None
     #: check modules (``labNN.py``) used instead of the installed devicekit_labs' ones (testing new checks)
     checks: Path | None = None
-    #: run submissions without a user of their own or a sandbox (the instructor said so)
+    #: run submissions without a sandbox where bubblewrap cannot start (the instructor said so)
     trust: bool = False
     #: more folders a sandboxed submission must not see (the inputs, the output folder)
     hide: list[Path] = field(default_factory=list)
@@ -71,13 +68,16 @@ class Context:
         self.options = options
         #: what a submission's kernel loads from: all that a sandbox shows of the instructor's files
         self.needs = kernel_needs()
-        self.isolation = sandbox.choose(
-            options.isolation, trust=options.trust, same_user=options.same_user, keep=self.needs.paths,
-            hide=_hidden_paths(options), private=lambda: kernel_private(self.needs),
-        )  # fmt: skip
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
-        os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
-        self.uids = sandbox.UidPool(options.uid_base)
+        os.chmod(self.root, 0o711)  # a submission's user may pass through to its own box, not list it
+        try:  # the run's folder is hidden too: it holds the evaluator's copy of the hidden judges
+            hide = [*_hidden_paths(options), str(self.root)]
+            self.isolation = sandbox.choose(
+                options.isolation, trust=options.trust, keep=self.needs.paths, hide=hide
+            )
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
         self.snapshot = snapshot_sources(options.checks)
         self.hidden = _read_hidden(options.hidden)
         # the site folders and the folders of distributions their .pth files add (a virtual environment that
@@ -88,7 +88,7 @@ class Context:
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
         try:
-            preflight(self.isolation, self.root, self.uids, options.limits)
+            preflight(self.isolation, self.root, options.limits)
             probe = self._start_zygote()
         except BaseException:
             self.close()
@@ -260,18 +260,6 @@ def _beside_the_checks() -> list[Path]:
         return []
     checkout = found.resolve().parent.parent
     return [p for p in (checkout / "solutions", checkout / "grading" / "hidden") if p.is_dir()]
-
-
-def kernel_private(needs: Needs | None = None) -> str:
-    """ "" when another user can run the kernels of this grader as they are installed (its Python, the
-    worker, and every package folder of `Needs` readable), else the first path that stops it: a Python
-    under ``/root``, or a course checkout in a private home folder. Decides whether ``--isolation user``
-    can work here (`sandbox.choose_isolation`)."""
-    import nbclient
-
-    needs = kernel_needs() if needs is None else needs
-    paths = [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(WORKER), *needs.trees]
-    return sandbox.usable_by_others(paths, needs.packages)
 
 
 def _read_hidden(folder: Path | None) -> dict[str, bytes]:
