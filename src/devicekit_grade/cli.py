@@ -72,7 +72,7 @@ def _prepare_out(out: Path) -> None:
 
 
 def _class_options(add) -> None:
-    """The options of what is computed over the whole class, for a run and for ``merge`` alike."""
+    """The options of what is computed over the whole class: students, points, the LMS files, lateness."""
     add(
         "--roster",
         type=Path,
@@ -171,13 +171,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     add(
         "--isolation",
-        choices=["auto", "user", "bwrap", "none"],
+        choices=["auto", "bwrap", "none"],
         default="auto",
-        help="auto: a user per notebook (as root, when other users can run this Python), else bubblewrap, "
-        "else refuse; none needs --trust-submissions",
+        help="auto: bubblewrap (0.5 or later) where it starts, else refuse; bwrap: bubblewrap or refuse; "
+        "none: no sandbox, only with --trust-submissions",
     )
     add("--sandbox", action="store_true", help="the same as --isolation bwrap")
-    add("--same-user", action="store_true", help="as root, do not give each notebook a user of its own")
     add(
         "--labs",
         type=Path,
@@ -194,9 +193,8 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--trust-submissions",
         action="store_true",
-        help="run notebooks without a user of their own or a sandbox when neither is available",
+        help="run notebooks without a sandbox where bubblewrap cannot start",
     )
-    add("--shard", metavar="K/N", help="grade only the K-th of N equal parts of the files (CI matrix, Slurm)")
     add("--no-cache", action="store_true", help="grade again files whose grade --out already holds")
     add("--quiet", "-q", action="store_true", help="no progress output")
     return parser
@@ -235,25 +233,6 @@ def _interrupt(signum: int, frame: object) -> None:
 def _absolute(argv: list[str]) -> list[str]:
     """``argv`` plus the working directory it is relative to (the re-executed grader runs in ``/``)."""
     return [*argv, "--display-root", os.getcwd()]
-
-
-def _shard(text: str | None) -> tuple[int, int] | None:
-    if not text:
-        return None
-    try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise lms.OptionError(
-            Message(
-                f"--shard {text!r}: K/N with whole numbers, e.g. 2/8",
-                f"--shard {text!r}：应写成整数 K/N，例如 2/8",
-            )
-        ) from None
-    if not 1 <= k <= n:
-        raise lms.OptionError(
-            Message(f"--shard {text!r}: K must be between 1 and N", f"--shard {text!r}：K 必须在 1 和 N 之间")
-        )
-    return k, n
 
 
 #: Flags computed over the whole class, recomputed on every write (never carried by a cached row).
@@ -304,43 +283,6 @@ def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict
     lms.attribute(list(rows.values()), roster, labs)
     lms.keep_latest(list(rows.values()))
     return {i: row for i, row in rows.items() if row.status == "superseded"}
-
-
-def merge_main(argv: Sequence[str]) -> int:
-    """``devicekit-grade merge --out DIR [--roster CSV] SHARD_DIR...``: one set of grades from the
-    ``grades.json`` of several runs (``--shard`` parts); later folders win for the same file."""
-    parser = argparse.ArgumentParser(prog="devicekit-grade merge", description=merge_main.__doc__)
-    parser.add_argument("parts", nargs="+", type=Path, metavar="SHARD_DIR")
-    parser.add_argument("--out", required=True, type=Path)
-    _class_options(parser.add_argument)
-    args = parser.parse_args(argv)
-    try:
-        rows: dict[str, Grade] = {}
-        for part in args.parts:
-            if not (part / "grades.json").is_file():
-                raise UsageError(
-                    Message(
-                        f"{part}: no grades.json (is it the --out of a devicekit-grade run?)",
-                        f"{part}：没有 grades.json（它是某次 devicekit-grade 运行的 --out 吗？）",
-                    )
-                )
-            for grade in load(part):
-                if grade.status != "missing":
-                    rows[grade.file] = grade
-        _prepare_out(args.out)
-        roster, weights, due, lab = _class_args(args)
-    except Told as exc:  # a usage error, a bad roster or option, grades that cannot be merged
-        say(exc.message, "devicekit-grade merge: ")
-        return USAGE_ERROR
-    merged = list(rows.values())
-    labs = sorted({g.lab for g in merged if g.lab})
-    finish(merged, roster, labs, weights, args.points, due, lab)
-    titles = lab_titles(default_folders(Path.cwd())[0], labs)
-    notes = _lms_notes(merged, lab)
-    write_all(args.out, merged, assignment=args.assignment, notes=notes, titles=titles, lab=lab)
-    print(f"{len(merged)} row(s) from {len(args.parts)} folder(s) in {args.out}")
-    print(f"{args.out} 中共 {len(merged)} 行，合并自 {len(args.parts)} 个文件夹")
-    return 0
 
 
 def finish(
@@ -431,7 +373,6 @@ def _options(args: argparse.Namespace) -> Options:
         notebook_timeout=args.notebook_timeout or 10 * args.timeout,
         kernel=args.kernel,
         limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
-        same_user=args.same_user,
         isolation="bwrap" if args.sandbox else args.isolation,
         released=Released(args.labs or default_labs, args.solutions or default_solutions),
         hidden=args.hidden or default_hidden(where),
@@ -452,16 +393,13 @@ def _start(options: Options) -> Context | int:
     try:
         return Context(options)
     except sandbox.Refused as refused:
-        print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
+        print(f"{refused.message.en}\n\n{refused.message.zh}", file=sys.stderr)
         return USAGE_ERROR
     except GraderFailure as failed:  # the grader cannot run notebooks here: nothing is graded
         print(
             f"devicekit-grade: {failed.message.en}\n\ndevicekit-grade：{failed.message.zh}", file=sys.stderr
         )
         return GRADER_ERROR
-    except sandbox.NoSandbox as missing:
-        say(missing.message)
-        return USAGE_ERROR
     except Exception as exc:
         what = f"{type(exc).__name__}: {exc}"
         say(Message(f"cannot start: {what}", f"无法启动：{what}"))
@@ -471,13 +409,6 @@ def _start(options: Options) -> Context | int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the grader; returns the exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["merge"]:
-        rest = argv[1:]
-        if "--display-root" in rest:
-            at = rest.index("--display-root")
-            os.chdir(rest[at + 1])  # merge runs no submission: relative paths are the instructor's
-            rest = rest[:at] + rest[at + 2 :]
-        return merge_main(rest)
     parser = _parser()
     parser.add_argument("--display-root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -497,13 +428,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _prepare_out(out)
         earlier = [] if args.replace else load(out)
         roster, weights, due, lab = _class_args(args)
-        shard = _shard(args.shard)
     except Told as exc:  # a usage error, a bad roster or option, grades that cannot be merged
         say(exc.message)
         return USAGE_ERROR
-    if shard is not None:
-        k, n = shard
-        submissions = [s for i, s in enumerate(sorted(submissions, key=lambda s: s.shown)) if i % n == k - 1]
     options = _options(args)
     if args.display_root:
         for sub in submissions:  # show the names as the instructor typed them
@@ -531,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = [g for g in fresh if g is not None]
         names = {g.file for g in done}
         merged = [g for g in earlier if g.file not in names] + done
-        finish(merged, roster if shard is None else None, labs, weights, args.points, due, lab)
+        finish(merged, roster, labs, weights, args.points, due, lab)
         return merged
 
     titles = lab_titles(options.released.labs, labs)
@@ -542,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_all(out, final, assignment=args.assignment, notes=notes_now, titles=titles, lab=lab)
 
     pending = []
-    older = _superseded(submissions, roster, labs) if shard is None else {}
+    older = _superseded(submissions, roster, labs)
     for i, sub in enumerate(submissions):
         if i in older:  # a newer file of the same student and lab counts: not run at all
             fresh[i] = older[i]
