@@ -9,15 +9,13 @@ something it cannot merge into, a bad roster), 3 when the grading environment wa
 could not run notebooks at all and graded nothing, or some rows say ``grader-error``), 130 when interrupted
 (the rows finished so far are written).
 
-Started as a command, the grader first re-executes itself with its arguments passed through a pipe and
-its working directory set to ``/``: from then on neither its command line nor its working directory or
-environment names the submissions or the output folder (see `entry`).
+A notebook never sees the grader's command line, working directory or environment: its sandbox has a PID
+namespace and a ``/proc`` of its own (`devicekit_grade.sandbox`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -51,7 +49,6 @@ EXIT_STATUS = Message(
     "没有评分任何作业（提示信息会说明原因），或者有的行状态为 grader-error（原因以中英文写在该行；"
     "下次用同一个 --out 运行时会重新评分）；130 被中断。",
 )
-_ARGS_FD = "--args-fd"
 
 
 def say(message: Message, prefix: str = "devicekit-grade: ") -> None:
@@ -201,25 +198,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def entry() -> int:
-    """The console script: hide the arguments and working directory, then `main`."""
-    if _ARGS_FD in sys.argv[1:2] or os.environ.get("DEVICEKIT_GRADE_NO_REEXEC") or os.name != "posix":
-        argv = sys.argv[1:]
-        if argv[:1] == [_ARGS_FD]:
-            with os.fdopen(int(argv[1]), "r", encoding="utf-8") as pipe:
-                argv = json.load(pipe)
-        sandbox.become_subreaper()
-        sandbox.hide_from_proc()
-        signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C
-        return main(argv)
-    argv = _absolute(sys.argv[1:])
-    read, write = os.pipe()
-    os.write(write, json.dumps(argv).encode("utf-8"))
-    os.close(write)
-    os.set_inheritable(read, True)
-    env = {k: v for k, v in os.environ.items() if k not in ("PWD", "OLDPWD", "_")}
-    os.chdir("/")
-    os.execve(sys.executable, [sys.executable, "-m", "devicekit_grade", _ARGS_FD, str(read)], env)
-    return 0  # not reached
+    """The console script: adopt what a notebook detaches (`sandbox.become_subreaper`, for runs without a
+    sandbox), end on SIGTERM as on Ctrl-C, then `main`."""
+    sandbox.become_subreaper()
+    signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C
+    return main(sys.argv[1:])
 
 
 def _cannot_write(out: Path, exc: OSError) -> Message:
@@ -228,11 +211,6 @@ def _cannot_write(out: Path, exc: OSError) -> Message:
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _absolute(argv: list[str]) -> list[str]:
-    """``argv`` plus the working directory it is relative to (the re-executed grader runs in ``/``)."""
-    return [*argv, "--display-root", os.getcwd()]
 
 
 #: Flags computed over the whole class, recomputed on every write (never carried by a cached row).
@@ -353,21 +331,9 @@ def _lms_notes(grades: list[Grade], lab: str | None = None) -> list[Message]:
     ]
 
 
-def _from_display_root(args: argparse.Namespace) -> None:
-    """Make the paths the instructor typed absolute: the re-executed grader runs in ``/`` (`entry`)."""
-    base = Path(args.display_root)
-    args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
-    args.out = base / args.out if not args.out.is_absolute() else args.out
-    for name in ("roster", "labs", "solutions", "hidden", "checks"):
-        value = getattr(args, name)
-        if value is not None and not value.is_absolute():
-            setattr(args, name, base / value)
-
-
 def _options(args: argparse.Namespace) -> Options:
     """How this run grades, from the command line."""
-    where = Path(args.display_root) if args.display_root else None
-    default_labs, default_solutions = default_folders(where)
+    default_labs, default_solutions = default_folders()
     return Options(
         cell_timeout=args.timeout,
         notebook_timeout=args.notebook_timeout or 10 * args.timeout,
@@ -375,7 +341,7 @@ def _options(args: argparse.Namespace) -> Options:
         limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
         isolation="bwrap" if args.sandbox else args.isolation,
         released=Released(args.labs or default_labs, args.solutions or default_solutions),
-        hidden=args.hidden or default_hidden(where),
+        hidden=args.hidden or default_hidden(),
         checks=args.checks,
         trust=args.trust_submissions,
         # the roster (names, e-mails) and unreleased checks too: a notebook must not read them
@@ -409,11 +375,7 @@ def _start(options: Options) -> Context | int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the grader; returns the exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
-    parser.add_argument("--display-root", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.display_root:
-        _from_display_root(args)
+    args = _parser().parse_args(argv)
     if args.timeout < 1 or (args.notebook_timeout is not None and args.notebook_timeout < 1) or args.jobs < 1:
         say(
             Message(
@@ -432,10 +394,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(exc.message)
         return USAGE_ERROR
     options = _options(args)
-    if args.display_root:
-        for sub in submissions:  # show the names as the instructor typed them
-            base = args.display_root.rstrip("/") + "/"
-            sub.shown = sub.shown[len(base) :] if sub.shown.startswith(base) else sub.shown
     ctx = _start(options)
     if isinstance(ctx, int):
         return ctx

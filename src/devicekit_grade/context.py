@@ -69,7 +69,6 @@ class Context:
         #: what a submission's kernel loads from: all that a sandbox shows of the instructor's files
         self.needs = kernel_needs()
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
-        os.chmod(self.root, 0o711)  # a submission's user may pass through to its own box, not list it
         try:  # the run's folder is hidden too: it holds the evaluator's copy of the hidden judges
             hide = [*_hidden_paths(options), str(self.root)]
             self.isolation = sandbox.choose(
@@ -271,9 +270,9 @@ def _read_hidden(folder: Path | None) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.glob("lab[0-9][0-9].py"))}
 
 
-def default_hidden(cwd: Path | None = None) -> Path | None:
+def default_hidden() -> Path | None:
     """``./grading/hidden`` when the grader runs from a course checkout that has it."""
-    folder = (Path.cwd() if cwd is None else cwd) / "grading" / "hidden"
+    folder = Path("grading", "hidden").absolute()
     return folder if folder.is_dir() else None
 
 

@@ -44,7 +44,6 @@ from devicekit_grade.failures import Told
 from devicekit_grade.installed import inside
 
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_DUMPABLE = 4
 MiB = 1024 * 1024
 #: The user a sandbox switches to when the grader runs as root: no login, no files anywhere, the same for
 #: every submission (each sees only its own folder and processes, so they need no user apart).
@@ -91,14 +90,6 @@ def become_subreaper() -> bool:
         return _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
-
-
-def hide_from_proc() -> None:
-    """Make this process's ``/proc`` entries (working directory, environment, open files) unreadable to
-    other processes of the same user (``PR_SET_DUMPABLE`` 0; Linux, best effort)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def running_as_root() -> bool:
