@@ -61,10 +61,12 @@ def test_as_root_a_sandbox_switches_to_the_submissions_user_and_the_box_is_its(t
     box = sandbox.open_box(tmp_path)
     prefix = sandbox.bwrap_prefix(box, [], [])
     uid = sandbox.SUBMISSION_UID
-    switch = ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-    assert prefix[-6:] == ["--", *switch, "--"]
+    switch = ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    assert prefix[-6:] == ["--", *switch]
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "setpriv" else "/usr/bin/bwrap")
     assert sandbox.bwrap_prefix(box, [], []) == []  # never root inside: no sandbox at all
+    monkeypatch.setattr(sandbox, "running_as_root", lambda: False)  # not root: the command itself follows
+    assert sandbox.bwrap_prefix(box, [], [])[-2:] == [str(box.root), "--"]
 
 
 FORKS = textwrap.dedent(

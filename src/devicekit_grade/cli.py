@@ -68,40 +68,6 @@ def _prepare_out(out: Path) -> None:
         ) from None
 
 
-def _class_options(add) -> None:
-    """The options of what is computed over the whole class: students, points, the LMS files, lateness."""
-    add(
-        "--roster",
-        type=Path,
-        metavar="CSV",
-        help="students: id, name, email, lang, canvas_id, moodle_id, aliases",
-    )
-    add(
-        "--points",
-        type=float,
-        metavar="N",
-        help="scale each lab to N points (default: the sum of the weights)",
-    )
-    add(
-        "--weights",
-        metavar="W",
-        help="exercise weights: 1,1,2 or 01-devices=1,1,2;04-data=1,2 (default 1 each)",
-    )
-    add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
-    add(
-        "--lab",
-        metavar="LAB",
-        help="the lab of canvas.csv and moodle.csv, e.g. 01-devices (default: the lab most notebooks are of)",
-    )
-    add("--due", metavar="WHEN", help="due time, e.g. 2026-03-01T23:59+08:00: later files are flagged late")
-
-
-def _class_args(args: argparse.Namespace) -> tuple[list | None, dict, float | None, str | None]:
-    """(roster, weights, due time, lab) from `_class_options`; raises what `main` reports as a usage error."""
-    roster = lms.read_roster(args.roster) if args.roster else None
-    return roster, lms.parse_weights(args.weights), lms.parse_due(args.due), _lab(args.lab)
-
-
 def _parser() -> argparse.ArgumentParser:
     limits = sandbox.Limits()
     parser = argparse.ArgumentParser(
@@ -128,7 +94,31 @@ def _parser() -> argparse.ArgumentParser:
         help="folder for the grades (merged into if it has some)",
     )
     add("--replace", action="store_true", help="start --out afresh instead of merging into its grades")
-    _class_options(add)
+    # what is computed over the whole class: students, points, the LMS files, lateness
+    add(
+        "--roster",
+        type=Path,
+        metavar="CSV",
+        help="students: id, name, email, lang, canvas_id, moodle_id, aliases",
+    )
+    add(
+        "--points",
+        type=float,
+        metavar="N",
+        help="scale each lab to N points (default: the sum of the weights)",
+    )
+    add(
+        "--weights",
+        metavar="W",
+        help="exercise weights: 1,1,2 or 01-devices=1,1,2;04-data=1,2 (default 1 each)",
+    )
+    add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
+    add(
+        "--lab",
+        metavar="LAB",
+        help="the lab of canvas.csv and moodle.csv, e.g. 01-devices (default: the lab most notebooks are of)",
+    )
+    add("--due", metavar="WHEN", help="due time, e.g. 2026-03-01T23:59+08:00: later files are flagged late")
     add(
         "--timeout",
         type=int,
@@ -389,7 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         submissions = find(args.inputs, exclude=[out])
         _prepare_out(out)
         earlier = [] if args.replace else load(out)
-        roster, weights, due, lab = _class_args(args)
+        roster = lms.read_roster(args.roster) if args.roster else None
+        weights, due, lab = lms.parse_weights(args.weights), lms.parse_due(args.due), _lab(args.lab)
     except Told as exc:  # a usage error, a bad roster or option, grades that cannot be merged
         say(exc.message)
         return USAGE_ERROR

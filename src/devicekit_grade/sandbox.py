@@ -105,7 +105,7 @@ def as_submission() -> list[str] | None:
     if not setpriv:
         return None
     uid = SUBMISSION_UID
-    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
 
 
 @dataclass
@@ -282,7 +282,7 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     cmd += parents(str(box.root))
     cmd += ["--bind", str(box.root), str(box.root)]
     switch = as_submission()
-    return [*cmd, "--", *switch, "--"] if switch is not None else []
+    return [*cmd, "--", *switch] if switch is not None else []
 
 
 @functools.cache
