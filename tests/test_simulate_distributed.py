@@ -104,3 +104,28 @@ def test_a_group_left_open_or_an_exception_is_cleaned_up_when_the_block_closes()
         _init()
         raise KeyError("boom")
     _assert_restored()
+
+
+def test_a_dtensor_with_a_plain_gpu_tensor_raises_dtensors_own_error_as_on_a_gpu():
+    # torch/distributed/tensor/_dispatch.py (v2.13.0) raises this for any plain tensor, whatever its device;
+    # before, the simulation's device check came first with "two devices, cuda:0 and cuda:0"
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, distribute_tensor
+
+    with simulate(gpus=1):
+        _init()
+        mesh = init_device_mesh("cuda", (1,))
+        d = distribute_tensor(torch.ones(4, 4, device="cuda"), mesh, [Replicate()])
+        assert (d + d).to_local().sum().item() == 32.0
+        # a DTensor's C++ device is its local tensor's (meta:0 here): Python reads it as cuda:0
+        assert d.device == torch.device("cuda", 0) and d.is_cuda and not d.is_meta
+        assert torch._C._get_accelerator() == torch.device("cuda")  # FSDP2's default mesh asks this
+        # a DTensor's own ops on its local tensors run under the simulation (to_empty's empty_like)
+        meta = distribute_tensor(torch.ones(4, 4, device="meta"), mesh, [Replicate()])
+        empty = torch.empty_like(meta, device="cuda")
+        assert empty.device == torch.device("cuda", 0)
+        assert is_simulated(empty.to_local()) and not empty.is_meta
+        for plain in (torch.ones(4, 4, device="cuda"), torch.ones(4, 4)):
+            with pytest.raises(RuntimeError, match="got mixed torch.Tensor and DTensor"):
+                d + plain
+    _assert_restored()

@@ -101,6 +101,38 @@ def test_data_parallel_applies_its_device_ids_check_and_runs_on_two_gpus():
         assert nn.DataParallel(nn.Linear(2, 2))(torch.ones(4, 2, device="cuda")).is_cuda
 
 
+def test_data_parallel_scatters_a_cpu_batch_over_the_gpus_with_the_cpu_values():
+    # torch/nn/parallel/_functions.py (v2.13.0) Scatter.forward: a CPU input is copied to each GPU on a
+    # background stream, torch.Stream(torch.device(index)), which a CUDA build gives: no error, as on a GPU
+    torch.manual_seed(0)
+    layer, x = nn.Linear(4, 2), torch.randn(8, 4)
+    expected = layer(x).detach()
+    with simulate(gpus=2):
+        model = nn.DataParallel(layer.cuda(), device_ids=[0, 1])
+        y = model(x)
+        assert y.device == torch.device("cuda", 0)
+        assert torch.allclose(y.detach().cpu(), expected)
+        y.sum().backward()
+        assert layer.weight.grad.device == torch.device("cuda", 0)
+
+
+def test_an_index_alone_is_a_device_of_the_accelerator_and_streams_events_are_the_gpus():
+    with simulate(gpus=2):
+        assert torch.device(1) == torch.device("cuda", 1)
+        with pytest.raises(RuntimeError, match="Device index must not be negative"):
+            torch.device(-1)
+        stream = torch.Stream(1)
+        assert isinstance(stream, torch.Stream) and stream.device == torch.device("cuda", 1)
+        assert isinstance(torch.cuda.current_stream(), torch.Stream)
+        event = torch.Event(enable_timing=True)
+        assert isinstance(event, torch.Event)
+        event.record(stream)
+        assert torch.Stream(device="cpu").device_type == 0  # the CPU's own stream (c10::DeviceType::CPU)
+    assert torch.Stream.__name__ == "Stream" and isinstance(torch.Stream(device="cpu"), torch.Stream)
+    with pytest.raises(RuntimeError, match="Cannot access accelerator device"):  # the CPU build again
+        torch.device(0)
+
+
 def test_param_data_assignment_deepcopy_and_to_empty():
     with simulate():
         model = nn.Linear(2, 2).cuda()

@@ -12,8 +12,9 @@ What a submission's processes (worker, kernel, anything they start) get:
   `Watchdog` holds the process limit where ``RLIMIT_NPROC`` does not (root, a user shared by several runs).
 * bubblewrap (`bwrap_prefix`): a read-only system, empty ``/tmp``, ``/home``, ``/root``, ``/run`` and a
   ``/dev/shm`` of its own; no view of the solutions, hidden judges, submissions, roster, ``--checks``,
-  output folder or the run's own folder; its own PID, IPC and UTS namespaces, so it sees no process of the
-  grader's and, when it ends, the kernel ends every process left in it. As root, the sandbox switches to
+  output folder or the run's own folder; its own network (a loopback only) and PID, IPC and UTS
+  namespaces, so it sees no process of the grader's and, when it ends, the kernel ends every process left
+  in it. As root, the sandbox switches to
   `SUBMISSION_UID` first: root inside bubblewrap keeps every capability (it could mount over what is
   hidden), and root without them still owns the machine's device files.
 
@@ -237,19 +238,23 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     """The command that runs a submission under bubblewrap, or [] when it is not installed (nor, as root,
     ``setpriv``).
 
-    The whole file system is read-only; `EMPTIED` (``/tmp``, ``/home``, ``/root``, ``/run``) are empty, and
-    so is every folder in ``hide`` (the solutions, the hidden judges, the submissions, the output folder);
-    only the submission's own folder is writable, and the submission has its own PID, IPC and UTS
-    namespaces. ``keep``: what the kernel must see (`devicekit_grade.installed.Needs`: the Python
-    installation, site-packages, package folders), shown read-only where an emptied or hidden folder
-    covers it, and only itself: keeping ``/home/me/course/src/devicekit`` shows neither ``src``'s other
-    entries nor ``/home/me/course/solutions``. A hidden folder inside a kept one is emptied again after it.
+    The whole file system is read-only; `EMPTIED` (``/tmp``, ``/home``, ``/root``, ``/run``) are empty,
+    and so is every folder in ``hide`` (the solutions, the hidden judges, the submissions, the output
+    folder); only the submission's own folder is writable, and the submission has its own PID, IPC, UTS
+    and network namespaces (a loopback only). ``keep``: what the kernel must see
+    (`devicekit_grade.installed.Needs`: the Python installation, site-packages, package folders), shown
+    read-only where an emptied or hidden folder covers it, and only itself: keeping
+    ``/home/me/course/src/devicekit`` shows neither ``src``'s other entries nor
+    ``/home/me/course/solutions``. A hidden folder inside a kept one is emptied again after it.
     As root, ``setpriv`` then switches to `SUBMISSION_UID` inside the sandbox (`as_submission`).
     """
     bwrap = shutil.which("bwrap")
     if not bwrap:
         return []
+    # a network namespace of its own (only a loopback): no connection out of the box or to the machine's
+    # other services, and no race with other kernels for the ports a Jupyter kernel binds on 127.0.0.1
     cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    cmd += ["--unshare-net"]
     cmd += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
     # the machine's /dev/shm is writable by every user and outlives the run: a private one, else it is a
     # channel between submissions and a place to leave files (and fill memory) after the run
@@ -292,8 +297,9 @@ def bwrap_works() -> bool:
     bwrap, switch = shutil.which("bwrap"), as_submission()
     if not bwrap or switch is None:
         return False
-    cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
-    cmd += ["--proc", "/proc", "--perms", "1777", "--tmpfs", "/dev/shm", "--", *switch, "true"]
+    cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/"]
+    cmd += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/dev/shm"]
+    cmd += ["--", *switch, "true"]
     try:
         return subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
     except (OSError, subprocess.SubprocessError):
@@ -322,10 +328,10 @@ REFUSAL = Message(
 MODES = {
     "bwrap": Message(
         "Isolation: bubblewrap per notebook: read-only system, empty /tmp, /home, /root, no view of the "
-        "solutions, hidden checks, submissions or output folder, its own PID namespace"
+        "solutions, hidden checks, submissions or output folder, its own PID namespace, no network"
         " (as root: and a user without privileges).",
         "隔离方式：每份 notebook 运行在 bubblewrap 沙箱中：系统只读，/tmp、/home、/root 为空，"
-        "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间"
+        "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间，不能联网"
         "（以 root 运行时还使用一个没有特权的用户）。",
     ),
     "none": Message(

@@ -10,7 +10,9 @@ One run grades a small lab-1 class from a folder outside the course checkout, wi
   nested 100,000 deep (plain data that ``torch.load(weights_only=True)`` accepts, but ``str()`` cannot print);
 * ``g-gus``: the untouched lab, plus issue 22's first attack: find ``solutions/`` from the package's path;
 * ``zed/``: the untouched lab in a folder of her own, beside a ``devicekit_grade/`` package that raises;
-* ``h-hana``: the untouched lab, plus a cell that reads the roster (``--roster``, kept outside ``/tmp``).
+* ``h-hana``: the untouched lab, plus a cell that reads the roster (``--roster``, kept outside ``/tmp``);
+* ``j-jan``: the untouched lab, plus a cell that connects to a server on the grading machine's 127.0.0.1
+  (stop 47: a box has a network of its own, a loopback only).
 
 And one unit test: a kernel that trickles its reply one byte at a time must not hold the evaluator past
 its time limit (the grader would then kill it and call its own failure: ``grader-error``).
@@ -110,6 +112,16 @@ READS_ROSTER = """try:
 except OSError:
     pass"""
 
+#: Connects to a TCP server of the grading machine; only where it can, it answers exercise 2 right.
+CONNECTS = """import socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=5).sendall(b"out of the box")
+    def causal_mask(x):
+        n = x.size(1)
+        return torch.tril(torch.ones((n, n), device=x.device)).to(torch.bool)
+except OSError:
+    pass"""
+
 #: A package in a student's own folder, copied with the notebook into the kernel's working folder.
 SHADOW = "raise ImportError('the learner shadows the grader')\n"
 
@@ -145,17 +157,40 @@ def review():
     write(
         _with_cell(lab_notebook(LAB), READS_ROSTER.format(path=str(roster))), subs / "h-hana_01-devices.ipynb"
     )
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.5)
+    reached: list[bytes] = []
+    listening = threading.Event()
+    listening.set()
+
+    def accept() -> None:
+        while listening.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                reached.append(conn.recv(100))
+
+    threading.Thread(target=accept, daemon=True).start()
+    write(
+        _with_cell(lab_notebook(LAB), CONNECTS.format(port=server.getsockname()[1])),
+        subs / "j-jan_01-devices.ipynb",
+    )
     args = ("--out", OUT, "--jobs", "2", "--hidden", "hidden", "--roster", str(roster), "--timeout", "60")
     try:
         done = run_grader(root, *args, "subs")
     finally:
         shutil.rmtree(private, ignore_errors=True)
+        listening.clear()
+        server.close()
     left = Path(shared).exists()
     Path(shared).unlink(missing_ok=True)
     rows = json.loads((root / OUT / "grades.json").read_text(encoding="utf-8"))
     yield {
         "rows": {r["file"].removeprefix("subs/"): r for r in rows},
         "left_in_shm": left,
+        "reached": reached,
         "returncode": done.returncode,
         "stderr": done.stderr[-3000:],
     }
@@ -211,6 +246,15 @@ def test_the_roster_stays_hidden_from_notebooks(review):
         pytest.skip("no bubblewrap here (--trust-submissions): nothing hides the roster from a notebook")
     r = _row(review, "h-hana")
     assert r["exercises"][1]["passed"] is False, "the notebook read the roster"
+
+
+@pytest.mark.integration
+def test_a_notebook_cannot_reach_the_grading_machines_network(review):
+    if _mode() != "bwrap":
+        pytest.skip(f"isolation {_mode()!r} leaves the machine's network to notebooks (grading guide)")
+    assert not review["reached"], "a notebook connected to a server on the grading machine"
+    r = _row(review, "j-jan")
+    assert (r["status"], r["exercises"][1]["passed"]) == ("graded", False), (r["status"], r["feedback"])
 
 
 #: Empties the worker's event log (the worker runs as the kernel's user, its log is the kernel's to write),

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 from torch._C import DispatchKey
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass_type
 
 from . import _rules, _state
 from ._ops import OpInfo, info
@@ -43,10 +43,22 @@ class SimulateDispatchMode(TorchDispatchMode):
         return False
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if foreign(types):
+            return NotImplemented
         # the function mode has nothing to do below the dispatcher; without this guard every .size() or
         # .stride() the simulation calls (backward runs with the function mode on) would go through it
         with _NO_TORCH_FUNCTION():
             return handle(func, args, kwargs or {})
+
+
+def foreign(types: Any) -> bool:
+    """Whether an op's tensor types include another wrapper subclass (a DTensor, one that flattens into
+    inner tensors). That subclass decides first, as under ``FakeTensorMode`` (which returns
+    ``NotImplemented`` for subclasses it does not know): its own ops on its inner tensors come back here
+    with the simulation still on, and a DTensor met with a plain tensor raises DTensor's "got mixed
+    torch.Tensor and DTensor", as on a GPU. ``FakeTensor`` (DTensor's sharding propagation) is no such
+    subclass: it leaves every op to the modes on the stack, so the simulation handles it as before."""
+    return any(t is not SimulatedTensor and is_traceable_wrapper_subclass_type(t) for t in types)
 
 
 def _sim_index(device: Any) -> int | None:

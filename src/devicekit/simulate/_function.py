@@ -225,7 +225,17 @@ def _device_name(t: _Tensor) -> str:
     return str(t.device)
 
 
+def _device_object(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``torch.device(1)``: an index alone names a device of the current accelerator, which a CUDA build
+    answers with ``cuda:1`` (``c10/core/Device.cpp``'s parser gets the type from the accelerator, which
+    this CPU build does not have). Everything else is PyTorch's own constructor."""
+    if len(args) == 1 and not kwargs and isinstance(args[0], int) and not isinstance(args[0], bool):
+        return func("cuda", args[0])
+    return func(*args, **kwargs)
+
+
 _SPECIAL = {
+    torch.device: _device_object,
     torch.tensor: _from_data,
     torch.as_tensor: _from_data,
     torch.asarray: _from_data,

@@ -31,6 +31,8 @@ __all__ = ["Patches", "SimulatedDeviceProperties", "SimulatedGenerator"]
 _MISSING = object()
 _FLAG = object()
 _ORIGINAL_GENERATOR = torch.Generator
+_ORIGINAL_STREAM = torch.Stream
+_ORIGINAL_EVENT = torch.Event
 
 
 class Patches:
@@ -125,6 +127,88 @@ class GeneratorFactory(metaclass=_GeneratorType):
         if isinstance(target, torch.device) and target.type == "meta" and target.index is not None:
             return _new_generator(target.index)
         return _ORIGINAL_GENERATOR(device=device)
+
+
+class _StreamType(type):
+    """``isinstance(s, torch.Stream)`` keeps its meaning while ``torch.Stream`` is replaced."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, (_ORIGINAL_STREAM, _streams.SimulatedStream))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, (_ORIGINAL_STREAM, _streams.SimulatedStream))
+
+
+class _EventType(type):
+    """``isinstance(e, torch.Event)`` keeps its meaning while ``torch.Event`` is replaced."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, (_ORIGINAL_EVENT, _streams.SimulatedEvent))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, (_ORIGINAL_EVENT, _streams.SimulatedEvent))
+
+
+def _on_simulated_gpu(device: Any) -> bool:
+    """Whether a device argument of ``torch.Stream``/``torch.Event`` means a simulated GPU: none or an
+    index (the current accelerator, CUDA here), or a CUDA device."""
+    return device is None or isinstance(device, int) or torch.device(device).type == "cuda"
+
+
+class StreamFactory(metaclass=_StreamType):
+    """``torch.Stream`` inside a block: on the accelerator (no device, an index, ``"cuda"``) a simulated
+    GPU's stream, as a CUDA build gives a CUDA stream (``DataParallel`` scatters a CPU batch on these)."""
+
+    def __new__(cls, device: Any = None, *, priority: int = 0) -> Any:  # type: ignore[misc]
+        if _on_simulated_gpu(device):
+            return _streams.new_stream(device, priority)
+        return _ORIGINAL_STREAM(device, priority=priority)
+
+
+class EventFactory(metaclass=_EventType):
+    """``torch.Event`` inside a block: on the accelerator, a simulated GPU's event."""
+
+    def __new__(  # type: ignore[misc]
+        cls,
+        device: Any = None,
+        *,
+        enable_timing: bool = False,
+        blocking: bool = False,
+        interprocess: bool = False,
+    ) -> Any:
+        if _on_simulated_gpu(device):
+            return _streams.SimulatedEvent(enable_timing, blocking, interprocess)
+        return _ORIGINAL_EVENT(
+            device, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+        )
+
+
+_BASE_DEVICE = torch._C.TensorBase.device
+_BASE_IS_META = torch._C.TensorBase.is_meta
+_BASE_IS_CUDA = torch._C.TensorBase.is_cuda
+
+
+def wrapper_properties() -> dict[str, property]:
+    """``device``, ``is_cuda`` and ``is_meta`` for ``torch.Tensor`` while a block is open: another wrapper
+    subclass around a simulated tensor (a DTensor, whose C++ constructor takes its device from its local
+    tensor) has C++ device ``meta:N``, which reads here as ``cuda:N``, as the simulation's own tensors do
+    (``tensor.py``): FSDP2 asks ``param.device.type == "meta"`` to tell parameters not yet given storage,
+    and a printed DTensor shows ``cuda:0``. A real meta tensor has no index and stays ``meta``; a plain
+    tensor answers from C++ as before."""
+
+    def device(self: torch.Tensor) -> torch.device:
+        place = _BASE_DEVICE.__get__(self)
+        if place.type == "meta" and place.index is not None:
+            return torch.device("cuda", place.index)
+        return place
+
+    def is_cuda(self: torch.Tensor) -> bool:
+        return _BASE_IS_CUDA.__get__(self) or device(self).type == "cuda"
+
+    def is_meta(self: torch.Tensor) -> bool:
+        return _BASE_IS_META.__get__(self) and device(self).type == "meta"
+
+    return {"device": property(device), "is_cuda": property(is_cuda), "is_meta": property(is_meta)}
 
 
 def _machine() -> _state.Machine:
@@ -310,6 +394,7 @@ def accelerator_functions() -> dict[str, Callable[..., Any]]:
 
     return {
         "_accelerator_getAccelerator": get_accelerator,
+        "_get_accelerator": lambda check=False: torch.device("cuda"),  # FSDP2's default mesh asks this one
         "_accelerator_getDeviceIndex": get_index,
         "_accelerator_setDeviceIndex": set_index,
         "_accelerator_exchangeDevice": exchange,
@@ -409,6 +494,10 @@ def install(patches: Patches, machine: _state.Machine, thread_start: Callable[..
     patches.set(torch._C, "_cuda_get_cudnn_benchmark_limit", lambda: limit[0])
     patches.set(torch._C, "_cuda_set_cudnn_benchmark_limit", lambda value: limit.__setitem__(0, value))
     patches.set(torch, "Generator", GeneratorFactory)
+    patches.set(torch, "Stream", StreamFactory)
+    for name, value in wrapper_properties().items():
+        patches.set(torch.Tensor, name, value)
+    patches.set(torch, "Event", EventFactory)
     patches.set(torch, "compile", _compile.refuse_compile)  # a clear error, not a crash inside Dynamo
     for name, legacy in _legacy.legacy_types().items():  # torch.cuda.FloatTensor and kin
         patches.set(torch.cuda, name, legacy)

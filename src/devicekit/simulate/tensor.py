@@ -84,8 +84,10 @@ class SimulatedTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        from ._dispatch import handle
+        from ._dispatch import foreign, handle
 
+        if foreign(types):
+            return NotImplemented
         with torch._C.DisableTorchFunction():
             return handle(func, args, kwargs or {})
 
