@@ -250,8 +250,8 @@ def test_the_roster_stays_hidden_from_notebooks(review):
 
 @pytest.mark.integration
 def test_a_notebook_cannot_reach_the_grading_machines_network(review):
-    if _mode() != "bwrap":
-        pytest.skip(f"isolation {_mode()!r} leaves the machine's network to notebooks (grading guide)")
+    if TRUST:
+        pytest.skip("no bubblewrap here (--trust-submissions): the machine's network is the notebooks' too")
     assert not review["reached"], "a notebook connected to a server on the grading machine"
     r = _row(review, "j-jan")
     assert (r["status"], r["exercises"][1]["passed"]) == ("graded", False), (r["status"], r["feedback"])
