@@ -148,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-processes",
         type=int,
         default=limits.processes,
-        help=f"processes and threads of a notebook's own user (default {limits.processes})",
+        help=f"processes and threads of a notebook (default {limits.processes})",
     )
     add(
         "--max-file-mb",
