@@ -129,3 +129,27 @@ def test_a_dtensor_with_a_plain_gpu_tensor_raises_dtensors_own_error_as_on_a_gpu
             with pytest.raises(RuntimeError, match="got mixed torch.Tensor and DTensor"):
                 d + plain
     _assert_restored()
+
+
+def test_fsdp2_on_a_meta_model_given_storage_on_the_gpu_trains_as_on_a_gpu():
+    # the lesson-11 order: build on meta, fully_shard each layer then the root, to_empty onto the GPU,
+    # reset_parameters (DTensor random ops: the CUDA generator's seed-and-offset state), then forward
+    from torch.distributed.fsdp import fully_shard
+
+    with simulate(gpus=1):
+        _init()
+        with torch.device("meta"):
+            model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+        for layer in model:
+            fully_shard(layer)
+        fully_shard(model)
+        model.to_empty(device="cuda")
+        for layer in model:
+            layer.reset_parameters()
+        assert model[0].weight.device == torch.device("cuda", 0)
+        assert is_simulated(model[0].weight.to_local())
+        out = model(torch.ones(3, 4, device="cuda"))
+        assert out.device == torch.device("cuda", 0) and torch.isfinite(out).all()
+        out.sum().backward()
+        assert model[0].weight.grad is not None and model[0].weight.grad.device == torch.device("cuda", 0)
+    _assert_restored()

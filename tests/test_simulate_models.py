@@ -133,6 +133,37 @@ def test_an_index_alone_is_a_device_of_the_accelerator_and_streams_events_are_th
         torch.device(0)
 
 
+def test_the_gpu_generator_state_has_cudas_layout_and_replays():
+    # aten/src/ATen/cuda/CUDAGeneratorImpl.cpp: get_state is 16 bytes, seed then Philox offset; set_state
+    # takes 8 (seed only) or 16 bytes, and the offset must be a multiple of 4
+    torch.manual_seed(3)
+    on_cpu = torch.rand(3)
+    with simulate(gpus=2):
+        torch.cuda.manual_seed(3)
+        assert torch.equal(torch.rand(3, device="cuda").cpu(), on_cpu)  # the CPU's draws for the seed
+        state = torch.cuda.get_rng_state()
+        assert (state.dtype, state.numel()) == (torch.uint8, 16)
+        assert state.view(torch.int64).tolist() == [3, 4]
+        first = torch.rand(3, device="cuda")
+        torch.cuda.set_rng_state(state)
+        assert torch.equal(torch.rand(3, device="cuda").cpu(), first.cpu())
+        assert torch.cuda.initial_seed() == 3
+        with pytest.raises(RuntimeError, match="^RNG state is wrong size$"):
+            torch.cuda.set_rng_state(torch.zeros(5, dtype=torch.uint8))
+            torch.cuda.get_rng_state()  # set_rng_state is lazy, as on a GPU before CUDA starts
+        with pytest.raises(TypeError, match="^RNG state must be a torch.ByteTensor$"):
+            torch.cuda.set_rng_state(torch.zeros(16))
+            torch.cuda.get_rng_state()
+        with pytest.raises(RuntimeError, match="^offset must be a multiple of 4$"):
+            torch.cuda.set_rng_state(torch.tensor([1, 3]).view(torch.uint8))
+            torch.cuda.get_rng_state()
+        generator = torch.Generator(device="cuda").manual_seed(5)
+        saved = generator.get_state()
+        drawn = torch.rand(2, device="cuda", generator=generator)
+        generator.set_state(saved)
+        assert torch.equal(torch.rand(2, device="cuda", generator=generator).cpu(), drawn.cpu())
+
+
 def test_param_data_assignment_deepcopy_and_to_empty():
     with simulate():
         model = nn.Linear(2, 2).cuda()

@@ -62,7 +62,8 @@ What it cannot simulate (it runs CPU kernels on CPU memory; only the device book
   nothing), no cuDNN algorithm choice or nondeterminism, different reduction orders, float16 and bfloat16
   arithmetic as the CPU does it, random numbers from CPU generators (``torch.cuda.manual_seed`` seeds
   per-device CPU generators: reproducible, never the GPU's Philox streams; ``torch.cuda.get_rng_state``
-  returns a CPU generator's state, not CUDA's 16 bytes); ops without a ``generator`` argument (dropout)
+  has CUDA's 16-byte layout, seed and offset, but the offset moves by 4 per read after draws, not by what
+  each CUDA kernel takes); ops without a ``generator`` argument (dropout)
   draw from the CPU's default generator;
 * memory: a factory (``torch.empty(..., device="cuda")``) or a copy to a simulated GPU that does not
   fit the profile's ``total_memory`` raises CUDA's ``torch.OutOfMemoryError`` (with this process's

@@ -256,11 +256,11 @@ def _with_device_generator(index: int, func: Any, args: tuple, kwargs: dict) -> 
     device_generator = generators[index]
     cpu = torch.random.default_generator
     saved = cpu.get_state()
-    cpu.set_state(device_generator.get_state())
+    cpu.set_state(device_generator.cpu_state())
     try:
         return func(*args, **kwargs)
     finally:
-        device_generator.set_state(cpu.get_state())
+        device_generator.set_cpu_state(cpu.get_state())
         cpu.set_state(saved)
 
 

@@ -91,19 +91,110 @@ class SimulatedDeviceProperties:
         )
 
 
+_U64 = 1 << 64
+
+
 class SimulatedGenerator(_ORIGINAL_GENERATOR):
-    """A generator of simulated GPU ``cuda:N``: a CPU generator underneath, ``.device`` says ``cuda:N``."""
+    """A generator of simulated GPU ``cuda:N``: a CPU generator underneath, ``.device`` says ``cuda:N``.
+
+    Its state reads as a CUDA generator's: 16 bytes, the seed and the Philox offset
+    (``aten/src/ATen/cuda/CUDAGeneratorImpl.cpp``, ``get_state``/``set_state``), so code that saves and
+    restores ``torch.cuda.get_rng_state()`` (checkpoints, ``fork_rng``, DTensor's random ops, which move
+    the offset themselves) works as on a GPU. The values drawn are the CPU generator's: seeded with the
+    seed when the offset is 0 (``torch.cuda.manual_seed(s)`` draws what ``torch.manual_seed(s)`` does on
+    the CPU), and with a mix of both otherwise. Draws since the last read move the offset by 4 when the
+    state is read next, and the CPU generator is seeded again for it, so a state read and set back later
+    draws the same values again.
+    """
 
     _dk_index = 0
+    _dk_seed = 67280421310721  # a CUDA generator's default seed (c10::detail::default_rng_seed_val)
+    _dk_offset = 0
+    _dk_synced: torch.Tensor | None = None
 
     @property
     def device(self) -> torch.device:  # type: ignore[override]
         return torch.device("cuda", self._dk_index)
 
+    def _dk_reseed(self) -> None:
+        mix = self._dk_seed if not self._dk_offset else (self._dk_seed * 0x9E3779B97F4A7C15 + self._dk_offset)
+        _ORIGINAL_GENERATOR.manual_seed(self, mix % _U64)
+        self._dk_synced = _ORIGINAL_GENERATOR.get_state(self)
+
+    def _dk_sync(self) -> None:
+        if self._dk_synced is None or not torch.equal(_ORIGINAL_GENERATOR.get_state(self), self._dk_synced):
+            if self._dk_synced is not None:
+                self._dk_offset += 4
+            self._dk_reseed()
+
+    def manual_seed(self, seed: int) -> SimulatedGenerator:  # type: ignore[override]
+        self._dk_seed, self._dk_offset = int(seed) % _U64, 0
+        self._dk_reseed()
+        return self
+
+    def seed(self) -> int:  # type: ignore[override]
+        self.manual_seed(_ORIGINAL_GENERATOR.seed(self))
+        return self._dk_seed
+
+    def initial_seed(self) -> int:  # type: ignore[override]
+        return self._dk_seed
+
+    def get_offset(self) -> int:  # type: ignore[override]
+        self._dk_sync()
+        return self._dk_offset
+
+    def set_offset(self, offset: int) -> SimulatedGenerator:  # type: ignore[override]
+        self._dk_sync()
+        self._dk_offset = _philox_offset(int(offset))
+        self._dk_reseed()
+        return self
+
+    def get_state(self) -> torch.Tensor:  # type: ignore[override]
+        self._dk_sync()
+        offset = self._dk_offset - _U64 if self._dk_offset >= 1 << 63 else self._dk_offset
+        seed = self._dk_seed - _U64 if self._dk_seed >= 1 << 63 else self._dk_seed
+        return torch.tensor([seed, offset], dtype=torch.int64).view(torch.uint8)
+
+    def set_state(self, new_state: torch.Tensor) -> SimulatedGenerator:  # type: ignore[override]
+        if not isinstance(new_state, torch.Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if (
+            new_state.layout != torch.strided
+            or new_state.device.type != "cpu"
+            or new_state.dtype != torch.uint8
+        ):
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if not new_state.is_contiguous():
+            raise RuntimeError("RNG state must be contiguous")
+        if new_state.numel() not in (8, 16):
+            raise RuntimeError("RNG state is wrong size")
+        words = new_state.view(torch.int64).tolist()
+        self._dk_seed, self._dk_offset = words[0] % _U64, 0  # the seed first, as C++ sets it
+        self._dk_reseed()
+        self._dk_offset = _philox_offset(words[1] % _U64 if len(words) > 1 else 0)
+        self._dk_reseed()
+        return self
+
+    def cpu_state(self) -> torch.Tensor:
+        """The CPU generator's own state underneath (what the simulated ops draw from)."""
+        return _ORIGINAL_GENERATOR.get_state(self)
+
+    def set_cpu_state(self, state: torch.Tensor) -> None:
+        """Set the CPU generator underneath (the draws of an op run with it)."""
+        _ORIGINAL_GENERATOR.set_state(self, state)
+
+
+def _philox_offset(offset: int) -> int:
+    """``set_philox_offset_per_thread``'s check (``CUDAGeneratorImpl.cpp``)."""
+    if offset % 4:
+        raise RuntimeError("offset must be a multiple of 4")
+    return offset
+
 
 def _new_generator(index: int) -> SimulatedGenerator:
     generator = SimulatedGenerator()
     generator._dk_index = index
+    generator.manual_seed(SimulatedGenerator._dk_seed)
     return generator
 
 
