@@ -4,6 +4,7 @@ probes leave the process as they found it."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import warnings
 
@@ -73,6 +74,34 @@ def test_the_meta_gap_the_rotate_probe_leaves_unjudged_is_real():
         with pytest.raises(RuntimeError, match="Please convert all Tensors to FakeTensors"):
             torch.compile(fn, backend="aot_eager")(torch.ones(3, 2, device="meta"))
     torch.compiler.reset()
+
+
+@contextlib.contextmanager
+def _default_device_meta():
+    """``torch.set_default_device("meta")`` for the block, put back afterwards."""
+    before = torch.get_default_device()
+    torch.set_default_device("meta")
+    try:
+        yield
+    finally:
+        torch.set_default_device(before)
+
+
+@pytest.mark.parametrize("meta_default", [_default_device_meta, lambda: torch.device("meta")])
+def test_the_meta_gap_is_also_reached_through_the_default_device(meta_default):
+    # lesson 10's note (review 47, F5): torch.tensor(...) without device= while meta is the default device
+    # meets the same refusal; torch.zeros(...) compiles on meta
+    n = torch.ones(2, device="meta")
+    try:
+        torch.compiler.reset()
+        with meta_default(), pytest.raises(RuntimeError, match="Please convert all Tensors to FakeTensors"):
+            torch.compile(lambda n: torch.tensor([1.0, 2.0]) * n, backend="aot_eager")(n)
+        torch.compiler.reset()
+        with meta_default():
+            assert torch.compile(lambda n: torch.zeros(2) + n, backend="aot_eager")(n).device.type == "meta"
+    finally:
+        torch.compiler.reset()
+    assert torch.zeros(1).device.type != "meta"
 
 
 def test_the_rotate_probe_describes_x_before_the_call_in_non_representable_values():

@@ -76,6 +76,8 @@ def test_right_answers_pass(key, name, answer):
         [
             ("materialize", MUTATIONS.materialize_with_to),
             ("load-full", MUTATIONS.load_full_onto_own_gpu),
+            ("load-full", MUTATIONS.load_full_cpu_then_each_to_gpu),
+            ("load-full", MUTATIONS.load_full_whole_dict_to_gpu_then_distribute),
             ("resume", MUTATIONS.resume_with_optimizer_state_dict),
         ],
         LAB,
@@ -92,6 +94,23 @@ def test_observations_are_plain_data_and_the_judge_alone_decides(key, answer):
     loaded = torch.load(buffer, weights_only=True)
     with pytest.raises(devicekit_labs.Fail):
         exercise.judge(loaded)
+
+
+def test_a_recorded_rank_reports_where_its_state_dict_was_and_its_gpu_peak():
+    # review 47, F1: a CPU read moved whole to the GPU shows in the devices of the dict handed to DCP and in
+    # the GPU's peak; a right answer keeps the dict on the CPU and allocates nothing on the GPU
+    exercise = next(e for e in devicekit_labs.exercises_for(LAB) if e.key == "load-full")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wrong = exercise.probe(MUTATIONS.load_full_cpu_then_each_to_gpu)
+        right = exercise.probe(MUTATIONS.load_full_ok)
+    assert wrong["whole_bytes"] == right["whole_bytes"] > 0
+    for bad, good in zip(wrong["recorded"], right["recorded"], strict=True):
+        dcp_bad = [c for c in bad["calls"] if c["call"] == "set_model_state_dict"]
+        dcp_good = [c for c in good["calls"] if c["call"] == "set_model_state_dict"]
+        assert [c["devices"] for c in dcp_bad] == [[bad["device"]]]
+        assert [c["devices"] for c in dcp_good] == [["cpu"]]
+        assert bad["gpu_peak_bytes"] >= wrong["whole_bytes"] and good["gpu_peak_bytes"] == 0
 
 
 @pytest.mark.integration  # the resume check starts two FSDP2 ranks first

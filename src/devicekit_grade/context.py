@@ -33,7 +33,7 @@ from devicekit.messages import Message
 from devicekit_grade import sandbox
 from devicekit_grade.box import preflight
 from devicekit_grade.failures import GraderFailure
-from devicekit_grade.installed import kernel_needs, package_folder
+from devicekit_grade.installed import Needs, kernel_needs, package_folder
 from devicekit_grade.released import Released
 
 
@@ -69,8 +69,11 @@ class Context:
         #: what a submission's kernel loads from: all that a sandbox shows of the instructor's files
         self.needs = kernel_needs()
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
-        try:  # the run's folder is hidden too: it holds the evaluator's copy of the hidden judges
-            hide = [*_hidden_paths(options), str(self.root)]
+        # hidden too (each box is shown its own folder again): it holds the evaluator's copy of the hidden
+        # judges and the other boxes, which a notebook could read wherever TMPDIR puts it outside the folders
+        # a sandbox empties (review47, hole 4)
+        try:
+            hide = [*_hidden_paths(options, self.needs), os.path.realpath(self.root)]
             self.isolation = sandbox.choose(
                 options.isolation, trust=options.trust, keep=self.needs.paths, hide=hide
             )
@@ -242,23 +245,35 @@ def _run_digest(snapshot: dict[str, bytes], hidden: dict[str, bytes], options: O
     return h.hexdigest()[:20]
 
 
-def _hidden_paths(options: Options) -> list[str]:
+def _hidden_paths(options: Options, needs: Needs | None = None) -> list[str]:
     """Folders a sandboxed submission must not see: solutions, hidden judges, submissions, the output. All of
     them, even one that holds the Python installation or a package the kernel imports: the sandbox shows
     those again, and only those (`sandbox.bwrap_prefix`)."""
-    folders = [options.released.solutions, options.hidden, *options.hide, *_beside_the_checks()]
+    folders = [options.released.solutions, options.hidden, *options.hide, *_beside_the_checks(needs)]
     return list(dict.fromkeys(os.path.realpath(f) for f in folders if f is not None))
 
 
-def _beside_the_checks() -> list[Path]:
-    """The course checkout's ``solutions/`` and ``grading/hidden/`` when the checks are loaded from one (an
-    editable install, ``<checkout>/src/devicekit_labs``): hidden whether or not this run was told about
-    them, since a notebook finds them from ``devicekit_labs.__file__`` wherever the grader runs from."""
-    found = package_folder("devicekit_labs")
-    if found is None:
-        return []
-    checkout = found.resolve().parent.parent
-    return [p for p in (checkout / "solutions", checkout / "grading" / "hidden") if p.is_dir()]
+#: The course's packages: a folder the sandbox shows with one of these names is a checkout's ``src/<name>``.
+COURSE_PACKAGES = ("devicekit", "devicekit_labs", "devicekit_grade")
+
+
+def _beside_the_checks(needs: Needs | None = None) -> list[Path]:
+    """The ``solutions/`` and ``grading/hidden/`` of every course checkout a kernel can load the course from
+    (an editable install, ``<checkout>/src/devicekit_labs``): hidden whether or not this run was told about
+    them, since a notebook finds them from ``devicekit_labs.__file__`` wherever the grader runs from. That
+    is the checkout the grader loads its checks from, and any other whose packages the sandbox shows
+    (``needs``): a kernel does not get the grader's ``PYTHONPATH``, so with ``PYTHONPATH=src`` of one
+    checkout and a virtual environment installed from another, it loads the other (review47)."""
+    folders = [package_folder("devicekit_labs")]
+    if needs is not None:
+        folders += [Path(p) for p in needs.packages if Path(p).name in COURSE_PACKAGES]
+    found: list[Path] = []
+    for folder in folders:
+        if folder is None:
+            continue
+        checkout = folder.resolve().parent.parent
+        found += [p for p in (checkout / "solutions", checkout / "grading" / "hidden") if p.is_dir()]
+    return list(dict.fromkeys(found))
 
 
 def _read_hidden(folder: Path | None) -> dict[str, bytes]:

@@ -232,6 +232,11 @@ def preexec(limits: Limits):
 
 #: What bubblewrap empties in every sandbox (a fresh tmpfs each): users' files, temporary files, sockets.
 EMPTIED = ("/tmp", "/home", "/root", "/run")
+#: The size of every tmpfs of a box (MiB), where bubblewrap can set it (`bwrap_sizes`): its ``/dev/shm``
+#: holds the shared memory of a lab's worker processes (labs 8 and 11); the emptied and hidden folders hold
+#: next to nothing (``TMPDIR`` and ``HOME`` are in the box's folder on disk). Unsized, each is half the
+#: machine's memory, which no limit of the box counts (review47).
+TMPFS_MB = 512
 
 
 def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
@@ -257,15 +262,17 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     cmd += ["--unshare-net"]
     cmd += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
     # the machine's /dev/shm is writable by every user and outlives the run: a private one, else it is a
-    # channel between submissions and a place to leave files (and fill memory) after the run
-    cmd += ["--perms", "1777", "--tmpfs", "/dev/shm"]
+    # channel between submissions and a place to leave files (and fill memory) after the run. Its pages are
+    # memory that no limit of the box counts: a tmpfs is half the machine's RAM unless sized (`TMPFS_MB`)
+    sized = ["--size", str(TMPFS_MB * MiB)] if bwrap_sizes() else []
+    cmd += ["--perms", "1777", *sized, "--tmpfs", "/dev/shm"]
     emptied = list(EMPTIED)
     for folder in emptied:
-        cmd += ["--tmpfs", folder]
+        cmd += [*sized, "--tmpfs", folder]
     hidden = [h for h in dict.fromkeys(os.path.realpath(h) for h in hide) if os.path.isdir(h)]
     for path in hidden:  # what the read-only root would show
         if not inside(path, emptied):
-            cmd += ["--tmpfs", path]
+            cmd += [*sized, "--tmpfs", path]
             emptied.append(path)
 
     def parents(target: str) -> list[str]:  # folders bwrap would otherwise create unreadable (0700)
@@ -283,7 +290,7 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
             shown.append(path)
     for path in hidden:  # a hidden folder that a kept one shows again
         if inside(path, shown):
-            cmd += ["--tmpfs", path]
+            cmd += [*sized, "--tmpfs", path]
     cmd += parents(str(box.root))
     cmd += ["--bind", str(box.root), str(box.root)]
     switch = as_submission()
@@ -302,6 +309,22 @@ def bwrap_works() -> bool:
     cmd += ["--", *switch, "true"]
     try:
         return subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@functools.cache
+def bwrap_sizes() -> bool:
+    """Whether this bubblewrap can size a tmpfs (``--size``; tried once). The course machine's 0.8.0 can;
+    one that rejects the option gets a ``/dev/shm`` of half the machine's memory, as before review47."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False
+    cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--size", str(MiB)]
+    try:
+        return (
+            subprocess.run([*cmd, "--tmpfs", "/tmp", "true"], capture_output=True, timeout=30).returncode == 0
+        )
     except (OSError, subprocess.SubprocessError):
         return False
 

@@ -255,18 +255,23 @@ def judge_wrap_model(seen: dict) -> None:
                 f"移到 rank 信息里的设备上，而不是写死的设备。{current_zh}",
             )
         ids = call["device_ids"]
-        if device.type == "cuda":
+        # no device_ids (None, or [] "for backward compatibility") and no output_device: right for a CPU
+        # module, and for a module on one GPU too, where DDP then leaves the inputs where they are;
+        # device_ids=[local rank] only for a GPU module (torch/nn/parallel/distributed.py, the device_ids
+        # docstring, lines 677-688; __init__, lines 930-948; forward moves inputs only "if
+        # self.device_ids", lines 1788-1792; v2.13.0)
+        ok = ids in (None, []) and call["output_device"] is None
+        if device.type == "cuda" and not ok:
             ok = ids == [case["local_rank"]] and call["output_device"] in (None, case["local_rank"])
-        else:
-            ok = ids in (None, []) and call["output_device"] is None
         if not ok:
+            got = f"device_ids={ids}"
+            if call["output_device"] is not None:
+                got += f", output_device={call['output_device']}"
             raise Fail(
-                f"for {label_en} the DDP got device_ids={ids}. device_ids names this rank's one GPU, "
-                "numbered on "
-                "its own machine, and only a GPU module may have it.",
-                f"{label_zh}，DDP 的 device_ids={ids}。device_ids 指的是本 rank 的那一块 GPU（按它所在机器上"
-                "的"
-                "编号），而且只有 GPU 上的模块才能设置它。",
+                f"for {label_en} the DDP got {got}. device_ids, when given, names this rank's one GPU, "
+                "numbered on its own machine, and only a GPU module may have it.",
+                f"{label_zh}，DDP 拿到的是 {got}。device_ids 如果写了，指的就是本 rank 的那一块 GPU"
+                "（按它所在机器上的编号），而且只有 GPU 上的模块才能设置它。",
             )
 
 

@@ -7,17 +7,19 @@ real or simulated: `machine.probe_devices`, so an answer that drops the index la
 uninitialised memory reads NaN during the call (``fill_uninitialized_memory``), and what comes back is
 compared with the same model built on that device.
 Exercise 2 loads a full checkpoint into a model sharded with FSDP2 on a one-process CPU mesh in the kernel,
-and also tells the learner's function it is a rank of a GPU job: there ``torch.load`` and DCP's loading are
-recorded, not run, so the check sees where each rank would put the whole checkpoint. Exercise 3 starts two
+and also tells the learner's function it is a rank of a GPU job: there DCP's loading and a ``torch.load``
+onto a GPU are recorded, not run (a ``torch.load`` onto the CPU runs), so the check sees where each rank
+would put the whole checkpoint, also when it moves a CPU read to its GPU (the devices of the state dict it
+hands to DCP, and the most bytes its GPU held at once). Exercise 3 starts two
 real processes (``sharded_workers.fsdp_train``: FSDP2 over gloo, or NCCL where there is a GPU per rank) that
-save a distributed checkpoint, once per process, then lets the learner resume it into unsharded models in the
-kernel, on ``cuda:1`` (real or simulated; a fresh Adam with another learning rate, and one that has stepped),
-and compares digests of the parameters and of Adam's state, and the learning rate, with those the ranks
-reported at save time.
+save a distributed checkpoint, once per process (forked from the kernel where that is safe:
+`ranks.start_ranks`), then lets the learner resume it into unsharded models in the kernel, on ``cuda:1``
+(real or simulated; a fresh Adam with another learning rate, and one that has stepped), and compares digests
+of the parameters and of Adam's state, and the learning rate, with those the ranks reported at save time.
 
 Exercise 2's sharded model and both exercises' worker processes stay on the CPU with gloo on a machine
-without GPUs: DTensor and FSDP2 do not run on simulated tensors, and spawned processes start without the
-simulation (`devicekit.simulate`'s docstring).
+without GPUs: DTensor and FSDP2 do not run on simulated tensors, spawned processes start without the
+simulation (`devicekit.simulate`'s docstring), and forked ones leave it first.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from devicekit.distributed import DistInfo, spawn
+from devicekit.distributed import DistInfo
 from devicekit_labs import Fail, failed_call, judged, observe
 from devicekit_labs.machine import probe_devices
+from devicekit_labs.ranks import start_ranks
 
 LAB = "11-sharded"
 
@@ -285,13 +288,39 @@ def _judge_never_set(case: dict, label: str, label_zh: str) -> None:
 # --- Exercise 2: a full checkpoint into a sharded model ---------------------------------------------------
 
 #: The ranks of a GPU job that exercise 2 also tells the learner's function it is (what it would load is
-#: recorded, not run): GPU ranks 0 and 1, and rank 5, on a second machine. The kernel itself is rank 0 of a
-#: one-process gloo group, on the CPU.
+#: recorded, not run: `_recording`): GPU ranks 0 and 1, and rank 5, on a second machine. The kernel itself
+#: is rank 0 of a one-process gloo group, on the CPU.
 GPU_RANKS = [
     DistInfo(0, 0, 2, "nccl", torch.device("cuda", 0)),
     DistInfo(1, 1, 2, "nccl", torch.device("cuda", 1)),
     DistInfo(5, 1, 8, "nccl", torch.device("cuda", 1)),
 ]
+#: The bytes of one allocation on a GPU: the CUDA caching allocator rounds each up to 512 (``kMinBlockSize``,
+#: c10/cuda/CUDACachingAllocator.cpp, v2.13.0), and a simulated GPU counts its tensors the same way.
+GPU_BLOCK = 512
+
+
+def _whole_copy_bytes(state_dict: dict) -> int:
+    """What a whole copy of ``state_dict`` takes on a GPU, one allocation per tensor (`GPU_BLOCK`)."""
+    sizes = [t.nbytes for t in state_dict.values() if torch.is_tensor(t)]
+    return sum(-(-n // GPU_BLOCK) * GPU_BLOCK for n in sizes)
+
+
+@contextlib.contextmanager
+def _gpu_peak(device: torch.device, out: dict) -> Iterator[None]:
+    """Store in ``out["gpu_peak_bytes"]`` the most bytes allocated on ``device`` at once during the block,
+    above what was there before it; nothing where the probe's machine has no such GPU (one real GPU)."""
+    if device.index not in [gpu.index for gpu in probe_devices()]:
+        yield
+        return
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    try:
+        yield
+    finally:
+        out["gpu_peak_bytes"] = torch.cuda.max_memory_allocated(device) - before
+
+
 #: Where the file of exercise 2 was saved from: rank 0 of a GPU job.
 SAVED_ON = "cuda:0"
 #: What DTensor's dispatcher says when a plain tensor meets a DTensor (lesson 11).
@@ -408,8 +437,12 @@ def _recording(calls: list[dict], stop: bool) -> Iterator[None]:
     """Record each ``torch.load`` and each DCP model load (``set_model_state_dict``, ``set_state_dict``).
 
     ``torch.load``: where its ``map_location`` sends a storage saved on `SAVED_ON` (as `_plain_location`
-    sees it), and ``mmap``. DCP: the options and how many entries the state dict had. With ``stop``, the
-    first call is recorded and the rank stops there (`_Recorded`); otherwise each call goes on for real.
+    sees it), and ``mmap``. DCP: the options, how many entries the state dict had, and the devices of its
+    tensors (a CPU read moved whole onto the rank's GPU afterwards shows there). Without ``stop`` each call
+    goes on for real. With ``stop`` (a GPU rank of `GPU_RANKS`, which one process cannot be): a
+    ``torch.load`` that reads onto the CPU goes on, onto the CPU, so that what the answer does with the
+    tensors next is seen; one that would read onto a GPU, and any DCP load, are recorded and the rank stops
+    there (`_Recorded`).
     """
     import torch.distributed.checkpoint.state_dict as dsd
 
@@ -424,7 +457,10 @@ def _recording(calls: list[dict], stop: bool) -> Iterator[None]:
             }
         )
         if stop:
-            raise _Recorded
+            if _lands_on(calls[-1]["location"]) != "cpu":
+                raise _Recorded
+            # the file was saved on the CPU; where the answer's map_location sends cuda:0 is recorded
+            return real_load(f, "cpu", *args, **kwargs)
         return real_load(f, map_location, *args, **kwargs)
 
     def dcp_load(model, state_dict, info):
@@ -434,6 +470,7 @@ def _recording(calls: list[dict], stop: bool) -> Iterator[None]:
                 "full_state_dict": bool(info.full_state_dict),
                 "broadcast_from_rank0": bool(info.broadcast_from_rank0),
                 "entries": len(state_dict),
+                "devices": sorted({str(v.device) for v in state_dict.values() if torch.is_tensor(v)}),
             }
         )
         if stop:
@@ -516,6 +553,7 @@ def probe_load_full(load_full: Callable[[nn.Module, str, DistInfo], object]) -> 
         source = sw.make_model()  # other values than the seed-0 model the rank starts from
         torch.save(source.state_dict(), path)
         seen["want"] = sw.state_digest(list(source.parameters()))
+        seen["whole_bytes"] = _whole_copy_bytes(source.state_dict())
         with _one_process_group() as info:
             mesh = init_device_mesh(info.device.type, (info.world_size,))
             model = _sharded_model(mesh, info.device)
@@ -543,9 +581,10 @@ def probe_load_full(load_full: Callable[[nn.Module, str, DistInfo], object]) -> 
                     except _Recorded:
                         return None
 
-                with _recording(calls, stop=True):
+                peak: dict[str, int] = {}
+                with _recording(calls, stop=True), _gpu_peak(rank.device, peak):
                     got = observe(until_recorded, model, path, rank)
-                entry = {**_rank_entry(rank), "calls": calls}
+                entry = {**_rank_entry(rank), "calls": calls, **peak}
                 if "error" in got:
                     entry["error"] = got["error"]
                 recorded.append(entry)
@@ -582,6 +621,8 @@ def judge_load_full(seen: dict) -> None:
     )
     for entry in [real, *seen["recorded"]]:
         _judge_where_loaded(entry)
+        _judge_state_dict_devices(entry)
+        _judge_gpu_peak(entry, seen["whole_bytes"])
     if real["local_devices"] != [real["device"]]:
         raise Fail(
             f"({label}) this rank's shards are on {', '.join(real['local_devices'])}, not on its device "
@@ -657,6 +698,49 @@ def _judge_where_loaded(entry: dict) -> None:
         )
 
 
+def _judge_state_dict_devices(entry: dict) -> None:
+    """The state dict handed to DCP must be on the CPU: a whole checkpoint on a GPU is a whole copy there,
+    however it got there (``.to(info.device)`` of each value after a CPU read, a plain model moved whole)."""
+    label, label_zh = _where_label(entry)
+    for call in entry["calls"]:
+        on_gpu = [d for d in call.get("devices", []) if torch.device(d).type == "cuda"]
+        if call["call"] != "set_model_state_dict" or not on_gpu:
+            continue
+        device = ", ".join(on_gpu)
+        raise Fail(
+            f"({label}) your function put the whole checkpoint on {device} before loading it: with every "
+            "rank doing so, each GPU holds a whole copy of the model, which is what FSDP exists to avoid. "
+            "Pass the CPU state dict to set_model_state_dict as it is: it keeps only this rank's shard, on "
+            "the device of the model's parameters.",
+            f"（{label_zh}）你的函数在加载之前，把整个检查点放到了 {'、'.join(on_gpu)} 上："
+            "每个 rank 都这样做，每块 GPU 上就各有一份完整的模型，而这正是 FSDP 要避免的。"
+            "请把 CPU 上的状态字典原样交给 set_model_state_dict：它只在模型参数所在的设备上保留本 rank 的"
+            "分片。",
+        )
+
+
+def _judge_gpu_peak(entry: dict, whole: int) -> None:
+    """A recorded GPU rank must never hold as much as the whole checkpoint on its GPU at once, however it
+    got there (a dict moved whole and sharded by hand, a plain model moved whole); one tensor at a time is
+    what DCP's broadcast_from_rank0 does too."""
+    peak = entry.get("gpu_peak_bytes")
+    if peak is None or peak < whole:
+        return
+    label, label_zh = _where_label(entry)
+    device = entry["device"]
+    raise Fail(
+        f"({label}) while your function ran, {device} held {peak} bytes at once, as much as the whole "
+        f"checkpoint ({whole} bytes in the GPU's {GPU_BLOCK}-byte blocks): with every rank doing so, "
+        "each GPU holds a whole copy of the model, which is what FSDP exists to avoid. Keep the full state "
+        "dict on the CPU and let set_model_state_dict keep only this rank's shard, on the device of the "
+        "model's parameters.",
+        f"（{label_zh}）你的函数运行期间，{device} 上同时占用了 {peak} 字节，和整个检查点一样多"
+        f"（按 GPU 的 {GPU_BLOCK} 字节块计是 {whole} 字节）：每个 rank 都这样做，"
+        "每块 GPU 上就各有一份完整的模型，而这正是 FSDP 要避免的。请把完整的状态字典留在 CPU 上，"
+        "让 set_model_state_dict 只在模型参数所在的设备上保留本 rank 的分片。",
+    )
+
+
 def _judge_recorded_rank(entry: dict) -> None:
     """A GPU rank whose loading was recorded: it reads the file, or receives rank 0's broadcast."""
     label, label_zh = _where_label(entry)
@@ -699,7 +783,7 @@ def saved_checkpoint() -> dict[str, Any]:
     if not _SAVED:
         _SAVED_FOLDER[:] = [tempfile.TemporaryDirectory(prefix="lab11-check-")]
         folder = _SAVED_FOLDER[0].name
-        spawn(sw.fsdp_train, nprocs=2, args=(2, folder, 3, folder))
+        start_ranks(sw.fsdp_train, 2, (2, folder, 3, folder))  # forked from here where that is safe
         ranks = sw.collect_results(folder)
         if len(ranks) != 2 or ranks[0]["digest"] != ranks[1]["digest"]:
             raise RuntimeError(f"the two ranks did not save one checkpoint: {ranks}")

@@ -142,6 +142,12 @@ def wrap_cuda_method(model, info):
     return DDP(model, device_ids=[info.local_rank], output_device=info.local_rank)
 
 
+def wrap_no_device_ids(model, info):
+    """No device_ids on any rank: documented for a module on one GPU, where DDP then leaves the inputs where
+    they are (torch/nn/parallel/distributed.py, lines 677-688, v2.13.0; review 47, F2)."""
+    return DDP(model.to(info.device))
+
+
 def wrap_device_in_ids(model, info):
     model.to(device=info.device)
     return DDP(model, device_ids=[info.device] if info.device.type == "cuda" else None)
@@ -237,6 +243,7 @@ RIGHT = {
         ("model.cuda(local_rank) with output_device", wrap_cuda_method),
         ("device_ids as torch.device", wrap_device_in_ids),
         ("torch.cuda.set_device, then .cuda()", wrap_set_device_first),
+        ("no device_ids, a module on one GPU", wrap_no_device_ids),
     ],
     "fail-fast": [("monitored_barrier, 2.0 s", fail_fast_ok), ("the same as an int", fail_fast_int_seconds)],
 }

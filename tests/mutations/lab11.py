@@ -235,6 +235,56 @@ def load_full_inverted_rank_test(model, path, info):
     set_model_state_dict(model, full, options=BROADCAST)
 
 
+def load_full_cpu_then_each_to_gpu(model, path, info):
+    # read onto the CPU, then every value onto this rank's GPU: a whole copy per GPU all the same (review 47)
+    full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    full = {k: v.to(info.device) for k, v in full.items()}
+    set_model_state_dict(model, full, options=FULL)
+
+
+def load_full_rank0_cpu_then_cuda(model, path, info):
+    # rank 0 reads onto the CPU, then .cuda() of each value before broadcasting: rank 0's GPU holds it all
+    full = torch.load(path, map_location="cpu") if info.rank == 0 else {}
+    full = {k: v.cuda() if info.device.type == "cuda" else v for k, v in full.items()}
+    set_model_state_dict(model, full, options=BROADCAST)
+
+
+def load_full_plain_model_to_gpu(model, path, info):
+    # a plain model loaded from the CPU copy, then moved whole to the rank's GPU and handed to DCP
+    from devicekit_labs.sharded_workers import make_model
+
+    plain = make_model()
+    plain.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    plain.to(info.device)
+    set_model_state_dict(model, plain.state_dict(), options=FULL)
+
+
+def load_full_whole_dict_to_gpu_then_distribute(model, path, info):
+    # no DCP at all: the whole dict onto this rank's GPU, then sharded by hand, tensor by tensor
+    from torch.distributed.tensor import distribute_tensor
+
+    full = torch.load(path, map_location="cpu", weights_only=True)
+    full = {k: v.to(info.device) for k, v in full.items()}
+    mine = model.state_dict()
+    model.load_state_dict(
+        {k: distribute_tensor(full[k].to(v.device), v.device_mesh, v.placements) for k, v in mine.items()}
+    )
+
+
+def load_full_ok_distribute_by_hand(model, path, info):
+    # each tensor in turn onto the mesh's device and sharded there: never the whole checkpoint at once
+    from torch.distributed.tensor import distribute_tensor
+
+    full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    mine = model.state_dict()
+    model.load_state_dict(
+        {
+            k: distribute_tensor(full[k].to(v.device_mesh.device_type), v.device_mesh, v.placements)
+            for k, v in mine.items()
+        }
+    )
+
+
 def load_full_ok(model, path, info):
     full = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
     set_model_state_dict(model, full, options=FULL)
@@ -400,6 +450,26 @@ WRONG = {
         ("assign=True", load_full_assign, "AttributeError"),
         ("other ranks do nothing", load_full_rank0_only, "neither read the file"),
         ("the rank test inverted", load_full_inverted_rank_test, "Missing key(s)"),
+        (
+            "onto the CPU, then .to(info.device) of each value",
+            load_full_cpu_then_each_to_gpu,
+            "put the whole checkpoint on cuda:0 before loading it",
+        ),
+        (
+            "rank 0 onto the CPU, then .cuda(), broadcast",
+            load_full_rank0_cpu_then_cuda,
+            "put the whole checkpoint on cuda:0 before loading it",
+        ),
+        (
+            "a plain model from the CPU copy, moved to the GPU",
+            load_full_plain_model_to_gpu,
+            "put the whole checkpoint on cuda:0 before loading it",
+        ),
+        (
+            "the whole dict onto the GPU, then distribute_tensor",
+            load_full_whole_dict_to_gpu_then_distribute,
+            "as much as the whole checkpoint",
+        ),
         ("stub", lambda model, path, info: (_ for _ in ()).throw(NotImplementedError()), "not done yet"),
     ],
     "resume": [
@@ -427,6 +497,7 @@ RIGHT = {
         ("rank 0 reads, broadcast_from_rank0", load_full_ok_broadcast),
         ("a dict from cuda:0 to cpu", load_full_ok_dict_location),
         ("a function keeping the storage, set_state_dict", load_full_ok_set_state_dict),
+        ("distribute_tensor key by key, load_state_dict", load_full_ok_distribute_by_hand),
     ],
     "resume": [
         ("get_state_dict, dcp.load, set_state_dict", resume_ok),

@@ -87,7 +87,9 @@ def check_calls(ctx: Context) -> None:
                 active = what
             elif active:
                 ctx.report(what, "DK012")
-    elif shuffling_loaders and not default_device_calls and ctx.project is not None:
+    if ctx.project is not None and ctx.source is not None:
+        _default_reaches_a_loader(ctx, default_device_calls, shuffling_loaders)
+    if shuffling_loaders and not default_device_calls and ctx.project is not None:
         elsewhere = imported_default_device(ctx.project, ctx.source)
         if elsewhere is not None:
             path, line = elsewhere
@@ -97,6 +99,76 @@ def check_calls(ctx: Context) -> None:
             )
             for loader in shuffling_loaders:
                 ctx.report(loader, "DK012", detail)
+
+
+def _default_reaches_a_loader(
+    ctx: Context, setters: list[tuple[ast.Call, bool]], loaders_here: list[ast.Call]
+) -> None:
+    """DK012 across files (round 5): a function sets an accelerator as the default and then calls a
+    function of the project that builds a shuffling `DataLoader` (itself, or through the functions it
+    calls), as pyro's SS-VAE example does with `setup_data_loaders` in another module. Reported at the
+    setter, which is what to change; a loader of this file is reported where it is made, as before."""
+    if not ctx.wants("DK012"):
+        return
+    for setter, on in setters:
+        if not on:
+            continue
+        scope = scope_of(setter, ctx.parents)
+        body_calls = [
+            c
+            for c in ctx.calls
+            if scope_of(c, ctx.parents) is scope and _position(c) > _position(setter) and c is not setter
+        ]
+        if any(_position(loader) > _position(setter) for loader in loaders_here):
+            continue  # reported at the loader itself
+        for call in sorted(body_calls, key=_position):
+            if any(reset is call for reset, is_on in setters if not is_on):
+                break  # the default is reset before anything else runs
+            found = ctx.project.lookup(ctx.names.resolve(call.func) or "", ctx.source)
+            if found is None or found[0] is ctx.source:
+                continue
+            loader = _shuffling_loader_in(ctx.project, found[0], found[1], set(), 3)
+            if loader is not None:
+                path, line = loader
+                callee = ast.unparse(call.func)
+                detail = Message(
+                    f"`{callee}` (called at line {call.lineno}) makes a shuffling `DataLoader` at line "
+                    f"{line} of `{path}`, under this default",
+                    f"第 {call.lineno} 行调用的 `{callee}` 在 `{path}` 第 {line} 行创建了打乱顺序的 "
+                    f"`DataLoader`，它运行在这个默认设备之下",
+                )
+                ctx.report(setter, "DK012", detail)
+                break
+
+
+def _shuffling_loader_in(project, source, function, seen: set[int], depth: int) -> tuple[str, int] | None:
+    """The path and line of a `DataLoader(..., shuffle=True)` without a generator in a project function,
+    or in the project functions it calls (up to `depth` calls deep)."""
+    if id(function) in seen or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    seen.add(id(function))
+    names = source.names
+    calls = [n for n in ast.walk(function) if isinstance(n, ast.Call)]
+    for call in calls:
+        full = names.resolve(call.func) or ""
+        if (full.endswith("DataLoader") and full.startswith("torch.")) or full == "DataLoader":
+            shuffle = keyword(call, "shuffle")
+            if (
+                isinstance(shuffle, ast.Constant)
+                and shuffle.value is True
+                and keyword(call, "generator") is None
+                and keyword(call, "sampler") is None
+            ):
+                return source.path, call.lineno
+    if depth <= 1:
+        return None
+    for call in calls:
+        found = project.lookup(names.resolve(call.func) or "", source)
+        if found is not None:
+            inner = _shuffling_loader_in(project, found[0], found[1], seen, depth - 1)
+            if inner is not None:
+                return inner
+    return None
 
 
 def _sets_accelerator_default(names, call: ast.Call) -> bool:

@@ -583,10 +583,16 @@ class FileAnalysis:
         return attrs
 
     def _inherited_devices(self, source: SourceFile, cls: ast.ClassDef) -> dict[str, Val]:
-        """The devices a base class of the project keeps in `self.x` (`self._cpu_device =
+        """What a base class of the project keeps in `self.x`. Its devices (`self._cpu_device =
         torch.device("cpu")` in the base's `__init__`): a subclass's methods read the same attribute, so
-        `.to(self._cpu_device)` there is a move to the CPU, not to an accelerator the name might hold."""
+        `.to(self._cpu_device)` there is a move to the CPU, not to an accelerator the name might hold. And,
+        when the subclass runs the base's `__init__` (it has none, or calls it) and does not set the name
+        itself, everything else the base's `__init__` leaves there: a model it moved (`self.model =
+        BertModel.from_pretrained(...).to(self.device)` in a wrapper's base class), a submodule."""
         found: dict[str, Val] = {}
+        init = _method(cls, "__init__")
+        runs_base_init = init is None or _calls_base_init(init)
+        own = _assigned_attributes(init) if init is not None else set()
         for base in cls.bases:
             full = source.names.resolve(base) or dotted(base) or ""
             located = self.project.lookup(full, source) if full else None
@@ -596,6 +602,10 @@ class FileAnalysis:
             is_module = self.project.is_module_class(parent_source, parent)
             for name, value in self.attributes(parent_source, parent, is_module).items():
                 if value.kind == "device":
+                    found.setdefault(name, value)
+                elif runs_base_init and name not in own:
+                    # round 5: what the base's `__init__` put in `self.x` (a model moved there, a
+                    # submodule, a tensor) is there for the subclass too, unless the subclass sets it
                     found.setdefault(name, value)
         return found
 
@@ -669,6 +679,9 @@ class FileAnalysis:
                     Place(INPUT, why=why.buffer_of(f"{self_name}.{name}")),
                     label=f"{self_name}.{name}",
                 )
+            for name in _optional_submodules(source, init, self_name) - set(attrs):
+                label = f"{self_name}.{name}"
+                attrs[name] = Val("module", Place(INPUT, why=why.submodule(label)), label=label)
         return attrs
 
     def _may_leave_a_cpu_tensor(self, cls: ast.ClassDef) -> bool:
@@ -868,8 +881,10 @@ def _signature(value: Val | None) -> tuple | None:
 
 def _device_params(function: ast.AST) -> dict[str, Val]:
     """What the parameters named like a device (`device`, `args_device`, `local_rank`) hold when nothing
-    else is known: an accelerator when they have no default or a device string as default; unknown when
-    they default to something else, `None` above all (`if device is not None: x = x.to(device)`)."""
+    else is known: an accelerator when they have no default or a device string as default (`"cuda"`, and
+    since round 5 `"cpu"`: a trainer's `device="cpu"` is there to be given an accelerator, and what it
+    moves there must all go); unknown when they default to something else, `None` above all (`if device
+    is not None: x = x.to(device)`)."""
     args = function.args  # type: ignore[attr-defined]
     positional = [*args.posonlyargs, *args.args]
     defaults: dict[str, ast.AST | None] = dict.fromkeys(a.arg for a in [*positional, *args.kwonlyargs])
@@ -884,12 +899,71 @@ def _device_params(function: ast.AST) -> dict[str, Val]:
         if default is None or (
             isinstance(default, ast.Constant)
             and isinstance(default.value, str)
-            and _ACCEL_STRING.match(default.value)
+            and (_ACCEL_STRING.match(default.value) or default.value == "cpu")
         ):
             found[name] = Val("device", Place(DEVICE, device=name))
         else:
             found[name] = Val("device", UNKNOWN_PLACE)
     return found
+
+
+def _optional_submodules(source: SourceFile, init: ast.AST, self_name: str) -> set[str]:
+    """Round 5: `self.bias = nn.Embedding(...)` on one path of `__init__` and `self.bias = None` on the
+    other (or `nn.Linear(...) if flag else None`): where the code uses it, it is the submodule (the None
+    path has nothing to call), on the module's device. The names whose every assignment in `__init__` is a
+    `torch.nn` layer or None, at least one a layer."""
+    names = source.names
+    judged: dict[str, bool] = {}  # name -> every assignment a layer or None
+    layers: set[str] = set()  # names assigned a layer at least once
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ):
+                continue
+            value = node.value
+            options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            for option in options:
+                if isinstance(option, ast.Call) and names.is_module_constructor(option):
+                    layers.add(target.attr)
+                elif not (isinstance(option, ast.Constant) and option.value is None):
+                    judged[target.attr] = False  # something else: not judged
+            judged.setdefault(target.attr, True)
+    return {name for name, ok in judged.items() if ok and name in layers}
+
+
+def _calls_base_init(init: ast.AST) -> bool:
+    """Whether an `__init__` runs its base class's (`super().__init__(...)`, `Base.__init__(self, ...)`)."""
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+        ):
+            return True
+    return False
+
+
+def _assigned_attributes(function: ast.AST) -> set[str]:
+    """The names `x` of every `self.x` a method assigns, augments or deletes (its first parameter's)."""
+    params = _params(function)  # type: ignore[arg-type]
+    if not params:
+        return set()
+    self_name = params[0].arg
+    out = set()
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, (ast.Store, ast.Del))
+            and isinstance(node.value, ast.Name)
+            and node.value.id == self_name
+        ):
+            out.add(node.attr)
+    return out
 
 
 def _registered(nodes: list[ast.AST] | None, cls: ast.ClassDef) -> set[str]:
@@ -957,9 +1031,15 @@ class Flow:
         self.quiet = quiet
         self.depth = depth
         self.returns: list[Val | None] = []
+        #: for each of `returns`, the path of a test of whether the machine has a GPU it was made on
+        #: (`"gpu"`, `"cpu"`), or None: what a GPU machine gets is what the function returns (round 5)
+        self.return_paths: list[str | None] = []
+        self.path: str | None = None
         self.device_blocks: list[Place] = []
         self.bound: set[str] = set()  # the names this function has assigned so far
         self.module_place: Place | None = None  # in a module's method: where the module is
+        #: `pbar = tqdm(enumerate(loader))`: names bound to a wrapper of an iterable, for `for ... in pbar`
+        self.wrapped_iterables: dict[str, ast.Call] = {}
         self.name = getattr(function, "name", None)
 
     # --- reports ------------------------------------------------------------------------------------
@@ -991,8 +1071,11 @@ class Flow:
     def returned(self) -> Val | None:
         if not self.returns:
             return None
-        result = self.returns[0]
-        for value in self.returns[1:]:
+        returns = self.returns
+        if "gpu" in self.return_paths:  # `if torch.cuda.is_available(): return torch.device("cuda:0")`
+            returns = [v for v, path in zip(self.returns, self.return_paths, strict=True) if path != "cpu"]
+        result = returns[0]
+        for value in returns[1:]:
             result = join(result, value)
         return result
 
@@ -1009,6 +1092,16 @@ class Flow:
             value = self.ev(stmt.value)
             for target in stmt.targets:
                 self.bind(target, value, stmt.value)
+                if isinstance(target, ast.Name):
+                    wrapper = stmt.value
+                    if (
+                        isinstance(wrapper, ast.Call)
+                        and wrapper.args
+                        and (self.names.resolve(wrapper.func) or "") in _LAUNCH_WRAPPERS
+                    ):
+                        self.wrapped_iterables[target.id] = wrapper
+                    else:
+                        self.wrapped_iterables.pop(target.id, None)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
                 self.bind(stmt.target, self.ev(stmt.value), stmt.value)
@@ -1023,13 +1116,20 @@ class Flow:
             self.expression_statement(stmt.value)
         elif isinstance(stmt, ast.Return):
             self.returns.append(self.ev(stmt.value) if stmt.value is not None else None)
+            self.return_paths.append(self.path)
         elif isinstance(stmt, ast.If):
             self.ev(stmt.test)
             side = _gpu_side(stmt.test, self.names)
             if side is not None:
                 self.gpu_branches(stmt, side)
             else:
-                self.branches([stmt.body, stmt.orelse], fallback=not _about_devices(stmt.test))
+                narrowed = self._tensor_test(stmt.test)
+                self.branches(
+                    [stmt.body, stmt.orelse],
+                    fallback=not _about_devices(stmt.test),
+                    narrowed={0: narrowed} if narrowed else None,
+                )
+                self._default_filled(stmt)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             before = dict(self.env)
             self.bind_loop(stmt.target, stmt.iter)
@@ -1078,12 +1178,19 @@ class Flow:
                 if isinstance(child, ast.expr):
                     self.ev(child)
 
-    def branches(self, bodies: list[list[ast.stmt]], fallback: bool = False) -> None:
+    def branches(
+        self,
+        bodies: list[list[ast.stmt]],
+        fallback: bool = False,
+        narrowed: dict[int, dict[str, Val]] | None = None,
+    ) -> None:
         before, bound = self.env, self.bound
         results: list[tuple[dict[str, Val], set[str]]] = []
         assigned: set[str] = set()
-        for body in bodies:
+        for i, body in enumerate(bodies):
             self.env, self.bound = dict(before), set(bound)
+            if narrowed and i in narrowed:  # `if torch.is_tensor(x):` — in its body, `x` is a tensor
+                self.env.update(narrowed[i])
             self.run(body)
             assigned |= self.bound
             if not _leaves(body):
@@ -1105,6 +1212,26 @@ class Flow:
         bodies = [stmt.body, stmt.orelse]
         gpu_body, cpu_body = bodies[side], bodies[1 - side]
         if _leaves(gpu_body):
+            if self.path is None and isinstance(gpu_body[-1], ast.Return):
+                # round 5: a function that returns on the GPU path (`get_device()`) gives a GPU machine
+                # that value; the rest of the function, the `else:` included, is the CPU path
+                start = len(self.returns)
+                outer = self.path
+                self.path = "gpu"
+                try:
+                    self.branches([gpu_body, []])
+                finally:
+                    self.path = outer
+                for i in range(start, len(self.returns)):
+                    value = self.returns[i]
+                    if value is not None and value.place.kind == DEVICE and not value.place.gpu_only:
+                        reason = why.on_gpu_path(value.place.why, stmt.lineno)
+                        self.returns[i] = replace(
+                            value, place=replace(value.place, why=reason, gpu_only=True)
+                        )
+                self.path = "cpu"
+                self.run(cpu_body)
+                return
             self.branches(bodies)
             return
         before, bound = self.env, self.bound
@@ -1153,7 +1280,11 @@ class Flow:
                 self.env[key] = Val("moved", place, label=key, moved=True)
             elif receiver is None and place is not None and batch_item(expr.func.value):
                 self.report(expr, "DK002", _dropped(Val("tensor"), expr))  # `batch["tokens"].to(device)`
-            elif receiver is not None and receiver.kind in _TENSORS and place is not None:
+            elif (
+                receiver is not None
+                and receiver.kind in _TENSORS
+                and (place is not None or (receiver.kind == "tensor" and self._names_a_device(expr)))
+            ):
                 if receiver.whole:  # a whole batch may move in place (a tokenizer's `BatchEncoding`)
                     if key is not None:
                         self.env[key] = receiver.at(UNKNOWN_PLACE, moved=True)
@@ -1232,6 +1363,8 @@ class Flow:
                 self.env.pop(key, None)
 
     def bind_loop(self, target: ast.AST, iterable: ast.AST) -> None:
+        if isinstance(iterable, ast.Name) and iterable.id in self.wrapped_iterables:
+            iterable = self.wrapped_iterables[iterable.id]  # round 5: `for i, (x, y) in pbar`
         source = iterable
         enumerated = False
         while isinstance(source, ast.Call) and source.args:
@@ -1306,6 +1439,9 @@ class Flow:
                 return replace(inner, label=_label(expr), zero_dim=None)
             if expr.attr == "device" and inner.kind in ("tensor", "module"):  # type: ignore[union-attr]
                 return Val("device", inner.place)
+            if expr.attr in ("weight", "bias") and inner.kind == "module" and inner.place.kind == INPUT:  # type: ignore[union-attr]
+                # round 5: a submodule's parameters are where the module is (`self.emb.weight.device`)
+                return Val("tensor", inner.place, label=_label(expr), zero_dim=False)
             if inner.kind == "batch" and expr.attr not in NOT_TENSOR_ATTRS:  # type: ignore[union-attr]
                 return replace(inner, kind="tensor", label=_label(expr))
             return None
@@ -1619,6 +1755,9 @@ class Flow:
                 receiver = self.ev(func.value)
                 self.analysis.questions.host_api(self, call, receiver, "numpy()")
                 return None
+        tokenized = self._tokenizer_output(call, full)
+        if tokenized is not None:
+            return tokenized
         if _NUMPY.match(full) and full not in _NUMPY_HARMLESS:
             args, kwargs = self.args(call)
             for value in [*args, *kwargs.values()]:
@@ -1626,6 +1765,13 @@ class Flow:
             return None
         if full.startswith("torch.") and not full.startswith(("torch.nn.", "torch.optim.", "torch.utils.")):
             return self.torch_call(call, full)
+        if full == "torch.nn.utils.rnn.pad_sequence":
+            # round 5: one tensor padded from a list of tensors, where they are (as `torch.stack`)
+            args, kwargs = self.args(call)
+            sequences = args[0] if args else kwargs.get("sequences")
+            if sequences is not None and sequences.kind == "seq" and sequences.item is not None:
+                return _result([sequences.item], call)
+            return None
         if full.startswith("torch.nn.functional."):
             args, kwargs = self.args(call)
             values = [*args, *kwargs.values()]
@@ -1710,11 +1856,10 @@ class Flow:
                 self.self_name is not None
                 and key == f"{self.self_name}.{func.attr}"
                 and _LOSS_ATTR.match(func.attr)
-                and self.module_place is not None
             ):
-                # `self.loss_fn(predict, target)` in a module's step, the loss set by code not read: a loss
-                # compares its inputs' devices (a CTC loss, whose lengths may stay on the CPU, is not
-                # named so)
+                # `self.loss_fn(predict, target)` in a module's step, or `self.criterion(out, labels)` in a
+                # trainer (round 5), the loss set by code not read: a loss compares its inputs' devices (a
+                # CTC loss, whose lengths may stay on the CPU, is not named so)
                 args, kwargs = self.args(call)
                 values = [*args, *kwargs.values()]
                 self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
@@ -1845,7 +1990,7 @@ class Flow:
                 )
                 return self._module_call(call, module, args, kwargs)
             self.hand_over(call)
-            return None
+            return self._output_of_unread_model(call, args)
         if receiver.kind == "tensor":
             if attr in NOT_TENSOR or attr in ("tolist", "item", "__len__"):
                 return None
@@ -1979,12 +2124,136 @@ class Flow:
             return self._call_project(call, target, args, kwargs)
         if full not in _HARMLESS:
             self.hand_over(call)
+        if isinstance(func, ast.Name) and _LOSS_ATTR.match(func.id) and self._unread_name(func.id):
+            # round 5: `criterion(output, labels)` with the loss handed in by code not read (a parameter):
+            # a loss compares its inputs' devices, as `self.criterion(...)` does
+            values = [*args, *kwargs.values()]
+            self.analysis.questions.meet(self, call, _flatten(values), zero_dim_ok=False)
+            return _result(values, call)
         return self._output_of_unread_model(call, args)
+
+    def _default_filled(self, stmt: ast.If) -> None:
+        """Round 5: `if device is None: device = self.emb.weight.device` for a parameter the analysis knows
+        nothing about: the code fills the default with a device (a module's own, an accelerator), so the
+        name holds that place after the test, as a caller that passes nothing gets it. A default filled
+        with the CPU is not followed (a caller may pass an accelerator)."""
+        test = stmt.test
+        if stmt.orelse or len(stmt.body) != 1 or not isinstance(stmt.body[0], ast.Assign):
+            return
+        if not (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            return
+        assign = stmt.body[0]
+        name = test.left.id
+        if len(assign.targets) != 1 or not (
+            isinstance(assign.targets[0], ast.Name) and assign.targets[0].id == name
+        ):
+            return
+        current = self.env.get(name)
+        if not looks_like_device_name(name) or (current is not None and current.place.kind != UNKNOWN):
+            return
+        function = self.function
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        if name not in {a.arg for a in _params(function)}:
+            return
+        value = self.ev(assign.value)
+        if value is not None and value.kind == "device" and value.place.kind in (DEVICE, INPUT):
+            self.env[name] = value
+
+    def _tensor_test(self, test: ast.AST) -> dict[str, Val]:
+        """Round 5: `torch.is_tensor(x)`, `isinstance(x, torch.Tensor)`: in the body of the test, `x` (a
+        name the analysis knows nothing about) is a tensor, whose place is unknown. Only where the function
+        is read on its own: read for a call, a parameter the call does not give holds its default (a list),
+        and the branch is not the call's path."""
+        if self.events is not None or self.depth or not isinstance(test, ast.Call) or len(test.args) < 1:
+            return {}
+        full = self.names.resolve(test.func) or ""
+        subject = test.args[0]
+        if full == "torch.is_tensor" and len(test.args) == 1:
+            pass
+        elif full == "isinstance" and len(test.args) == 2:
+            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+            if not all((self.names.resolve(k) or "") == "torch.Tensor" for k in kinds):
+                return {}
+        else:
+            return {}
+        key = dotted(subject)
+        if key is None or key in self.env:
+            return {}
+        return {key: Val("tensor", UNKNOWN_PLACE, label=key)}
+
+    def _names_a_device(self, call: ast.Call) -> bool:
+        """`x.to(device)`, `x.to(other.device)`, `x.cuda()`: a move to a device, wherever that is (not a
+        dtype-only `.to(torch.float16)`)."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "cpu"):
+            return True
+        target = call.args[0] if call.args else keyword(call, "device")
+        if target is None:
+            return False
+        value = self.ev(target)
+        if value is not None:
+            return value.kind == "device"
+        key = dotted(target)
+        return key is not None and (key.endswith(".device") or looks_like_device_name(key))
+
+    def _tokenizer_output(self, call: ast.Call, full: str) -> Val | None:
+        """Round 5: `tokenizer(text, return_tensors="pt")`, `processor(..., return_tensors="pt")`,
+        `tokenizer.encode(prompt, return_tensors="pt")` from a library (not the project's own code): PyTorch
+        tensors made on the CPU, never moved yet, like a DataLoader's batch. `encode` and
+        `apply_chat_template` give one tensor of ids; the others a `BatchEncoding` (a dict of tensors whose
+        `.to(device)` moves it in place, so a whole one is no dropped move)."""
+        flag = keyword(call, "return_tensors")
+        if not (isinstance(flag, ast.Constant) and flag.value == "pt"):
+            return None
+        if self._project_target(call) is not None or any(kw.arg is None for kw in call.keywords):
+            return None
+        self.args(call)
+        callee = _label(call.func) or "the tokenizer"
+        reason = Message_(
+            f'is made on the CPU by `{callee}(..., return_tensors="pt")` at line {call.lineno}',
+            f'由第 {call.lineno} 行的 `{callee}(..., return_tensors="pt")` 生成在 CPU 上',
+        )
+        one_tensor = isinstance(call.func, ast.Attribute) and call.func.attr in (
+            "encode",
+            "apply_chat_template",
+        )
+        if one_tensor:
+            if keyword(call, "return_dict") is not None:
+                return None
+            return Val("tensor", Place(HOST, why=reason), batch=True, node=call)
+        return Val("batch", Place(HOST, why=reason), batch=True, whole=True, node=call)
+
+    def _unread_name(self, name: str) -> bool:
+        """A name the file neither defines nor imports (a parameter, or set from code not read)."""
+        names = self.names
+        return not (
+            name in names.functions or name in names.classes or name in names.aliases or names.star_import
+        )
 
     def _output_of_unread_model(self, call: ast.Call, args: list) -> Val | None:
         """`pred = model(x)` with `model` from code not read (a parameter) and `x` on a device: once the
-        line has run, the model ran there, and so is its output (`devicekit.lint.guesses`)."""
-        name = unread_model(call.func) if isinstance(call.func, ast.Name) else None
+        line has run, the model ran there, and so is its output (`devicekit.lint.guesses`). The same for
+        `self.model(x)` in a class that is not a module (a trainer given its model; round 5)."""
+        func = call.func
+        name = None
+        if isinstance(func, ast.Name):
+            name = unread_model(func)
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self.self_name
+            and self.self_name is not None
+            and self.module_place is None
+        ):
+            name = unread_model(func)
         if name is None or name in self.names.functions or name in self.names.classes:
             return None
         places = [

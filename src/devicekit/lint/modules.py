@@ -30,6 +30,8 @@ HIDDEN_NAME = re.compile(r"^((h|c)(_?(t|n|x|0))?\d*|hid|cell|hidden\w*|state\w*|
 _STEP_METHOD = re.compile(r"^((training|validation|test|predict|shared)_step|_forward\w*|forward_\w+)$")
 # Methods that put a freshly made tensor where it belongs: `torch.zeros(n).to(x.device)`.
 _PLACING = frozenset({"to", "cuda", "type_as", "to_device", "xpu", "mps"})
+#: A parameter that holds an index, an int in PyTorch's own API (`nn.Embedding(padding_idx=...)`).
+_INDEX_NAME = re.compile(r"(^|_)(idx|index)$", re.I)
 _NOT_TENSOR_METHODS = frozenset({"numpy", "tolist", "item", "size", "dim", "numel", "stride", "data_ptr"})
 
 
@@ -150,13 +152,15 @@ class _ModuleClass:
 
     def _plain_tensor_attributes(self, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # a parameter annotated `Tensor` is one (`def __init__(self, feature_set: Tensor)`), unless the class
-        # reads its device or moves it itself (`self.alpha.to(x.device)` in `forward`)
+        # reads its device or moves it itself (`self.alpha.to(x.device)` in `forward`), or its name says it
+        # is an index (`padding_idx: Tensor` in pytext's LightConvRepresentation, used as an int: round 5)
         aware: set[str] | None = None  # read only when a given tensor is kept (a walk of the class)
         local: set[str] = {
             arg.arg
             for arg in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
             if arg.annotation is not None
             and (self.ctx.names.resolve(arg.annotation) or "") in ("torch.Tensor", "Tensor")
+            and not _INDEX_NAME.search(arg.arg)
         }
         for stmt in _statements(init.body):
             if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:

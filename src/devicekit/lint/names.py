@@ -62,6 +62,8 @@ RNN_CLASSES = frozenset({"RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"}
 _MODULE_BASE = re.compile(
     r"(^|\.)(Module|LightningModule|Sequential|ModuleList|ModuleDict)$|^torchmetrics\.(\w+\.)*Metric$"
 )
+#: Bases that say nothing about being a module (a class on one of them is judged by its own code).
+_PLAIN_BASES = frozenset({"abc.ABC", "typing.Generic", "typing.Protocol", "enum.Enum", "object"})
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda|rank|local_rank|gpu_id|device_id)s?$", re.I)
 _LOADER_NAME = re.compile(r"loader$", re.I)
 _LENGTHS_NAME = re.compile(r"^(\w+_)?(lengths?|lens|seq_?lens?|seqlens?)(_tensor)?$", re.I)
@@ -196,11 +198,24 @@ class Names:
                         or _MODULE_BASE.search(full)
                         or (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1][:1].isupper())
                         or (full.endswith("Module") and self._builds_nn_layers(cls))
+                        or (
+                            self._foreign_base(base, full, classes)
+                            and _has_forward(cls)
+                            and self._builds_nn_layers(cls)
+                        )
                     ):
                         subclasses.add(name)
                         changed = True
                         break
         return subclasses
+
+    def _foreign_base(self, base: ast.AST, full: str, classes: dict[str, ast.ClassDef]) -> bool:
+        """A base class imported from code the file does not define (`from .representation_base import
+        RepresentationBase`, `PreTrainedModel`): what it is, the file cannot say."""
+        local = (dotted(base) or "").split(".", 1)[0]
+        if not local or local in classes or full in _PLAIN_BASES:
+            return False
+        return local in self.aliases or local not in self.bound  # (a relative import left unresolved)
 
     def _builds_nn_layers(self, cls: ast.ClassDef) -> bool:
         """`class _TFTModule(PLForecastingModule)` from another package: a base named `...Module` and an
@@ -275,3 +290,10 @@ def keyword(call: ast.Call, name: str) -> ast.expr | None:
 def has_star_kwargs(call: ast.Call) -> bool:
     """`f(**options)`: any keyword may be hidden in it."""
     return any(kw.arg is None for kw in call.keywords)
+
+
+def _has_forward(cls: ast.ClassDef) -> bool:
+    """Whether the class defines `forward` itself (what a module's call runs)."""
+    return any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward" for n in cls.body
+    )

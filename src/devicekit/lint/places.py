@@ -133,10 +133,25 @@ def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:
         for made, other in ((a, b), (b, a)):
             if made.place.kind == HOST and made.made and other.place.kind != HOST:
                 return replace(other, fallback=other.fallback or made)
+    if (
+        a is not None
+        and b is not None
+        and a.kind == b.kind == "module"
+        and a.place.kind == b.place.kind == HOST
+        and (a.wrapper is None) != (b.wrapper is None)
+        and a.cls == b.cls
+    ):
+        # round 5: `if config["data_parallel"]: model = nn.DataParallel(model)` around a model never moved:
+        # on the path that wraps it, calling it fails; the other path is the same module unwrapped
+        return a if a.wrapper is not None else b
     if a is None or b is None:
         return None
     if a is b:
         return a
+    if {a.kind, b.kind} == {"module", "moved"} and a.place.same(b.place):
+        # a module on one path, a value of unknown kind moved to the same place on the other (`self.model
+        # = BertModel.from_pretrained(...).to(dev)` or `model.to(dev)`): something moved there
+        a, b = (a, replace(b, kind="moved")) if a.kind == "moved" else (replace(a, kind="moved"), b)
     if a.kind != b.kind:
         return None
     place = a.place if a.place.same(b.place) else UNKNOWN_PLACE

@@ -223,3 +223,30 @@ class simulate(contextlib.ContextDecorator):  # noqa: N801 - used like a functio
                     _lazyinit.reset()
                 elif outer_generators is not None:
                     torch.cuda.default_generators = outer_generators
+
+
+def leave_all_in_forked_child() -> None:
+    """End every simulation this process inherited from the process that forked it, at once: this thread's
+    modes, the patches, the simulated machines, CUDA's lazy-init flag.
+
+    For a helper process forked from a simulating one that must see the machine as it is (the CPU and
+    gloo): the ranks a self-check starts, `devicekit_labs.ranks`. The blocks' own ``__exit__`` never runs
+    there (such a child ends with ``os._exit``), and it takes no lock: another thread of the parent may have
+    held ``_lock`` at the fork, and the child has no other thread. Not for a process with threads of its own
+    inside a block.
+    """
+    global _open
+    from torch.utils import _python_dispatch
+
+    for mode in list(_python_dispatch._get_current_dispatch_mode_stack()):
+        if isinstance(mode, SimulateDispatchMode):
+            _leave(mode)
+    for mode in list(torch.overrides._get_current_function_mode_stack()):
+        if isinstance(mode, SimulateFunctionMode):
+            _leave(mode)
+    _tls.depth = 0
+    while _installed:
+        _installed.pop().undo()
+    _lazyinit.reset()
+    _state.forget_machines()
+    _open = 0

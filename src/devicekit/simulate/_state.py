@@ -93,6 +93,14 @@ def pop(machine: Machine) -> None:
         _machines.remove(machine)
 
 
+def forget_machines() -> None:
+    """No machine simulated any more, and not forked from one that was
+    (`_context.leave_all_in_forked_child`)."""
+    global _forked
+    _machines.clear()
+    _forked = False
+
+
 def active() -> Machine | None:
     """The machine in force, or `None` outside every block."""
     return _machines[-1] if _machines else None
