@@ -25,7 +25,7 @@ PYTEST_XDIST ?= -n 2 --dist loadfile
 STAMP := $(VENV)/.installed
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup serve test test-user-isolation lab labs build students dist lint bench gpu-check gpu-wheels clean
+.PHONY: setup serve test lab labs build students dist lint bench gpu-check gpu-wheels clean
 
 setup: $(STAMP)
 
@@ -63,21 +63,6 @@ serve: setup
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
-
-# The grader's end-to-end tests once more under `--isolation user` (a user of its own per notebook, which
-# `auto` picks as root when other users can run the grader's Python). The course's .venv rarely allows it
-# (pyenv, uv and conda put Python under a private home), so this builds .venv-user from the system Python;
-# it says why and stops (status 0) where the machine cannot give a notebook a user of its own.
-SYSTEM_PYTHON ?= /usr/bin/python3
-GRADER_TESTS := tests/test_grade.py tests/test_grade_judged.py tests/test_grade_stops.py tests/test_grade_isolation.py \
-  tests/test_grade_units.py
-test-user-isolation:
-	@if [ "$$(id -u)" != 0 ] || ! $(SYSTEM_PYTHON) -c 'import venv, ensurepip' 2>/dev/null; then \
-	  echo "test-user-isolation: skipped: needs root and a system Python with venv ($(SYSTEM_PYTHON))"; exit 0; fi; \
-	$(MAKE) --no-print-directory setup VENV=.venv-user PYTHON=$(SYSTEM_PYTHON) && \
-	if .venv-user/bin/python scripts/grader-isolation --require user; then \
-	  .venv-user/bin/python -m pytest $(PYTEST_XDIST) -rs $(GRADER_TESTS); \
-	else echo "test-user-isolation: skipped: auto does not pick user mode with $(SYSTEM_PYTHON) here"; fi
 
 # Extra arguments for JupyterLab: make lab ARGS=--allow-root (containers, root shells)
 lab: setup

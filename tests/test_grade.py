@@ -108,8 +108,8 @@ def test_exercise_one_checks_values_and_two_devices(graded, name):
 
 
 def test_a_snooping_submission_finds_nothing_and_changes_nothing(graded):
-    if not sandbox.namespaces_work():
-        pytest.skip("no PID namespaces here: the guide documents what a notebook can then see")
+    if TRUST:
+        pytest.skip("no bubblewrap here (--trust-submissions): the guide documents what a notebook then sees")
     assert row(graded, "snoop.ipynb")["score"] == 0
     for name, digest in graded["protected_before"].items():
         assert sha256(graded["root"] / "subs")[name] == digest, f"{name} was changed"
@@ -153,9 +153,9 @@ def test_an_ipython_startup_file_dies_with_its_submission(graded):
 
 
 def test_a_submission_that_kills_its_parents_only_ends_itself(graded):
-    if not sandbox.namespaces_work():
+    if TRUST:
         pytest.skip(
-            "no PID namespaces here: a notebook running as the grader's user can signal it (see the guide)"
+            "no bubblewrap here (--trust-submissions): a notebook can signal the grader (see the guide)"
         )
     r = row(graded, "kills-parents.ipynb")
     assert r["status"] in ("graded", "kernel-died"), r["reason"]
@@ -163,16 +163,17 @@ def test_a_submission_that_kills_its_parents_only_ends_itself(graded):
 
 
 def test_a_kernel_is_the_submissions_own_user_without_privileges_or_a_way_out(graded):
-    """What the kernel of ``inspects-its-kernel.ipynb`` saw (raised as its cell's error): a user of its own
-    with no capability, no root process but the sandbox's first, and its own limits."""
+    """What the kernel of ``inspects-its-kernel.ipynb`` saw (raised as its cell's error): as root, the
+    submissions' user, with no capability, no root process but the sandbox's first, and its own limits."""
     if TRUST:
-        pytest.skip("no user per notebook and no sandbox here: the class ran with --trust-submissions")
+        pytest.skip("no bubblewrap here: the class ran with --trust-submissions")
     reason = row(graded, "inspects-its-kernel.ipynb")["reason"]
     start = reason.index("KERNEL-INSPECTION ") + len("KERNEL-INSPECTION ")
     seen, _ = json.JSONDecoder().raw_decode(reason[start:])
     if sandbox.running_as_root():
-        assert seen["uid"] == seen["euid"] != 0
-        assert seen["nproc"] == sandbox.Limits().processes
+        assert seen["uid"] == seen["euid"] == sandbox.SUBMISSION_UID
+        # the submissions' user may run other processes (the other box of -j 2): the limit counts them too
+        assert seen["nproc"] >= sandbox.Limits().processes
     assert int(seen["cap_eff"], 16) == 0 and seen["root_owned"] == [], seen
     assert seen["tmp_is_env"] and seen["fsize"] == sandbox.Limits().file_mb * sandbox.MiB
     assert row(graded, "inspects-its-kernel.ipynb")["score"] == 3

@@ -1,6 +1,6 @@
 """Exports, merging and the Chinese report of devicekit-grade, on rows built here (nothing is executed):
-Canvas IDs, another lab left out, every roster student with a row and a feedback file, --due, --shard and
-``devicekit-grade merge``, the cache key, Chinese reasons, titles and numbers."""
+Canvas IDs, another lab left out, every roster student with a row and a feedback file, --due, the cache key,
+Chinese reasons, titles and numbers."""
 
 from __future__ import annotations
 
@@ -114,22 +114,6 @@ def test_due_marks_late_files_and_canvas_late_names(tmp_path):
     with pytest.raises(lms.OptionError, match="2026-03-01T23:59") as bad:
         lms.parse_due("tomorrow")
     assert "应是日期和时间" in bad.value.message.zh
-
-
-def test_shards_split_the_class_and_merge_puts_it_back(tmp_path):
-    assert cli._shard("2/3") == (2, 3)
-    with pytest.raises(ValueError):
-        cli._shard("4/3")
-    for k, files in ((1, ["a.ipynb", "c.ipynb"]), (2, ["b.ipynb"])):
-        (tmp_path / f"part{k}").mkdir()
-        write_all(tmp_path / f"part{k}", [_grade(f) for f in files])
-    code = cli.main(
-        ["merge", "--out", str(tmp_path / "all"), str(tmp_path / "part1"), str(tmp_path / "part2")]
-    )
-    assert code == 0
-    rows = json.loads((tmp_path / "all" / "grades.json").read_text(encoding="utf-8"))
-    assert sorted(r["file"] for r in rows) == ["a.ipynb", "b.ipynb", "c.ipynb"]
-    assert cli.main(["merge", "--out", str(tmp_path / "x"), str(tmp_path / "nothing")]) == cli.USAGE_ERROR
 
 
 def test_a_file_graded_with_the_same_grader_is_taken_from_the_cache():

@@ -3,8 +3,8 @@ the instructor's hidden judges (``grading/hidden``): a learner's own work, an un
 attack of issue 22 as a submission (`grade_attacks.lab01`), all in the shared class that one run of the
 command grades per test run (`grade_attacks.classroom`, the ``graded_class`` fixture).
 
-Isolation is the grader's default: on this machine that is whatever `sandbox.choose_isolation` picks; where
-it would refuse, the run passes ``--trust-submissions`` and the tests that need a sandbox are skipped.
+Isolation is the grader's default, bubblewrap; where it cannot start, the run passes
+``--trust-submissions`` and the tests that need a sandbox are skipped.
 """
 
 from __future__ import annotations
@@ -12,26 +12,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from grade_attacks.classroom import OUT
+from grade_attacks.classroom import OUT, TRUST
 from grade_attacks.lab01 import FORGED
 
-from devicekit_grade import sandbox
-
 pytestmark = pytest.mark.integration  # the grader runs every notebook in kernels of its own
-
-
-def _mode() -> str:
-    from devicekit_grade.context import kernel_private
-
-    as_root = sandbox.running_as_root()
-    private = kernel_private() if as_root else ""
-    try:
-        return sandbox.choose_isolation("auto", as_root, private, sandbox.bwrap_works(), False)[0]
-    except sandbox.Refused:
-        return "refused"
-
-
-MODE = _mode()
 
 
 @pytest.fixture
@@ -88,8 +72,8 @@ def test_the_solution_without_its_markers_is_flagged(graded):
 def test_reading_the_solutions_through_the_package_path_is_flagged_and_finds_nothing(graded):
     r = row(graded, "frank-reads-solutions.ipynb")
     assert "reads-course-files" in r["flags"]
-    if MODE in ("refused", "none", "user"):
-        pytest.skip(f"isolation {MODE!r} does not hide solutions/ from a notebook (see the grading guide)")
+    if TRUST:
+        pytest.skip("no bubblewrap here (--trust-submissions): nothing hides solutions/ from a notebook")
     assert r["score"] == 0, r["feedback"]
 
 

@@ -17,13 +17,12 @@ from course_tools import torch_versions
 from course_tools.paths import DOCS, ROOT
 
 #: Where a learner, a contributor or an instructor is told which torch to install (the grader's container
-#: and the grading workflow example too: a stale range there once kept the grader at torch < 2.14).
+#: too: a stale range there once kept the grader at torch < 2.14).
 PAGES = [
     ROOT / "README.md",
     DOCS / "running.md",
     DOCS / "running.zh.md",
     ROOT / "grading" / "Dockerfile",
-    ROOT / ".github" / "workflows" / "grade-example.yml",
 ]
 SPEC = re.compile(r"torch(?:>=|==|<)[0-9][^\"`\s]*")
 

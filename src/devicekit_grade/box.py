@@ -71,7 +71,7 @@ def run_notebook(
 ) -> Execution:
     """Run ``nb`` (with the data files of the student's own ``folder``) in a new box and judge its answers;
     ``upto``: only the learner's cells before that index of the prepared copy (the second run)."""
-    box = sandbox.open_box(ctx.isolation, ctx.root, ctx.uids)
+    box = sandbox.open_box(ctx.root)
     running = None
     try:
         note = copy_folder(folder, box.work) if folder is not None else None
@@ -81,8 +81,6 @@ def run_notebook(
         )
         nbformat.write(ready, box.work / "notebook.ipynb")
         with _listening(address) as listener, open(box.run / "worker.log", "wb") as log:
-            if box.uid is not None:
-                os.chown(box.run / "worker.log", box.uid, box.uid)
             events = _EventPipe()
             command, env = _worker_command(ctx, box, events.writer), box.env({"DEVICEKIT_LANG": lang})
             try:
@@ -92,9 +90,9 @@ def run_notebook(
             finally:
                 events.started()
             try:
-                stopped, answers = _answer(ctx, running.proc, listener, lab, box.uid)
+                stopped, answers = _answer(ctx, running.proc, listener, lab)
             finally:
-                sandbox.stop(box, running)
+                sandbox.stop(running)
         tail = _tail(box.run / "worker.log")
         return Execution(events.read(), stopped, answers, tail, note, running.watchdog.tripped)
     finally:
@@ -110,8 +108,8 @@ def _gate(box: sandbox.Box) -> Path:
 
 @contextlib.contextmanager
 def _listening(address: str) -> Any:
-    """A listening Unix socket at ``address`` that any user may connect to (the evaluator accepts only the
-    box's own user)."""
+    """A listening Unix socket at ``address`` that any user may connect to (only the box's own sandbox
+    sees it)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         listener.bind(address)
@@ -134,7 +132,7 @@ def _worker_command(ctx: Context, box: sandbox.Box, events: int) -> list[str]:
 
 
 def _answer(
-    ctx: Context, proc: subprocess.Popen, listener: socket.socket, lab: str, uid: int | None
+    ctx: Context, proc: subprocess.Popen, listener: socket.socket, lab: str
 ) -> tuple[bool, dict[str, Any]]:
     """Wait for the notebook's answer cell (or its end, or its time limit), then let the evaluator collect
     and judge its answers: (stopped for time, the evaluator's reply)."""
@@ -153,7 +151,7 @@ def _answer(
         return stopped, {"tampered": tampered}
     args = [
         "--lab", lab, "--fd", FD_PLACEHOLDER, "--timeout", str(options.cell_timeout + 5),
-        "--connect-timeout", "60" if ready else "2", *(["--uid", str(uid)] if uid is not None else []),
+        "--connect-timeout", "60" if ready else "2",
     ]  # fmt: skip
     budget = 120 + len(ctx.labs.get(lab, [])) * 4 * options.cell_timeout
     answers = ctx.evaluate(args, timeout=budget, listener=listener.fileno())
@@ -168,8 +166,7 @@ class _EventPipe:
     """The worker's events (cells started, errors, time-outs, a dead kernel) on a pipe the grader made and
     reads as they come: nothing in the box can rewrite what was already sent, as it could a file there (the
     worker and the kernel share the box's user; review42, hole 8). The worker inherits the write end; the
-    kernel it starts does not (the worker's Jupyter client closes other descriptors), and under a user of
-    the box's own the pipe, the grader's, cannot be opened again through ``/proc``."""
+    kernel it starts does not (the worker's Jupyter client closes other descriptors)."""
 
     LIMIT = 16 << 20  # bytes kept; what follows is read and dropped, so a writer never blocks
 
@@ -390,13 +387,11 @@ print(json.dumps(missing))
 """
 
 
-def preflight(
-    isolation: sandbox.Isolation, root: Path, uids: sandbox.UidPool, limits: sandbox.Limits
-) -> None:
+def preflight(isolation: sandbox.Isolation, root: Path, limits: sandbox.Limits) -> None:
     """Check once, before any submission runs, that a sandbox of this run lets the worker and the kernel
     start: the worker's script and the kernel's packages are there and readable for the submission's user.
     Raises `GraderFailure` (the run stops, nothing is graded) when not; a fraction of a second."""
-    box = sandbox.open_box(isolation, root, uids)
+    box = sandbox.open_box(root)
     running = None
     out, err = "", ""
     try:
@@ -443,14 +438,11 @@ def _cannot_read(isolation: sandbox.Isolation, missing: list[str]) -> Message:
         f"评分器无法在这里运行 notebook：在沙箱（{mode}）中以提交作业所用的用户运行时，"
         f"内核找不到或读不到 {'、'.join(missing)}。没有评分任何作业。",
     )
-    if mode == "bwrap":
-        return message + Message(
-            f" The sandbox shows the kernel where this Python loads from: {'; '.join(isolation.keep)}. "
-            "Install what is missing there, or make it readable for other users.",
-            f"沙箱给内核看的，是这个 Python 加载代码的位置：{'；'.join(isolation.keep)}。"
-            "请把缺少的部分安装到这些位置，或让其他用户可以读取。",
-        )
+    if mode != "bwrap":
+        return message
     return message + Message(
-        " Make what is missing readable for other users, or grade with --isolation bwrap.",
-        "请让其他用户可以读取缺少的部分，或者用 --isolation bwrap 评分。",
+        f" The sandbox shows the kernel where this Python loads from: {'; '.join(isolation.keep)}. "
+        "Install what is missing there, or make it readable for other users.",
+        f"沙箱给内核看的，是这个 Python 加载代码的位置：{'；'.join(isolation.keep)}。"
+        "请把缺少的部分安装到这些位置，或让其他用户可以读取。",
     )

@@ -9,15 +9,13 @@ something it cannot merge into, a bad roster), 3 when the grading environment wa
 could not run notebooks at all and graded nothing, or some rows say ``grader-error``), 130 when interrupted
 (the rows finished so far are written).
 
-Started as a command, the grader first re-executes itself with its arguments passed through a pipe and
-its working directory set to ``/``: from then on neither its command line nor its working directory or
-environment names the submissions or the output folder (see `entry`).
+A notebook never sees the grader's command line, working directory or environment: its sandbox has a PID
+namespace and a ``/proc`` of its own (`devicekit_grade.sandbox`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -51,7 +49,6 @@ EXIT_STATUS = Message(
     "没有评分任何作业（提示信息会说明原因），或者有的行状态为 grader-error（原因以中英文写在该行；"
     "下次用同一个 --out 运行时会重新评分）；130 被中断。",
 )
-_ARGS_FD = "--args-fd"
 
 
 def say(message: Message, prefix: str = "devicekit-grade: ") -> None:
@@ -69,40 +66,6 @@ def _prepare_out(out: Path) -> None:
         raise UsageError(
             Message(f"--out {out}: cannot write there ({why})", f"--out {out}：无法写入（{why}）")
         ) from None
-
-
-def _class_options(add) -> None:
-    """The options of what is computed over the whole class, for a run and for ``merge`` alike."""
-    add(
-        "--roster",
-        type=Path,
-        metavar="CSV",
-        help="students: id, name, email, lang, canvas_id, moodle_id, aliases",
-    )
-    add(
-        "--points",
-        type=float,
-        metavar="N",
-        help="scale each lab to N points (default: the sum of the weights)",
-    )
-    add(
-        "--weights",
-        metavar="W",
-        help="exercise weights: 1,1,2 or 01-devices=1,1,2;04-data=1,2 (default 1 each)",
-    )
-    add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
-    add(
-        "--lab",
-        metavar="LAB",
-        help="the lab of canvas.csv and moodle.csv, e.g. 01-devices (default: the lab most notebooks are of)",
-    )
-    add("--due", metavar="WHEN", help="due time, e.g. 2026-03-01T23:59+08:00: later files are flagged late")
-
-
-def _class_args(args: argparse.Namespace) -> tuple[list | None, dict, float | None, str | None]:
-    """(roster, weights, due time, lab) from `_class_options`; raises what `main` reports as a usage error."""
-    roster = lms.read_roster(args.roster) if args.roster else None
-    return roster, lms.parse_weights(args.weights), lms.parse_due(args.due), _lab(args.lab)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -131,7 +94,31 @@ def _parser() -> argparse.ArgumentParser:
         help="folder for the grades (merged into if it has some)",
     )
     add("--replace", action="store_true", help="start --out afresh instead of merging into its grades")
-    _class_options(add)
+    # what is computed over the whole class: students, points, the LMS files, lateness
+    add(
+        "--roster",
+        type=Path,
+        metavar="CSV",
+        help="students: id, name, email, lang, canvas_id, moodle_id, aliases",
+    )
+    add(
+        "--points",
+        type=float,
+        metavar="N",
+        help="scale each lab to N points (default: the sum of the weights)",
+    )
+    add(
+        "--weights",
+        metavar="W",
+        help="exercise weights: 1,1,2 or 01-devices=1,1,2;04-data=1,2 (default 1 each)",
+    )
+    add("--assignment", default="Lab", help="the assignment's column name in canvas.csv (default: Lab)")
+    add(
+        "--lab",
+        metavar="LAB",
+        help="the lab of canvas.csv and moodle.csv, e.g. 01-devices (default: the lab most notebooks are of)",
+    )
+    add("--due", metavar="WHEN", help="due time, e.g. 2026-03-01T23:59+08:00: later files are flagged late")
     add(
         "--timeout",
         type=int,
@@ -161,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-processes",
         type=int,
         default=limits.processes,
-        help=f"processes and threads of a notebook's own user (default {limits.processes})",
+        help=f"processes and threads of a notebook (default {limits.processes})",
     )
     add(
         "--max-file-mb",
@@ -171,13 +158,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     add(
         "--isolation",
-        choices=["auto", "user", "bwrap", "none"],
+        choices=["auto", "bwrap", "none"],
         default="auto",
-        help="auto: a user per notebook (as root, when other users can run this Python), else bubblewrap, "
-        "else refuse; none needs --trust-submissions",
+        help="auto: bubblewrap (0.5 or later) where it starts, else refuse; bwrap: bubblewrap or refuse; "
+        "none: no sandbox, only with --trust-submissions",
     )
     add("--sandbox", action="store_true", help="the same as --isolation bwrap")
-    add("--same-user", action="store_true", help="as root, do not give each notebook a user of its own")
     add(
         "--labs",
         type=Path,
@@ -194,34 +180,19 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--trust-submissions",
         action="store_true",
-        help="run notebooks without a user of their own or a sandbox when neither is available",
+        help="run notebooks without a sandbox where bubblewrap cannot start",
     )
-    add("--shard", metavar="K/N", help="grade only the K-th of N equal parts of the files (CI matrix, Slurm)")
     add("--no-cache", action="store_true", help="grade again files whose grade --out already holds")
     add("--quiet", "-q", action="store_true", help="no progress output")
     return parser
 
 
 def entry() -> int:
-    """The console script: hide the arguments and working directory, then `main`."""
-    if _ARGS_FD in sys.argv[1:2] or os.environ.get("DEVICEKIT_GRADE_NO_REEXEC") or os.name != "posix":
-        argv = sys.argv[1:]
-        if argv[:1] == [_ARGS_FD]:
-            with os.fdopen(int(argv[1]), "r", encoding="utf-8") as pipe:
-                argv = json.load(pipe)
-        sandbox.become_subreaper()
-        sandbox.hide_from_proc()
-        signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C
-        return main(argv)
-    argv = _absolute(sys.argv[1:])
-    read, write = os.pipe()
-    os.write(write, json.dumps(argv).encode("utf-8"))
-    os.close(write)
-    os.set_inheritable(read, True)
-    env = {k: v for k, v in os.environ.items() if k not in ("PWD", "OLDPWD", "_")}
-    os.chdir("/")
-    os.execve(sys.executable, [sys.executable, "-m", "devicekit_grade", _ARGS_FD, str(read)], env)
-    return 0  # not reached
+    """The console script: adopt what a notebook detaches (`sandbox.become_subreaper`, for runs without a
+    sandbox), end on SIGTERM as on Ctrl-C, then `main`."""
+    sandbox.become_subreaper()
+    signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends like Ctrl-C
+    return main(sys.argv[1:])
 
 
 def _cannot_write(out: Path, exc: OSError) -> Message:
@@ -230,50 +201,6 @@ def _cannot_write(out: Path, exc: OSError) -> Message:
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _absolute(argv: list[str]) -> list[str]:
-    """``argv`` plus the working directory it is relative to (the re-executed grader runs in ``/``)."""
-    return [*argv, "--display-root", os.getcwd()]
-
-
-def _check_same_user(args: argparse.Namespace) -> None:
-    """Refuse ``--same-user`` as root unless ``--trust-submissions``: bubblewrap started by root without a
-    user to switch to leaves the notebook root inside with every capability, and root can unmount what
-    hides the solutions, remount the machine's file system writable and read its raw disks (review47, hole
-    1): that is no sandbox, and the report would still say it is one."""
-    if args.same_user and sandbox.running_as_root() and not args.trust_submissions:
-        raise lms.OptionError(
-            Message(
-                "--same-user would run every notebook as root: inside bubblewrap root keeps every "
-                "capability, so a notebook could unmount what hides the solutions and write on this "
-                "machine's file system. Leave --same-user out (each notebook then gets a user of its own "
-                "inside the sandbox), or add --trust-submissions if you trust every submission.",
-                "--same-user 会让每个 notebook 以 root 运行：root 在 bubblewrap 里仍保有全部权限，"
-                "notebook 能卸载遮住参考答案的挂载，还能改写这台机器上的文件。请去掉 --same-user"
-                "（这样每个 notebook 会在沙箱里使用单独的用户），如果你信任每一份提交，也可以加上 "
-                "--trust-submissions。",
-            )
-        )
-
-
-def _shard(text: str | None) -> tuple[int, int] | None:
-    if not text:
-        return None
-    try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise lms.OptionError(
-            Message(
-                f"--shard {text!r}: K/N with whole numbers, e.g. 2/8",
-                f"--shard {text!r}：应写成整数 K/N，例如 2/8",
-            )
-        ) from None
-    if not 1 <= k <= n:
-        raise lms.OptionError(
-            Message(f"--shard {text!r}: K must be between 1 and N", f"--shard {text!r}：K 必须在 1 和 N 之间")
-        )
-    return k, n
 
 
 #: Flags computed over the whole class, recomputed on every write (never carried by a cached row).
@@ -324,43 +251,6 @@ def _superseded(submissions: list, roster: list | None, labs: list[str]) -> dict
     lms.attribute(list(rows.values()), roster, labs)
     lms.keep_latest(list(rows.values()))
     return {i: row for i, row in rows.items() if row.status == "superseded"}
-
-
-def merge_main(argv: Sequence[str]) -> int:
-    """``devicekit-grade merge --out DIR [--roster CSV] SHARD_DIR...``: one set of grades from the
-    ``grades.json`` of several runs (``--shard`` parts); later folders win for the same file."""
-    parser = argparse.ArgumentParser(prog="devicekit-grade merge", description=merge_main.__doc__)
-    parser.add_argument("parts", nargs="+", type=Path, metavar="SHARD_DIR")
-    parser.add_argument("--out", required=True, type=Path)
-    _class_options(parser.add_argument)
-    args = parser.parse_args(argv)
-    try:
-        rows: dict[str, Grade] = {}
-        for part in args.parts:
-            if not (part / "grades.json").is_file():
-                raise UsageError(
-                    Message(
-                        f"{part}: no grades.json (is it the --out of a devicekit-grade run?)",
-                        f"{part}：没有 grades.json（它是某次 devicekit-grade 运行的 --out 吗？）",
-                    )
-                )
-            for grade in load(part):
-                if grade.status != "missing":
-                    rows[grade.file] = grade
-        _prepare_out(args.out)
-        roster, weights, due, lab = _class_args(args)
-    except Told as exc:  # a usage error, a bad roster or option, grades that cannot be merged
-        say(exc.message, "devicekit-grade merge: ")
-        return USAGE_ERROR
-    merged = list(rows.values())
-    labs = sorted({g.lab for g in merged if g.lab})
-    finish(merged, roster, labs, weights, args.points, due, lab)
-    titles = lab_titles(default_folders(Path.cwd())[0], labs)
-    notes = _lms_notes(merged, lab)
-    write_all(args.out, merged, assignment=args.assignment, notes=notes, titles=titles, lab=lab)
-    print(f"{len(merged)} row(s) from {len(args.parts)} folder(s) in {args.out}")
-    print(f"{args.out} 中共 {len(merged)} 行，合并自 {len(args.parts)} 个文件夹")
-    return 0
 
 
 def finish(
@@ -431,30 +321,17 @@ def _lms_notes(grades: list[Grade], lab: str | None = None) -> list[Message]:
     ]
 
 
-def _from_display_root(args: argparse.Namespace) -> None:
-    """Make the paths the instructor typed absolute: the re-executed grader runs in ``/`` (`entry`)."""
-    base = Path(args.display_root)
-    args.inputs = [str(base / p) if not Path(p).is_absolute() else p for p in args.inputs]
-    args.out = base / args.out if not args.out.is_absolute() else args.out
-    for name in ("roster", "labs", "solutions", "hidden", "checks"):
-        value = getattr(args, name)
-        if value is not None and not value.is_absolute():
-            setattr(args, name, base / value)
-
-
 def _options(args: argparse.Namespace) -> Options:
     """How this run grades, from the command line."""
-    where = Path(args.display_root) if args.display_root else None
-    default_labs, default_solutions = default_folders(where)
+    default_labs, default_solutions = default_folders()
     return Options(
         cell_timeout=args.timeout,
         notebook_timeout=args.notebook_timeout or 10 * args.timeout,
         kernel=args.kernel,
         limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
-        same_user=args.same_user,
         isolation="bwrap" if args.sandbox else args.isolation,
         released=Released(args.labs or default_labs, args.solutions or default_solutions),
-        hidden=args.hidden or default_hidden(where),
+        hidden=args.hidden or default_hidden(),
         checks=args.checks,
         trust=args.trust_submissions,
         # the roster (names, e-mails) and unreleased checks too: a notebook must not read them
@@ -472,16 +349,13 @@ def _start(options: Options) -> Context | int:
     try:
         return Context(options)
     except sandbox.Refused as refused:
-        print(f"{refused.en}\n\n{refused.zh}", file=sys.stderr)
+        print(f"{refused.message.en}\n\n{refused.message.zh}", file=sys.stderr)
         return USAGE_ERROR
     except GraderFailure as failed:  # the grader cannot run notebooks here: nothing is graded
         print(
             f"devicekit-grade: {failed.message.en}\n\ndevicekit-grade：{failed.message.zh}", file=sys.stderr
         )
         return GRADER_ERROR
-    except sandbox.NoSandbox as missing:
-        say(missing.message)
-        return USAGE_ERROR
     except Exception as exc:
         what = f"{type(exc).__name__}: {exc}"
         say(Message(f"cannot start: {what}", f"无法启动：{what}"))
@@ -491,18 +365,7 @@ def _start(options: Options) -> Context | int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the grader; returns the exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["merge"]:
-        rest = argv[1:]
-        if "--display-root" in rest:
-            at = rest.index("--display-root")
-            os.chdir(rest[at + 1])  # merge runs no submission: relative paths are the instructor's
-            rest = rest[:at] + rest[at + 2 :]
-        return merge_main(rest)
-    parser = _parser()
-    parser.add_argument("--display-root", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.display_root:
-        _from_display_root(args)
+    args = _parser().parse_args(argv)
     if args.timeout < 1 or (args.notebook_timeout is not None and args.notebook_timeout < 1) or args.jobs < 1:
         say(
             Message(
@@ -513,23 +376,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     out: Path = args.out
     try:
-        _check_same_user(args)
         submissions = find(args.inputs, exclude=[out])
         _prepare_out(out)
         earlier = [] if args.replace else load(out)
-        roster, weights, due, lab = _class_args(args)
-        shard = _shard(args.shard)
+        roster = lms.read_roster(args.roster) if args.roster else None
+        weights, due, lab = lms.parse_weights(args.weights), lms.parse_due(args.due), _lab(args.lab)
     except Told as exc:  # a usage error, a bad roster or option, grades that cannot be merged
         say(exc.message)
         return USAGE_ERROR
-    if shard is not None:
-        k, n = shard
-        submissions = [s for i, s in enumerate(sorted(submissions, key=lambda s: s.shown)) if i % n == k - 1]
     options = _options(args)
-    if args.display_root:
-        for sub in submissions:  # show the names as the instructor typed them
-            base = args.display_root.rstrip("/") + "/"
-            sub.shown = sub.shown[len(base) :] if sub.shown.startswith(base) else sub.shown
     ctx = _start(options)
     if isinstance(ctx, int):
         return ctx
@@ -552,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = [g for g in fresh if g is not None]
         names = {g.file for g in done}
         merged = [g for g in earlier if g.file not in names] + done
-        finish(merged, roster if shard is None else None, labs, weights, args.points, due, lab)
+        finish(merged, roster, labs, weights, args.points, due, lab)
         return merged
 
     titles = lab_titles(options.released.labs, labs)
@@ -563,7 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_all(out, final, assignment=args.assignment, notes=notes_now, titles=titles, lab=lab)
 
     pending = []
-    older = _superseded(submissions, roster, labs) if shard is None else {}
+    older = _superseded(submissions, roster, labs)
     for i, sub in enumerate(submissions):
         if i in older:  # a newer file of the same student and lab counts: not run at all
             fresh[i] = older[i]

@@ -13,7 +13,6 @@ none pays for Python and torch to start again.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
@@ -23,7 +22,6 @@ import signal
 import socket
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -33,7 +31,7 @@ from typing import Any
 
 from devicekit.messages import Message
 from devicekit_grade import sandbox
-from devicekit_grade.box import WORKER, preflight
+from devicekit_grade.box import preflight
 from devicekit_grade.failures import GraderFailure
 from devicekit_grade.installed import Needs, kernel_needs, package_folder
 from devicekit_grade.released import Released
@@ -49,17 +47,15 @@ class Options:
     max_cell_chars: int = 100_000
     max_notebook_chars: int = 1_000_000
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
-    same_user: bool = False  # as root: run kernels as root too (not recommended)
-    #: "auto": a PID namespace of its own when the machine allows (see `sandbox.namespace_prefix`);
-    #: "none": plain processes (subreaper only); "bwrap": bubblewrap (``--sandbox``, `sandbox.bwrap_prefix`)
+    #: "auto" or "bwrap": bubblewrap (`sandbox.bwrap_prefix`), else refuse unless ``trust``; "none": plain
+    #: processes, only with ``trust`` (`sandbox.choose`)
     isolation: str = "auto"
-    uid_base: int = 1_990_000_000
     released: Released = field(default_factory=lambda: Released(None, None))
     #: the instructor's hidden judges: a folder of ``labNN.py`` with ``HIDDEN = {key: judge}``
     hidden: Path | None = None
     #: check modules (``labNN.py``) used instead of the installed devicekit_labs' ones (testing new checks)
     checks: Path | None = None
-    #: run submissions without a user of their own or a sandbox (the instructor said so)
+    #: run submissions without a sandbox where bubblewrap cannot start (the instructor said so)
     trust: bool = False
     #: more folders a sandboxed submission must not see (the inputs, the output folder)
     hide: list[Path] = field(default_factory=list)
@@ -72,18 +68,18 @@ class Context:
         self.options = options
         #: what a submission's kernel loads from: all that a sandbox shows of the instructor's files
         self.needs = kernel_needs()
-        self.isolation = sandbox.choose(
-            options.isolation, trust=options.trust, same_user=options.same_user, keep=self.needs.paths,
-            hide=_hidden_paths(options, self.needs), private=lambda: kernel_private(self.needs),
-        )  # fmt: skip
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
-        os.chmod(self.root, 0o711)  # submissions' users may pass through to their own box, not list it
         # hidden too (each box is shown its own folder again): it holds the evaluator's copy of the hidden
-        # judges and the other boxes, which a notebook run as the grader's own user (bubblewrap without root)
-        # could read wherever TMPDIR puts it outside the folders a sandbox empties (review47, hole 4)
-        hide = (*self.isolation.hide, os.path.realpath(self.root))
-        self.isolation = dataclasses.replace(self.isolation, hide=hide)
-        self.uids = sandbox.UidPool(options.uid_base)
+        # judges and the other boxes, which a notebook could read wherever TMPDIR puts it outside the folders
+        # a sandbox empties (review47, hole 4)
+        try:
+            hide = [*_hidden_paths(options, self.needs), os.path.realpath(self.root)]
+            self.isolation = sandbox.choose(
+                options.isolation, trust=options.trust, keep=self.needs.paths, hide=hide
+            )
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
         self.snapshot = snapshot_sources(options.checks)
         self.hidden = _read_hidden(options.hidden)
         # the site folders and the folders of distributions their .pth files add (a virtual environment that
@@ -94,7 +90,7 @@ class Context:
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
         try:
-            preflight(self.isolation, self.root, self.uids, options.limits)
+            preflight(self.isolation, self.root, options.limits)
             probe = self._start_zygote()
         except BaseException:
             self.close()
@@ -280,18 +276,6 @@ def _beside_the_checks(needs: Needs | None = None) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def kernel_private(needs: Needs | None = None) -> str:
-    """ "" when another user can run the kernels of this grader as they are installed (its Python, the
-    worker, and every package folder of `Needs` readable), else the first path that stops it: a Python
-    under ``/root``, or a course checkout in a private home folder. Decides whether ``--isolation user``
-    can work here (`sandbox.choose_isolation`)."""
-    import nbclient
-
-    needs = kernel_needs() if needs is None else needs
-    paths = [sys.executable, sysconfig.get_paths()["stdlib"], nbclient.__file__, str(WORKER), *needs.trees]
-    return sandbox.usable_by_others(paths, needs.packages)
-
-
 def _read_hidden(folder: Path | None) -> dict[str, bytes]:
     """The hidden judges' files (``labNN.py``), read once at the start: {file name: bytes}."""
     if folder is None:
@@ -301,9 +285,9 @@ def _read_hidden(folder: Path | None) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.glob("lab[0-9][0-9].py"))}
 
 
-def default_hidden(cwd: Path | None = None) -> Path | None:
+def default_hidden() -> Path | None:
     """``./grading/hidden`` when the grader runs from a course checkout that has it."""
-    folder = (Path.cwd() if cwd is None else cwd) / "grading" / "hidden"
+    folder = Path("grading", "hidden").absolute()
     return folder if folder.is_dir() else None
 
 

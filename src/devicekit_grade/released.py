@@ -215,12 +215,11 @@ def expected_error_cells(nb: Any, lab: str, released: Released) -> set[int]:
     }
 
 
-def default_folders(cwd: Path | None = None) -> tuple[Path | None, Path | None]:
-    """``labs/`` and ``solutions/`` in the folder the grader runs from (``cwd``), when they are there.
+def default_folders() -> tuple[Path | None, Path | None]:
+    """``labs/`` and ``solutions/`` in the folder the grader runs from, when they are there.
 
     The grader never looks next to its own installed files: an instructor passes ``--labs`` and
     ``--solutions``, or runs it from the course checkout.
     """
-    root = Path.cwd() if cwd is None else cwd
-    labs, solutions = root / "labs", root / "solutions"
+    labs, solutions = Path("labs").absolute(), Path("solutions").absolute()
     return (labs if labs.is_dir() else None), (solutions if solutions.is_dir() else None)

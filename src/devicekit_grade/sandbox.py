@@ -1,5 +1,5 @@
-"""Seal one submission off: its own throw-away folders, a clean environment, resource limits, its own user
-when the grader runs as root, and every process it started killed at the end.
+"""Seal one submission off with bubblewrap: its own throw-away folders, a clean environment, resource
+limits, and every process it started killed at the end. One code path, as root or not.
 
 What a submission's processes (worker, kernel, anything they start) get:
 
@@ -8,17 +8,19 @@ What a submission's processes (worker, kernel, anything they start) get:
   startup file one submission writes dies with its folder.
 * an environment built from scratch: no variable of the grader's environment except an allow-list
   (``PATH``, locale, GPU selection), so nothing there names the submissions or the output folder.
-* resource limits (`Limits`): address space, CPU time, number of processes, size of a written file.
-* when the grader runs as root, a user id of its own (``uid_base`` + a counter, no login, no files
-  anywhere else): it cannot write the grader's files, read the instructor's folders (given normal
-  permissions), or see the grader's working directory and environment in ``/proc``; and every process
-  of that user is killed at the end.
-* otherwise (same user as the grader) the grader is a child subreaper (Linux ``prctl``): processes that
-  detach with ``setsid`` or a double fork are re-parented to the worker or the grader instead of init, so
-  the grader still finds and kills them.
+* resource limits (`Limits`): address space, CPU time, number of processes, size of a written file; a
+  `Watchdog` holds the process limit where ``RLIMIT_NPROC`` does not (root, a user shared by several runs).
+* bubblewrap (`bwrap_prefix`): a read-only system, empty ``/tmp``, ``/home``, ``/root``, ``/run`` and a
+  ``/dev/shm`` of its own; no view of the solutions, hidden judges, submissions, roster, ``--checks``,
+  output folder or the run's own folder; its own network (a loopback only) and PID, IPC and UTS
+  namespaces, so it sees no process of the grader's and, when it ends, the kernel ends every process left
+  in it. As root, the sandbox switches to
+  `SUBMISSION_UID` first: root inside bubblewrap keeps every capability (it could mount over what is
+  hidden), and root without them still owns the machine's device files.
 
-The limits of this design are documented in the grading guide: without root or ``--sandbox``, a
-submission runs as the instructor's user and can read what that user can read.
+Only with ``--trust-submissions`` (`choose`) may a run go without bubblewrap (``none``): plain processes in
+a session of their own, the grader a child subreaper (Linux ``prctl``) so that it still finds and kills
+what a notebook detaches (``setsid``, a double fork); the limits still hold.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,10 @@ from devicekit_grade.failures import Told
 from devicekit_grade.installed import inside
 
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_DUMPABLE = 4
 MiB = 1024 * 1024
+#: The user a sandbox switches to when the grader runs as root: no login, no files anywhere, the same for
+#: every submission (each sees only its own folder and processes, so they need no user apart).
+SUBMISSION_UID = 1_990_000_000
 
 #: Environment variables a submission may see, copied from the grader's environment when set.
 PASSTHROUGH = (
@@ -72,7 +75,7 @@ class Limits:
 
     memory_mb: int = field(default_factory=default_memory_mb)  # address space (RLIMIT_AS)
     cpu_s: int = 1800  # CPU seconds per process (RLIMIT_CPU)
-    processes: int = 512  # processes and threads of the submission's user (RLIMIT_NPROC; root mode only)
+    processes: int = 512  # processes and threads of a submission (RLIMIT_NPROC and the `Watchdog`)
     file_mb: int = 256  # largest file a process may write (RLIMIT_FSIZE)
 
 
@@ -90,119 +93,27 @@ def become_subreaper() -> bool:
         return False
 
 
-def hide_from_proc() -> None:
-    """Make this process's ``/proc`` entries (working directory, environment, open files) unreadable to
-    other processes of the same user (``PR_SET_DUMPABLE`` 0; Linux, best effort)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-
-
 def running_as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def usable_by_others(paths: list[str], folders: list[str] | tuple[str, ...] = ()) -> str:
-    """ "" when another user can run this Python (every folder on the way searchable, files readable)
-    and import from ``folders`` (each one, every folder below it listable and every file in it readable),
-    else the first path that stops it (e.g. an interpreter installed under ``/root``, or a course checkout
-    in a private home folder)."""
-    import stat as st
-
-    def private(path: str, mode: int) -> bool:
-        need = (st.S_IXOTH | st.S_IROTH) if st.S_ISDIR(mode) else st.S_IROTH
-        return mode & need != need
-
-    for given in [*paths, *folders]:
-        path = Path(os.path.realpath(given))
-        for part in reversed(path.parents):
-            try:
-                if not os.stat(part).st_mode & st.S_IXOTH:
-                    return str(part)
-            except OSError:
-                continue
-        try:
-            mode = os.stat(path).st_mode
-        except OSError:
-            continue
-        searchable_only = st.S_ISDIR(mode) and given not in folders
-        if (not mode & st.S_IXOTH) if searchable_only else private(str(path), mode):
-            return str(path)
-    for folder in folders:
-        for dirpath, dirnames, filenames in os.walk(folder):
-            for name in [*dirnames, *filenames]:
-                path = os.path.join(dirpath, name)
-                try:
-                    mode = os.stat(path).st_mode
-                except OSError:
-                    continue
-                if private(path, mode):
-                    return path
-    return ""
-
-
-#: Where grader runs on one machine claim their submission user ids (one lock file per id).
-UID_LOCKS = Path(os.environ.get("DEVICEKIT_GRADE_UID_LOCKS", "/tmp/devicekit-grade-uids"))
-UID_SPAN = 50_000_000
-
-
-class UidPool:
-    """User ids for submissions when the grader is root: one fresh id per submission, never one that
-    another grader run on this machine holds (an exclusive ``flock`` on ``UID_LOCKS/<uid>.lock``, kept
-    until `release`), nor one that owns a process. Each run starts at a random offset from ``base``."""
-
-    def __init__(self, base: int, locks: Path | None = None) -> None:
-        self._base, self._lock = base, threading.Lock()
-        self._next = base + secrets.randbelow(UID_SPAN // 1000) * 1000
-        self._locks = locks or UID_LOCKS
-        self._held: dict[int, int] = {}
-
-    def take(self) -> int:
-        import fcntl
-
-        with self._lock:
-            self._locks.mkdir(mode=0o700, parents=True, exist_ok=True)
-            owners = {owner for _, owner in _processes().values()}
-            for _ in range(10_000):
-                uid = self._next
-                self._next = self._base + (self._next - self._base + 1) % UID_SPAN
-                if uid in owners:
-                    continue
-                path = self._locks / f"{uid}.lock"
-                fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    # the lock of a file its holder removed meanwhile (`release`) locks nothing: another run
-                    # may already hold the file now at that path
-                    if os.stat(path).st_ino != os.fstat(fd).st_ino:
-                        raise FileNotFoundError(path)
-                except OSError:
-                    os.close(fd)
-                    continue
-                self._held[uid] = fd
-                return uid
-            raise RuntimeError("no free user id for a submission")
-
-    def holds(self, uid: int) -> bool:
-        return uid in self._held
-
-    def release(self, uid: int) -> None:
-        with self._lock:
-            fd = self._held.pop(uid, None)
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._locks / f"{uid}.lock")
-            os.close(fd)
+def as_submission() -> list[str] | None:
+    """What switches a sandbox to `SUBMISSION_UID` (``setpriv``) when the grader is root, [] otherwise;
+    None when that is needed and ``setpriv`` (util-linux) is missing."""
+    if not running_as_root():
+        return []
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        return None
+    uid = SUBMISSION_UID
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
 
 
 @dataclass
 class Box:
-    """One submission's throw-away folders, and the user its processes run as (None: the grader's)."""
+    """One submission's throw-away folders."""
 
     root: Path
-    uid: int | None
-    #: where ``uid`` came from: `close` gives it back
-    pool: UidPool | None = field(default=None, repr=False)
 
     @property
     def work(self) -> Path:
@@ -249,48 +160,42 @@ class Box:
         return env
 
 
-def make_box(parent: Path, uid: int | None) -> Box:
-    """A fresh, empty `Box` under ``parent`` (the grader's private temporary folder)."""
-    root = parent / secrets.token_hex(8)
-    box = Box(root, uid)
-    for folder in (root, box.work, box.home, box.tmp, box.run):
+def open_box(parent: Path) -> Box:
+    """A fresh, empty `Box` under ``parent`` (the grader's private temporary folder); `close` it. As root,
+    its folders belong to `SUBMISSION_UID`."""
+    box = Box(parent / secrets.token_hex(8))
+    for folder in (box.root, box.work, box.home, box.tmp, box.run):
         folder.mkdir(mode=0o700)
-    if uid is not None:
-        for folder in (root, box.work, box.home, box.tmp, box.run):
-            os.chown(folder, uid, uid)
+        if running_as_root():
+            os.chown(folder, SUBMISSION_UID, SUBMISSION_UID)
     return box
 
 
-def chown_tree(path: Path, uid: int) -> None:
-    """Give ``path`` and everything below it to ``uid`` (root mode: the copy belongs to the submission)."""
+def _give(path: Path) -> None:
+    """As root: give everything below ``path`` to `SUBMISSION_UID` (the submission may change its copy)."""
     for dirpath, dirnames, filenames in os.walk(path):
         for name in [*dirnames, *filenames]:
             with contextlib.suppress(OSError):
-                os.lchown(os.path.join(dirpath, name), uid, uid)
-    with contextlib.suppress(OSError):
-        os.lchown(path, uid, uid)
+                os.lchown(os.path.join(dirpath, name), SUBMISSION_UID, SUBMISSION_UID)
 
 
-def nproc_limit(limits: Limits, uid: int | None) -> int:
-    """The RLIMIT_NPROC value for a submission: ``limits.processes`` for a user of its own; for the
-    grader's own user (which runs other processes too) that many more than the user runs now."""
+def nproc_limit(limits: Limits) -> int:
+    """The RLIMIT_NPROC value for a submission: ``limits.processes`` more than the processes and threads
+    that its user (`SUBMISSION_UID` as root, else the grader's own) runs now (other submissions, the
+    grader, other runs). 0: no limit."""
     if not limits.processes:
         return 0
-    if uid is not None:
-        return limits.processes
-    me = os.getuid()
-    return limits.processes + sum(1 for _, owner in _processes().values() if owner == me) + _threads_of(me)
+    user = SUBMISSION_UID if running_as_root() else os.getuid()
+    mine = [pid for pid, (_, owner) in _processes().items() if owner == user]
+    return limits.processes + sum(_tasks(pid) for pid in mine)
 
 
-def _threads_of(uid: int) -> int:
-    """Threads beyond the first of ``uid``'s processes (RLIMIT_NPROC counts threads too)."""
-    extra = 0
-    for pid, (_, owner) in _processes().items():
-        if owner != uid:
-            continue
-        with contextlib.suppress(OSError):
-            extra += max(0, len(os.listdir(f"/proc/{pid}/task")) - 1)
-    return extra
+def _tasks(pid: int) -> int:
+    """The threads of process ``pid`` (RLIMIT_NPROC counts threads too); 0 when it is gone."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
 
 
 def rlimits(limits: Limits, nproc: int) -> list[tuple[int, int]]:
@@ -302,17 +207,14 @@ def rlimits(limits: Limits, nproc: int) -> list[tuple[int, int]]:
         (resource.RLIMIT_AS, limits.memory_mb * MiB),
         (resource.RLIMIT_CPU, limits.cpu_s),
         (resource.RLIMIT_FSIZE, limits.file_mb * MiB),
+        (resource.RLIMIT_NPROC, nproc),  # root is exempt: hence `Watchdog` too
     ]
-    if nproc:  # counts the processes of the real user (root is exempt: hence `Watchdog` too)
-        pairs.append((resource.RLIMIT_NPROC, nproc))
     return [(which, value) for which, value in pairs if value] + [(resource.RLIMIT_CORE, 0)]
 
 
-def preexec(limits: Limits, uid: int | None, nproc_for: int | None = None):
-    """The function run in the forked child before exec: new session, limits, then the submission's user
-    (``uid`` None: stay the grader's user, or switch later with ``setpriv`` inside the namespace).
-    ``nproc_for``: the user the process limit is for (``uid``, or the one ``setpriv`` switches to)."""
-    pairs = rlimits(limits, nproc_limit(limits, uid if uid is not None else nproc_for))
+def preexec(limits: Limits):
+    """The function run in the forked child before exec: a new session, then the limits."""
+    pairs = rlimits(limits, nproc_limit(limits))
 
     def apply() -> None:
         import resource
@@ -321,38 +223,11 @@ def preexec(limits: Limits, uid: int | None, nproc_for: int | None = None):
         for which, value in pairs:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(which, (value, value))
-        if uid is not None:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
 
     return apply
 
 
-# --- namespaces: what the submission can see ------------------------------------------------------------
-
-
-def namespace_prefix(uid: int | None) -> list[str]:
-    """The ``unshare`` command that puts a submission in a PID namespace of its own, or [] when this
-    machine cannot (no util-linux ``unshare``, user namespaces disabled).
-
-    In its own PID namespace a submission sees only its own processes in ``/proc``: not the grader, not
-    the instructor's shell, so no command line or working directory there names the submissions folder;
-    and when the worker (process 1 of the namespace) ends, the kernel ends every process left in it,
-    detached or not. In root mode ``setpriv`` then switches to the submission's user inside.
-    """
-    unshare = shutil.which("unshare")
-    if not unshare or not sys.platform.startswith("linux"):
-        return []
-    base = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
-    if not running_as_root():
-        base[1:1] = ["--user", "--map-current-user"]
-    if uid is not None:
-        setpriv = shutil.which("setpriv")
-        if not setpriv:
-            return []
-        base += [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-    return base
+# --- bubblewrap: what the submission can see ------------------------------------------------------------
 
 
 #: What bubblewrap empties in every sandbox (a fresh tmpfs each): users' files, temporary files, sockets.
@@ -365,7 +240,8 @@ TMPFS_MB = 512
 
 
 def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
-    """The command that runs a submission under bubblewrap, or [] when it is not installed.
+    """The command that runs a submission under bubblewrap, or [] when it is not installed (nor, as root,
+    ``setpriv``).
 
     The whole file system is read-only; `EMPTIED` (``/tmp``, ``/home``, ``/root``, ``/run``) are empty,
     and so is every folder in ``hide`` (the solutions, the hidden judges, the submissions, the output
@@ -375,7 +251,7 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     read-only where an emptied or hidden folder covers it, and only itself: keeping
     ``/home/me/course/src/devicekit`` shows neither ``src``'s other entries nor
     ``/home/me/course/solutions``. A hidden folder inside a kept one is emptied again after it.
-    As root, ``setpriv`` then switches to the box's user inside the sandbox.
+    As root, ``setpriv`` then switches to `SUBMISSION_UID` inside the sandbox (`as_submission`).
     """
     bwrap = shutil.which("bwrap")
     if not bwrap:
@@ -417,67 +293,69 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
             cmd += [*sized, "--tmpfs", path]
     cmd += parents(str(box.root))
     cmd += ["--bind", str(box.root), str(box.root)]
-    if box.uid is not None and running_as_root():
-        setpriv = shutil.which("setpriv")
-        if not setpriv:
-            return []
-        return [*cmd, "--", setpriv, f"--reuid={box.uid}", f"--regid={box.uid}", "--clear-groups", "--"]
-    return [*cmd, "--"]
+    switch = as_submission()
+    return [*cmd, "--", *switch] if switch is not None else []
 
 
+@functools.cache
 def bwrap_works() -> bool:
-    """Whether bubblewrap is installed and can start a sandbox here (tried once)."""
-    bwrap = shutil.which("bwrap")
-    return bool(bwrap) and _starts(
-        (bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net")
-        + ("--ro-bind", "/", "/", "--proc", "/proc")
-    )
+    """Whether bubblewrap 0.5 or later (``--perms``) starts a sandbox here, switching to `SUBMISSION_UID`
+    as root (tried once)."""
+    bwrap, switch = shutil.which("bwrap"), as_submission()
+    if not bwrap or switch is None:
+        return False
+    cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/"]
+    cmd += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/dev/shm"]
+    cmd += ["--", *switch, "true"]
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
+@functools.cache
 def bwrap_sizes() -> bool:
     """Whether this bubblewrap can size a tmpfs (``--size``; tried once). The course machine's 0.8.0 can;
     one that rejects the option gets a ``/dev/shm`` of half the machine's memory, as before review47."""
     bwrap = shutil.which("bwrap")
-    sized = ("--ro-bind", "/", "/", "--size", str(MiB), "--tmpfs", "/tmp")
-    return bool(bwrap) and _starts((bwrap, "--die-with-parent", "--unshare-pid", *sized))
+    if not bwrap:
+        return False
+    cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--size", str(MiB)]
+    try:
+        return (
+            subprocess.run([*cmd, "--tmpfs", "/tmp", "true"], capture_output=True, timeout=30).returncode == 0
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
-#: What the grader says when it cannot seal submissions off ({why}: which way is closed).
+# --- the grading loop's view: choose once, then open, start and close a box per submission -----------------
+
+#: What the grader says when it cannot seal submissions off ({why}: what is missing).
 REFUSAL = Message(
-    "devicekit-grade will not run submissions here: it can give them neither a user of their own ({why}) "
-    "nor a sandbox (bubblewrap is not installed or cannot start). A notebook could then read the "
-    "solutions and the hidden checks, and write the grader's files. Do one of these:\n"
-    "  * install bubblewrap: `sudo apt install bubblewrap` (Debian/Ubuntu), `sudo dnf install bubblewrap` "
-    "(Fedora);\n"
+    "devicekit-grade will not run submissions here: {why}. Without bubblewrap a notebook could read the "
+    "solutions, the hidden checks and the other submissions, and write the grader's files. Do one of "
+    "these:\n"
+    "  * install bubblewrap 0.5 or later: `sudo apt install bubblewrap` (Debian/Ubuntu), "
+    "`sudo dnf install bubblewrap` (Fedora);\n"
     "  * grade in the container of grading/Dockerfile (see docs/instructors/grading.md);\n"
-    "  * run the grader as root with a Python that other users can read (not under /root);\n"
     "  * or, if you trust every submission, pass --trust-submissions.",
-    "devicekit-grade 拒绝在这里运行提交的作业：既无法给每份作业一个单独的用户（{why}），"
-    "也无法使用沙箱（没有安装 bubblewrap，或它无法启动）。这样 notebook 就能读到参考答案和隐藏检查，"
-    "还能改写评分器的文件。请任选一种做法：\n"
-    "  * 安装 bubblewrap：`sudo apt install bubblewrap`（Debian/Ubuntu）、`sudo dnf install bubblewrap`"
-    "（Fedora）；\n"
+    "devicekit-grade 拒绝在这里运行提交的作业：{why}。没有 bubblewrap，notebook 就能读到参考答案、"
+    "隐藏检查和其他提交，还能改写评分器的文件。请任选一种做法：\n"
+    "  * 安装 0.5 或更新版本的 bubblewrap：`sudo apt install bubblewrap`（Debian/Ubuntu）、"
+    "`sudo dnf install bubblewrap`（Fedora）；\n"
     "  * 在 grading/Dockerfile 构建的容器里评分（见 docs/instructors/grading.zh.md）；\n"
-    "  * 以 root 运行评分器，并使用其他用户可读的 Python（不要装在 /root 下）；\n"
     "  * 如果你信任每一份提交，加上 --trust-submissions。",
 )
-
-
 #: What each isolation mode gives a submission: the report's note.
 MODES = {
-    "user": Message(
-        "Isolation: a user of its own per notebook (and its own PID namespace where the machine allows): it "
-        "cannot write the grader's files or read files other users cannot read.",
-        "隔离方式：每份 notebook 使用单独的用户（机器允许时还有独立的 PID 命名空间）：它不能改写评分器的"
-        "文件，也读不到其他用户读不到的文件。",
-    ),
     "bwrap": Message(
         "Isolation: bubblewrap per notebook: read-only system, empty /tmp, /home, /root, no view of the "
         "solutions, hidden checks, submissions or output folder, its own PID namespace, no network"
-        " (as root: and a user of its own).",
+        " (as root: and a user without privileges).",
         "隔离方式：每份 notebook 运行在 bubblewrap 沙箱中：系统只读，/tmp、/home、/root 为空，"
         "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间，不能联网"
-        "（以 root 运行时还使用单独的用户）。",
+        "（以 root 运行时还使用一个没有特权的用户）。",
     ),
     "none": Message(
         "Isolation: none (--trust-submissions): notebooks ran as the grader's own user and could read "
@@ -488,87 +366,70 @@ MODES = {
 }
 
 
-class Refused(RuntimeError):
-    """No isolation is available and the instructor did not pass ``--trust-submissions``."""
+class Refused(Told, RuntimeError):
+    """Bubblewrap cannot be used, and the instructor did not pass ``--trust-submissions`` (or asked for
+    ``--isolation bwrap``, or for ``none`` without it): `REFUSAL`."""
 
-    def __init__(self, why_en: str, why_zh: str) -> None:
-        self.message = Message(REFUSAL.en.format(why=why_en), REFUSAL.zh.format(why=why_zh))
-        self.en, self.zh = self.message.en, self.message.zh
-        super().__init__(self.en + "\n\n" + self.zh)
-
-
-class NoSandbox(Told, RuntimeError):
-    """``--isolation bwrap`` (``--sandbox``) was asked for and bubblewrap cannot start here."""
+    def __init__(self, why: Message) -> None:
+        super().__init__(Message(REFUSAL.en.format(why=why.en), REFUSAL.zh.format(why=why.zh)))
 
 
-def choose_isolation(
-    requested: str, as_root: bool, python_private: str, bwrap_ok: bool, trust: bool
-) -> tuple[str, bool]:
-    """(mode, a user per submission) for ``requested`` (``auto``, ``user``, ``bwrap``, ``none``).
+@dataclass(frozen=True)
+class Isolation:
+    """How this run seals every submission off, chosen once (`choose`)."""
 
-    ``auto``: a user of its own when the grader is root and other users can run its Python; else
-    bubblewrap (as root: bubblewrap *and* a user of its own inside); else `Refused`, unless ``trust``.
-    """
-    if requested == "none":
-        if not trust:
-            raise Refused("--isolation none was asked for", "指定了 --isolation none")
-        return "none", False
-    if requested in ("auto", "user") and as_root and not python_private:
-        return "user", True
-    if requested in ("auto", "bwrap") and bwrap_ok:
-        return "bwrap", as_root
-    if requested == "bwrap":
-        raise NoSandbox(
+    mode: str  # "bwrap" or "none"
+    keep: tuple[str, ...] = ()  # what a bubblewrap sandbox shows of the instructor's files
+    hide: tuple[str, ...] = ()  # folders it empties: solutions, hidden judges, submissions, the output, …
+    warnings: tuple[Message, ...] = ()
+
+
+def choose(requested: str, *, trust: bool, keep: list[str], hide: list[str]) -> Isolation:
+    """The `Isolation` for ``requested`` (``auto``, ``bwrap``, ``none``): bubblewrap when it works here;
+    without it (or for ``none``) nothing, only with ``trust``. Raises `Refused`."""
+    if requested == "none" and not trust:
+        raise Refused(Message("--isolation none was asked for", "指定了 --isolation none"))
+    if requested != "none" and bwrap_works():
+        return Isolation("bwrap", tuple(keep), tuple(hide))
+    root = running_as_root()
+    if requested == "bwrap" or not trust:
+        raise Refused(
             Message(
-                "--sandbox needs bubblewrap (bwrap), which is not installed or cannot start here: "
-                "`sudo apt install bubblewrap` (Debian/Ubuntu), or grade in a container (see the grading "
-                "guide)",
-                "--sandbox 需要 bubblewrap（bwrap），但这里没有安装或无法启动：请运行 "
-                "`sudo apt install bubblewrap`（Debian/Ubuntu），或在容器里评分（见评分指南）",
+                "bubblewrap (bwrap) is not installed or cannot start"
+                + (" (as root it also needs setpriv, from util-linux)" if root else ""),
+                "没有安装 bubblewrap（bwrap），或它无法启动"
+                + ("（以 root 运行时还需要 util-linux 的 setpriv）" if root else ""),
             )
         )
-    if trust:
-        return "none", False
-    if not as_root:
-        why = ("the grader is not root", "评分器不是以 root 运行的")
-    elif python_private:
-        why = (f"{python_private} is private: other users cannot run this Python or read the packages "
-               "its kernels import",
-               f"{python_private} 是私有的：其他用户无法运行这个 Python，或读不到内核要导入的包")  # fmt: skip
-    else:
-        why = ("--isolation user needs root", "--isolation user 需要 root")
-    raise Refused(*why)
+    warning = Message(
+        "--trust-submissions: notebooks run as the grader's own user, without a sandbox; they can read "
+        "what this user can read (solutions, hidden checks, other submissions)"
+        + ("; as root, the process limit is held by the grader's watchdog only" if root else ""),
+        "--trust-submissions：notebook 以评分器自己的用户运行，没有沙箱，能读到这个用户能读的一切"
+        "（参考答案、隐藏检查、其他提交）"
+        + ("；以 root 运行时，进程数上限只由评分器的监视线程保证" if root else ""),
+    )
+    return Isolation("none", warnings=(warning,))
 
 
 class Watchdog(threading.Thread):
     """Counts a submission's processes and threads every half second and kills them all when there are
-    more than ``limit`` (root is exempt from RLIMIT_NPROC, and the grader's own user runs other processes:
-    this holds the limit in every mode). ``tripped`` says whether it had to."""
+    more than ``limit`` (root is exempt from RLIMIT_NPROC, and the user a submission runs as may run other
+    processes: this holds the limit in every case). ``tripped`` says whether it had to."""
 
-    def __init__(self, pid: int, limit: int, uid: int | None = None) -> None:
+    def __init__(self, pid: int, limit: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.limit, self.uid = pid, limit, uid
+        self.pid, self.limit = pid, limit
         self.tripped = False
         self._stop_event = threading.Event()
 
     def count(self) -> int:
-        pids = descendants(self.pid)
-        if self.uid is not None:
-            pids = list({*pids, *(p for p, (_, owner) in _processes().items() if owner == self.uid)})
-        total = 0
-        for pid in pids:
-            try:
-                total += len(os.listdir(f"/proc/{pid}/task"))
-            except OSError:
-                continue
-        return total
+        return sum(_tasks(pid) for pid in descendants(self.pid))
 
     def run(self) -> None:
         while not self._stop_event.wait(0.5):
             if self.limit and self.count() > self.limit:
                 self.tripped = True
-                if self.uid is not None and running_as_root():
-                    kill_user(self.uid)
                 kill_tree(self.pid)
                 return
 
@@ -576,18 +437,81 @@ class Watchdog(threading.Thread):
         self._stop_event.set()
 
 
-@functools.cache
-def _starts(cmd: tuple[str, ...]) -> bool:
-    """Whether ``cmd`` (a wrapper around ``true``) runs and succeeds here; tried once per command."""
+@dataclass
+class Running:
+    """A process started in a box (`start`), and the watchdog that counts its processes."""
+
+    proc: subprocess.Popen
+    watchdog: Watchdog  # ``tripped``: it stopped them for starting more processes than the limit allows
+
+
+_RUNNING: dict[int, subprocess.Popen] = {}
+_RUNNING_LOCK = threading.Lock()
+_START_LOCK = threading.Lock()
+
+
+def start(
+    isolation: Isolation,
+    box: Box,
+    cmd: list[str],
+    env: dict[str, str],
+    limits: Limits,
+    output: Any,
+    keep: tuple[int, ...] = (),
+) -> Running:
+    """Start ``cmd`` in ``box``: under bubblewrap (unless the isolation is none), in a new session, with the
+    limits, its output to the file object ``output``, the descriptors ``keep`` inherited, watched by a
+    `Watchdog`. `close` ends it."""
+    if running_as_root():
+        _give(box.work)
+    if isolation.mode == "bwrap":
+        prefix = bwrap_prefix(box, list(isolation.keep), list(isolation.hide))
+        if not prefix:
+            raise RuntimeError("bubblewrap (or setpriv) disappeared during the run")
+        cmd = [*prefix, *cmd]
+    with _START_LOCK:  # no fork while another thread changes the set of running processes
+        proc = subprocess.Popen(
+            cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
+            preexec_fn=preexec(limits), pass_fds=keep,
+        )  # fmt: skip
+        with _RUNNING_LOCK:
+            _RUNNING[proc.pid] = proc
+    watchdog = Watchdog(proc.pid, limits.processes)
+    watchdog.start()
+    return Running(proc, watchdog)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill a started process and everything it started, detached or not."""
+    kill_tree(proc.pid)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+def stop(running: Running) -> None:
+    """End a started process: its watchdog, and every process it started, detached or not. The box's
+    folders stay until `close` (the caller reads what the run wrote there)."""
+    running.watchdog.stop()
+    _stop(running.proc)
+    with _RUNNING_LOCK:
+        _RUNNING.pop(running.proc.pid, None)
+
+
+def close(box: Box, running: Running | None = None) -> None:
+    """`stop` what still runs in ``box`` and remove its folders."""
     try:
-        return bool(cmd) and subprocess.run([*cmd, "true"], capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+        if running is not None and running.proc.pid in _RUNNING:
+            stop(running)
+    finally:
+        shutil.rmtree(box.root, ignore_errors=True)
 
 
-def namespaces_work() -> bool:
-    """Whether `namespace_prefix` works here (tried once)."""
-    return _starts(tuple(namespace_prefix(None)))
+def kill_all() -> None:
+    """Kill every submission still running (the grader is being interrupted)."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING.values())
+    for proc in running:
+        _stop(proc)
 
 
 # --- finding and killing processes ----------------------------------------------------------------------
@@ -606,6 +530,7 @@ def _stat(pid: int) -> tuple[int, int] | None:
 
 
 def _processes() -> dict[int, tuple[int, int]]:
+    """{pid: (parent pid, real uid)} of every process (Linux ``/proc``; empty elsewhere)."""
     table = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
@@ -618,9 +543,8 @@ def _processes() -> dict[int, tuple[int, int]]:
 
 def descendants(pid: int) -> list[int]:
     """Every live descendant of ``pid`` (Linux ``/proc``; empty elsewhere)."""
-    table = _processes()
     children: dict[int, list[int]] = {}
-    for child, (parent, _) in table.items():
+    for child, (parent, _) in _processes().items():
         children.setdefault(parent, []).append(child)
     found, todo = [], [pid]
     while todo:
@@ -635,185 +559,20 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _kill_all_of(find: Callable[[], list[int]], rounds: int = 50) -> None:
-    """SIGKILL the processes ``find()`` lists, again until none is left (a fork bomb keeps forking): all of
-    them are stopped first, since stopped processes cannot fork while the rest are killed."""
+def kill_tree(pid: int, rounds: int = 50) -> None:
+    """SIGKILL ``pid`` and all its descendants, detached or not, again until none is left (a fork bomb keeps
+    forking): all of them are stopped first, since stopped processes cannot fork while the rest are killed."""
     for _ in range(rounds):
-        alive = find()
+        alive = descendants(pid)
         if not alive:
-            return
-        for pid in alive:
+            break
+        for child in alive:
             with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGSTOP)
-        for pid in alive:
-            _kill(pid)
-        for pid in alive:  # collect the exit status of this process's own children (adopted orphans)
+                os.kill(child, signal.SIGSTOP)
+        for child in alive:
+            _kill(child)
+        for child in alive:  # collect the exit status of this process's own children (adopted orphans)
             with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
+                os.waitpid(child, os.WNOHANG)
         time.sleep(0.02)
-
-
-def kill_tree(pid: int) -> None:
-    """SIGKILL ``pid`` and all its descendants, detached or not."""
-    _kill_all_of(lambda: descendants(pid))
     _kill(pid)
-
-
-def kill_user(uid: int) -> None:
-    """SIGKILL every process of ``uid`` (root mode; the user belongs to one submission only)."""
-    if uid == 0 or not running_as_root():
-        raise ValueError("kill_user is for a submission's own user, as root")
-    _kill_all_of(lambda: [pid for pid, (_, owner) in _processes().items() if owner == uid])
-
-
-# --- the grading loop's view: choose once, then open, start and close a box per submission -----------------
-
-
-@dataclass(frozen=True)
-class Isolation:
-    """How this run seals every submission off, chosen once (`choose`)."""
-
-    mode: str  # "user", "bwrap" or "none"
-    as_root: bool  # a user of its own per submission
-    namespaces: bool  # a PID namespace of its own ("user" and "none" modes; bubblewrap always has one)
-    keep: tuple[str, ...] = ()  # what a bubblewrap sandbox shows of the instructor's files
-    hide: tuple[str, ...] = ()  # folders it empties: solutions, hidden judges, submissions, the output
-    warnings: tuple[Message, ...] = ()
-
-
-def choose(
-    requested: str,
-    *,
-    trust: bool,
-    same_user: bool,
-    keep: list[str],
-    hide: list[str],
-    private: Callable[[], str],
-) -> Isolation:
-    """The `Isolation` for ``requested`` (``auto``, ``user``, ``bwrap``, ``none``) on this machine
-    (`choose_isolation`); ``private()``: the first path that other users cannot read, "" when none
-    (asked only as root). Raises `Refused` or `NoSandbox`."""
-    as_root = running_as_root() and not same_user
-    bwrap_ok = requested in ("auto", "bwrap") and bwrap_works()
-    mode, per_user = choose_isolation(requested, as_root, private() if as_root else "", bwrap_ok, trust)
-    namespaces = mode in ("user", "none") and namespaces_work()
-    warnings = []
-    if mode == "none":
-        warnings.append(
-            Message(
-                "--trust-submissions: notebooks run as the grader's own user, without a sandbox; they can "
-                "read what this user can read (solutions, hidden checks, other submissions)"
-                + ("; as root, the process limit is held by the grader's watchdog only" if as_root else ""),
-                "--trust-submissions：notebook 以评分器自己的用户运行，没有沙箱，能读到这个用户能读的一切"
-                "（参考答案、隐藏检查、其他提交）"
-                + ("；以 root 运行时，进程数上限只由评分器的监视线程保证" if as_root else ""),
-            )
-        )
-    if mode in ("user", "none") and not namespaces:
-        warnings.append(
-            Message(
-                "this machine cannot give each notebook a PID namespace of its own (util-linux unshare, user "
-                "namespaces): notebooks can see the grader's processes in /proc",
-                "这台机器无法给每份 notebook 单独的 PID 命名空间（util-linux 的 unshare、用户命名空间）："
-                "notebook 能在 /proc 中看到评分器的进程",
-            )
-        )
-    return Isolation(mode, per_user, namespaces, tuple(keep), tuple(hide), tuple(warnings))
-
-
-def open_box(isolation: Isolation, parent: Path, uids: UidPool) -> Box:
-    """A fresh `Box` under ``parent``, with a user of its own when the isolation gives one; `close` it."""
-    uid = uids.take() if isolation.as_root else None
-    box = make_box(parent, uid)
-    box.pool = uids if uid is not None else None
-    return box
-
-
-def wrap(isolation: Isolation, box: Box, cmd: list[str]) -> tuple[list[str], int | None]:
-    """``cmd`` wrapped for the isolation, and the user to switch to before exec (None: the wrapper switches,
-    or the grader's own user)."""
-    if isolation.mode == "bwrap":
-        prefix = bwrap_prefix(box, list(isolation.keep), list(isolation.hide))
-        if not prefix:
-            raise RuntimeError("bubblewrap (or setpriv) disappeared during the run")
-        return [*prefix, *cmd], None  # as root, setpriv switches to the box's user inside
-    if isolation.namespaces:
-        return [*namespace_prefix(box.uid), *cmd], None
-    return cmd, box.uid
-
-
-@dataclass
-class Running:
-    """A process started in a box (`start`), and the watchdog that counts its processes."""
-
-    proc: subprocess.Popen
-    watchdog: Watchdog  # ``tripped``: it stopped them for starting more processes than the limit allows
-
-
-_RUNNING: dict[int, tuple[subprocess.Popen, int | None]] = {}
-_RUNNING_LOCK = threading.Lock()
-_START_LOCK = threading.Lock()
-
-
-def start(
-    isolation: Isolation,
-    box: Box,
-    cmd: list[str],
-    env: dict[str, str],
-    limits: Limits,
-    output: Any,
-    keep: tuple[int, ...] = (),
-) -> Running:
-    """Start ``cmd`` in ``box``: wrapped for the isolation, in a new session, with the limits and the box's
-    user, its output to the file object ``output``, the descriptors ``keep`` inherited, watched by a
-    `Watchdog`. `close` ends it."""
-    if box.uid is not None:
-        chown_tree(box.work, box.uid)
-    cmd, drop = wrap(isolation, box, cmd)
-    with _START_LOCK:  # no fork while another thread changes the set of running processes
-        proc = subprocess.Popen(
-            cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
-            preexec_fn=preexec(limits, drop, box.uid), pass_fds=keep,
-        )  # fmt: skip
-        with _RUNNING_LOCK:
-            _RUNNING[proc.pid] = (proc, box.uid)
-    watchdog = Watchdog(proc.pid, limits.processes, box.uid)
-    watchdog.start()
-    return Running(proc, watchdog)
-
-
-def _stop(proc: subprocess.Popen, uid: int | None) -> None:
-    """Kill a started process and everything it started, detached or not."""
-    if uid is not None:
-        kill_user(uid)
-    kill_tree(proc.pid)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=30)
-
-
-def stop(box: Box, running: Running) -> None:
-    """End what runs in ``box``: its watchdog, and every process it started, detached or not. The box's
-    folders stay until `close` (the caller reads what the run wrote there)."""
-    running.watchdog.stop()
-    _stop(running.proc, box.uid)
-    with _RUNNING_LOCK:
-        _RUNNING.pop(running.proc.pid, None)
-
-
-def close(box: Box, running: Running | None = None) -> None:
-    """`stop` what still runs in ``box``, remove its folders and give its user back."""
-    try:
-        if running is not None and running.proc.pid in _RUNNING:
-            stop(box, running)
-    finally:
-        shutil.rmtree(box.root, ignore_errors=True)
-        if box.uid is not None and box.pool is not None:
-            box.pool.release(box.uid)
-
-
-def kill_all() -> None:
-    """Kill every submission still running (the grader is being interrupted)."""
-    with _RUNNING_LOCK:
-        running = list(_RUNNING.values())
-    for proc, uid in running:
-        _stop(proc, uid)

@@ -226,7 +226,7 @@ def build_class(root: Path, victims: Path) -> dict[str, str]:
     notebooks["startup-file.ipynb"] = insert_after(
         solved_lab(LAB), '"move-batch"', STARTUP.format(victim=str(victims / "startup"))
     )
-    if sandbox.namespaces_work():  # without them, a notebook running as the grader's user can signal it
+    if sandbox.bwrap_works():  # without a sandbox, a notebook running as the grader's user can signal it
         notebooks["kills-parents.ipynb"] = insert_after(solved_lab(LAB), '"move-batch"', KILL_PARENTS)
     notebooks["overwriter.ipynb"] = insert_after(
         lab_notebook(LAB), '"move-batch"', OVERWRITE.format(path=str(subs / "zz-classmate.ipynb"))
@@ -260,26 +260,14 @@ def sha256(folder: Path) -> dict[str, str]:
     }
 
 
-def needs_trust() -> list[str]:
-    """``--trust-submissions`` where this machine offers neither a user per notebook nor bubblewrap."""
-    from devicekit_grade.context import kernel_private
-
-    as_root = sandbox.running_as_root()
-    private = kernel_private() if as_root else ""
-    try:
-        sandbox.choose_isolation("auto", as_root, private, sandbox.bwrap_works(), False)
-    except sandbox.Refused:
-        return ["--trust-submissions"]
-    return []
-
-
-TRUST = needs_trust()
+#: ``--trust-submissions`` where bubblewrap cannot start on this machine (the grader would refuse).
+TRUST = [] if sandbox.bwrap_works() else ["--trust-submissions"]
 
 
 def run_grader(cwd: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
     """``devicekit-grade`` as an instructor runs it: from a shell whose working directory holds the class."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    if args and args[0] != "merge":
+    if args:
         args = (*args[:-1], *TRUST, args[-1])
     script = '"$0" -m devicekit_grade "$@"; status=$?; exit $status'
     return subprocess.run(
@@ -325,7 +313,7 @@ def wait_until_gone(marker: str, deadline_s: float) -> list[int]:
 
 def grade_class(root: Path) -> None:
     """Build the class in ``root``, grade it once, and record what the tests read in ``root/run.json``."""
-    # A folder that a notebook running as a user of its own (--isolation user) can write to as well: the
+    # A folder that a notebook running as a user of its own (bubblewrap as root) could write to as well: the
     # test's tmp folder is private to the user running the tests.
     victims = Path(tempfile.mkdtemp(prefix="devicekit-grade-victims-"))
     victims.chmod(0o777)

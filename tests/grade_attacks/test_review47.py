@@ -23,10 +23,10 @@ A run by an ordinary user (``nobody``), with ``TMPDIR`` outside ``/tmp``: ``a-am
 pause), ``b-ben``, who reads the grader's run folder (the hidden judges, amy's box), and ``c-cat``, who tries
 the events pipe as ``k-kim`` does. And a box run as ``nobody``: how large each tmpfs it can write is.
 
-And one more run, as root with ``--same-user`` (documented in the grading guide: "do not give each notebook a
-user of its own"): ``s-sam``, the untouched lab, plus a cell that unmounts the tmpfs bubblewrap put over the
-checkout's ``solutions/``, runs the published solution's code, and makes the machine's root file system
-writable again to leave a file on it.
+And one more run, as root with ``--same-user`` (an option the grader had then: "do not give each notebook a
+user of its own"; gone since issue 42's one isolation path): ``s-sam``, the untouched lab, plus a cell that
+unmounts the tmpfs bubblewrap put over the checkout's ``solutions/``, runs the published solution's code, and
+makes the machine's root file system writable again to leave a file on it.
 """
 
 from __future__ import annotations
@@ -223,6 +223,13 @@ def _with_cell(nb: nbformat.NotebookNode, source: str) -> nbformat.NotebookNode:
     return nb
 
 
+def _chown_tree(path: Path, uid: int) -> None:
+    """Give ``path`` and everything below it to ``uid`` (as root)."""
+    for folder, _, files in os.walk(path):
+        for name in [folder, *(os.path.join(folder, f) for f in files)]:
+            os.lchown(name, uid, uid)
+
+
 def _indented(source: str) -> str:
     return source.replace("\n", "\n    ")
 
@@ -373,14 +380,11 @@ def same_user():
 def test_same_user_never_runs_a_notebook_as_root_in_the_sandbox(same_user):
     """Hole 1: as root, ``--same-user`` ran the notebook as root inside bubblewrap with every capability: it
     unmounted the tmpfs over ``solutions/`` (``graded 3/3``, no flag) and wrote on the machine's ``/``. The
-    grader now refuses ``--same-user`` as root without ``--trust-submissions`` (exit 2, both languages)."""
+    option is gone (issue 42): the command line refuses it (exit 2) and nothing runs; as root, every sandbox
+    switches to `sandbox.SUBMISSION_UID`."""
     assert not same_user["escaped"], "a notebook wrote on the machine's root file system"
-    row = same_user["rows"].get("s-sam_01-devices.ipynb")
-    assert row is None or row["score"] == 0, row["feedback"]
-    if row is None:
-        assert same_user["returncode"] == 2, same_user["stderr"]
-        said = same_user["stderr"]
-        assert "--same-user" in said and "单独的用户" in said, said
+    assert same_user["rows"] == {}, same_user["rows"]
+    assert same_user["returncode"] == 2 and "--same-user" in same_user["stderr"], same_user["stderr"]
 
 
 #: Which of the box's tmpfs mounts its user can write, and their sizes in MiB (a JSON object).
@@ -395,7 +399,7 @@ print(json.dumps(sizes))"""
 
 
 @pytest.mark.integration
-def test_every_writable_tmpfs_of_a_box_is_sized_for_an_ordinary_user_too():
+def test_every_writable_tmpfs_of_a_box_is_sized_for_an_ordinary_user_too(monkeypatch):
     """Hole 2, as an ordinary user (bubblewrap in a user namespace of its own): there ``/tmp``, ``/home``,
     ``/root``, ``/run``, ``/dev/shm`` and every hidden folder are tmpfs mounts the notebook can write, each
     half the machine's memory (12 GB each on the course machine) before the fix. Run here as ``nobody``
@@ -411,8 +415,10 @@ def test_every_writable_tmpfs_of_a_box_is_sized_for_an_ordinary_user_too():
     top = Path(tempfile.mkdtemp(prefix="devicekit-review47-", dir="/var/tmp"))
     try:
         top.chmod(0o711)
-        box = sandbox.make_box(top, nobody)
-        box.uid = None  # the grader's own user: no setpriv inside; the whole bubblewrap runs as nobody
+        # the grader's own user: no setpriv inside; the whole bubblewrap runs as nobody
+        monkeypatch.setattr(sandbox, "running_as_root", lambda: False)
+        box = sandbox.open_box(top)
+        _chown_tree(box.root, nobody)
         hidden = top / "hidden"
         hidden.mkdir(mode=0o755)
         prefix = sandbox.bwrap_prefix(box, ["/usr"], [str(hidden)])
@@ -448,13 +454,14 @@ HIDDEN = {"predict-raises": never}
 @pytest.fixture(scope="module")
 def ordinary_user():
     """The grader run by an ordinary user (``nobody``, through ``setpriv``) with the system Python's
-    ``.venv-user`` (``make test-user-isolation``), ``TMPDIR`` outside ``/tmp`` (a scratch folder, as many
-    shared machines set it), ``-j 2``: ``a-amy`` (her right answers, then 30 s of sleep) and ``b-ben`` (the
-    untouched lab plus `READS_RUN_FOLDER`), with a hidden judge."""
+    ``.venv-user`` (``make setup VENV=.venv-user PYTHON=/usr/bin/python3``), ``TMPDIR`` outside ``/tmp`` (a
+    scratch folder, as many shared machines set it), ``-j 2``: ``a-amy`` (her right answers, then 30 s of
+    sleep) and ``b-ben`` (the untouched lab plus `READS_RUN_FOLDER`), with a hidden judge."""
     python = ROOT / ".venv-user" / "bin" / "python"
     if not (sandbox.running_as_root() and shutil.which("setpriv") and python.exists()):
         pytest.skip(
-            "needs root (to become an ordinary user), setpriv and .venv-user (make test-user-isolation)"
+            "needs root (to become an ordinary user), setpriv and .venv-user, a virtual environment that "
+            "nobody can run (make setup VENV=.venv-user PYTHON=/usr/bin/python3)"
         )
     import subprocess
 
@@ -472,7 +479,7 @@ def ordinary_user():
         (top / "hidden").mkdir()
         (top / "hidden" / "lab01.py").write_text(HIDDEN_JUDGE, encoding="utf-8")
         (top / "s").mkdir()
-        sandbox.chown_tree(top, nobody)
+        _chown_tree(top, nobody)
         top.chmod(0o755)
         env = {
             "PATH": f"{python.parent}:/usr/bin:/bin",
@@ -548,7 +555,8 @@ def test_the_solutions_of_every_checkout_a_kernel_loads_from_are_hidden(tmp_path
     package = str(other / "src" / "devicekit_labs")
     hidden = [str(p) for p in _beside_the_checks(Needs(trees=(), packages=(package,)))]
     assert {str(other / "solutions"), str(other / "grading" / "hidden")} <= set(hidden), hidden
-    box = sandbox.make_box(tmp_path, None)
+    other.parent.chmod(0o755)  # as root the box's user must reach the package, as a kernel's must
+    box = sandbox.open_box(tmp_path)
     prefix = sandbox.bwrap_prefix(box, ["/usr", "/bin", "/lib", "/lib64", package], hidden)
     try:
         shown = subprocess.run(
