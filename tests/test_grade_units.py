@@ -515,3 +515,22 @@ def test_the_console_script_without_the_grade_extra_says_so_in_both_languages(mo
         f"devicekit-grade needs {name}: install the grader with {command}",
         f"devicekit-grade 需要 {name}：请用 {command} 安装评分器",
     ]
+
+
+def test_the_workers_log_is_read_through_the_graders_own_handle(tmp_path):
+    """The box owns its run folder: a notebook can put a link to any file in the log's place while its
+    worker runs (slim47's review). The tail comes from the file the grader opened, whatever the path is
+    now."""
+    from devicekit_grade.box import _tail
+
+    secret = tmp_path / "secret"
+    secret.write_text("root's file\n", encoding="utf-8")
+    path = tmp_path / "worker.log"
+    with open(path, "w+b") as log:
+        log.write(b"x" * 3000 + b"Traceback: the worker's own last line\n")
+        log.flush()
+        path.unlink()
+        path.symlink_to(secret)
+        tail = _tail(log)
+    assert tail.endswith("the worker's own last line\n") and len(tail.encode()) == 2000
+    assert "root's file" not in tail

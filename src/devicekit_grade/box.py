@@ -80,7 +80,9 @@ def run_notebook(
             nb, expected, address, upto, lab, _place_probes(ctx, box, lab), ctx.options.cell_timeout
         )
         nbformat.write(ready, box.work / "notebook.ipynb")
-        with _listening(address) as listener, open(box.run / "worker.log", "wb") as log:
+        # the log is read back through the grader's own handle: the box owns run/ and could put a link to
+        # any file in the log's place once its worker is running
+        with _listening(address) as listener, open(box.run / "worker.log", "w+b") as log:
             events = _EventPipe()
             command, env = _worker_command(ctx, box, events.writer), box.env({"DEVICEKIT_LANG": lang})
             try:
@@ -93,7 +95,7 @@ def run_notebook(
                 stopped, answers = _answer(ctx, running.proc, listener, lab)
             finally:
                 sandbox.stop(running)
-        tail = _tail(box.run / "worker.log")
+            tail = _tail(log)
         return Execution(events.read(), stopped, answers, tail, note, running.watchdog.tripped)
     finally:
         sandbox.close(box, running)
@@ -199,9 +201,11 @@ class _EventPipe:
         return events
 
 
-def _tail(path: Path) -> str:
+def _tail(log: Any) -> str:
+    """The last 2,000 bytes the worker wrote to ``log`` (a file object the grader opened)."""
     with contextlib.suppress(OSError):
-        return path.read_bytes()[-2000:].decode("utf-8", errors="replace")
+        log.seek(max(0, os.fstat(log.fileno()).st_size - 2000))
+        return log.read().decode("utf-8", errors="replace")
     return ""
 
 

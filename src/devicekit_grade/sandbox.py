@@ -464,18 +464,30 @@ def start(
     `Watchdog`. `close` ends it."""
     if running_as_root():
         _give(box.work)
+    options = None
     if isolation.mode == "bwrap":
         prefix = bwrap_prefix(box, list(isolation.keep), list(isolation.hide))
         if not prefix:
             raise RuntimeError("bubblewrap (or setpriv) disappeared during the run")
-        cmd = [*prefix, *cmd]
-    with _START_LOCK:  # no fork while another thread changes the set of running processes
-        proc = subprocess.Popen(
-            cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
-            preexec_fn=preexec(limits), pass_fds=keep,
-        )  # fmt: skip
-        with _RUNNING_LOCK:
-            _RUNNING[proc.pid] = proc
+        # bubblewrap's options (every hidden folder's name) come from a descriptor, not its command line,
+        # which is the box's process 1 and readable in its /proc (review47, hole 5)
+        end = prefix.index("--")
+        options = os.memfd_create("devicekit-grade-bwrap-args")
+        os.write(options, b"".join(arg.encode() + b"\0" for arg in prefix[1:end]))
+        os.lseek(options, 0, os.SEEK_SET)
+        cmd = [prefix[0], "--args", str(options), *prefix[end:], *cmd]
+        keep = (*keep, options)
+    try:
+        with _START_LOCK:  # no fork while another thread changes the set of running processes
+            proc = subprocess.Popen(
+                cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
+                preexec_fn=preexec(limits), pass_fds=keep,
+            )  # fmt: skip
+            with _RUNNING_LOCK:
+                _RUNNING[proc.pid] = proc
+    finally:
+        if options is not None:
+            os.close(options)
     watchdog = Watchdog(proc.pid, limits.processes)
     watchdog.start()
     return Running(proc, watchdog)

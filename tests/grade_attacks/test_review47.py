@@ -306,12 +306,11 @@ def test_a_notebook_cannot_write_into_the_workers_events_pipe(review):
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(strict=True, reason="review47 hole 5: the sandbox's command line names what it hides")
 def test_a_notebook_cannot_read_the_names_of_the_folders_it_cannot_see(review):
-    """Hole 5 (open, low): bubblewrap is process 1 of the box, and its command line (world-readable) lists
-    every hidden folder by its path: the submissions folder, ``--out``, the roster's folder, the hidden
-    judges, the run folder. Names only, never their files. Fix: give bubblewrap its arguments on a pipe
-    (``bwrap --args FD``), so that its command line is ``bwrap --args 3``."""
+    """Hole 5 (low, fixed in stop 47): bubblewrap is process 1 of the box, and its command line
+    (world-readable) listed every hidden folder by its path: the submissions folder, ``--out``, the
+    roster's folder, the hidden judges, the run folder. Names only, never their files. Bubblewrap now gets
+    its options from a descriptor (``bwrap --args FD``): its command line names none of them."""
     r = _row(review, "r-rex")
     said = _said(r, "SANDBOX-COMMAND")
     assert "SANDBOX-COMMAND" in said and review["subs"] not in said, said
