@@ -534,3 +534,20 @@ def test_the_workers_log_is_read_through_the_graders_own_handle(tmp_path):
         tail = _tail(log)
     assert tail.endswith("the worker's own last line\n") and len(tail.encode()) == 2000
     assert "root's file" not in tail
+
+
+def test_a_temporary_folder_too_long_for_the_answer_sockets_is_a_clear_usage_error(tmp_path):
+    """A notebook answers on a Unix socket under the run's temporary folder, whose path has at most 107
+    bytes: a long TMPDIR (a cluster's scratch folder) made every row a grader-error (review47). The grader
+    now says so before grading, in both languages, and leaves nothing behind."""
+    deep = tmp_path / ("t" * 60) / ("u" * 40)
+    deep.mkdir(parents=True)
+    (tmp_path / "broken.ipynb").write_text("{not json", encoding="utf-8")
+    env = {**os.environ, "TMPDIR": str(deep)}
+    done = subprocess.run(
+        [sys.executable, "-m", "devicekit_grade", "--out", "out", "-q", *TRUST, "broken.ipynb"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "set TMPDIR to a shorter folder" in done.stderr and "请把 TMPDIR 设为" in done.stderr
+    assert list(deep.iterdir()) == []

@@ -21,7 +21,6 @@ import copy
 import json
 import os
 import re
-import secrets
 import select
 import shutil
 import socket
@@ -75,7 +74,7 @@ def run_notebook(
     running = None
     try:
         note = copy_folder(folder, box.work) if folder is not None else None
-        address = str(_gate(box) / f"{secrets.token_hex(6)}.sock")
+        address = str(_gate(box) / SOCKET)
         ready = prepare(
             nb, expected, address, upto, lab, _place_probes(ctx, box, lab), ctx.options.cell_timeout
         )
@@ -99,6 +98,12 @@ def run_notebook(
         return Execution(events.read(), stopped, answers, tail, note, running.watchdog.tripped)
     finally:
         sandbox.close(box, running)
+
+
+#: The answer socket's name in its box's gate folder (a Unix socket's path has at most 107 bytes).
+SOCKET = "a.sock"
+#: What a box's socket path adds to the run's folder: "/b<number>/gate/a.sock", numbers up to 10**6.
+SOCKET_TAIL = len("/b1000000/gate/") + len(SOCKET)
 
 
 def _gate(box: sandbox.Box) -> Path:

@@ -351,6 +351,9 @@ def _start(options: Options) -> Context | int:
     except sandbox.Refused as refused:
         print(f"{refused.message.en}\n\n{refused.message.zh}", file=sys.stderr)
         return USAGE_ERROR
+    except Told as told:  # a setting of this machine the instructor can change (a too long TMPDIR)
+        say(told.message)
+        return USAGE_ERROR
     except GraderFailure as failed:  # the grader cannot run notebooks here: nothing is graded
         print(
             f"devicekit-grade: {failed.message.en}\n\ndevicekit-grade：{failed.message.zh}", file=sys.stderr

@@ -31,8 +31,8 @@ from typing import Any
 
 from devicekit.messages import Message
 from devicekit_grade import sandbox
-from devicekit_grade.box import preflight
-from devicekit_grade.failures import GraderFailure
+from devicekit_grade.box import SOCKET_TAIL, preflight
+from devicekit_grade.failures import GraderFailure, Told
 from devicekit_grade.installed import Needs, kernel_needs, package_folder
 from devicekit_grade.released import Released
 
@@ -69,6 +69,16 @@ class Context:
         #: what a submission's kernel loads from: all that a sandbox shows of the instructor's files
         self.needs = kernel_needs()
         self.root = Path(tempfile.mkdtemp(prefix="devicekit-grade-"))
+        if len(os.fsencode(self.root)) + SOCKET_TAIL > 107:  # sun_path: 108 bytes with the final NUL
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise Told(
+                Message(
+                    f"the temporary folder {self.root.parent} has too long a path for the sockets a notebook "
+                    "answers on; set TMPDIR to a shorter folder (TMPDIR=/tmp devicekit-grade ...)",
+                    f"临时文件夹 {self.root.parent} 的路径太长，放不下 notebook 回答用的套接字；"
+                    "请把 TMPDIR 设为一个路径更短的文件夹（TMPDIR=/tmp devicekit-grade ...）",
+                )
+            )
         # hidden too (each box is shown its own folder again): it holds the evaluator's copy of the hidden
         # judges and the other boxes, which a notebook could read wherever TMPDIR puts it outside the folders
         # a sandbox empties (review47, hole 4)

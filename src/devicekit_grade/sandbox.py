@@ -28,8 +28,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import itertools
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -160,10 +160,13 @@ class Box:
         return env
 
 
+_BOX_NUMBERS = itertools.count(1)
+
+
 def open_box(parent: Path) -> Box:
     """A fresh, empty `Box` under ``parent`` (the grader's private temporary folder); `close` it. As root,
     its folders belong to `SUBMISSION_UID`."""
-    box = Box(parent / secrets.token_hex(8))
+    box = Box(parent / f"b{next(_BOX_NUMBERS)}")  # short: the answer socket's path is at most 107 bytes
     for folder in (box.root, box.work, box.home, box.tmp, box.run):
         folder.mkdir(mode=0o700)
         if running_as_root():
