@@ -75,7 +75,8 @@ class Context:
                 Message(
                     f"the temporary folder {self.root.parent} has too long a path for the sockets a notebook "
                     "answers on; set TMPDIR to a shorter folder (TMPDIR=/tmp devicekit-grade ...)",
-                    f"临时文件夹 {self.root.parent} 的路径太长，放不下 notebook 回答用的套接字；"
+                    f"临时文件夹 {self.root.parent} 的路径太长，"
+                    "notebook 用来回传结果的套接字路径会超出系统允许的长度；"
                     "请把 TMPDIR 设为一个路径更短的文件夹（TMPDIR=/tmp devicekit-grade ...）",
                 )
             )

@@ -342,13 +342,15 @@ REFUSAL = Message(
     "  * install bubblewrap 0.5 or later: `sudo apt install bubblewrap` (Debian/Ubuntu), "
     "`sudo dnf install bubblewrap` (Fedora);\n"
     "  * grade in the container of grading/Dockerfile (see docs/instructors/grading.md);\n"
-    "  * or, if you trust every submission, pass --trust-submissions.",
+    "  * or, if you trust every submission, pass --trust-submissions (without --sandbox or --isolation "
+    "bwrap, which insist on bubblewrap).",
     "devicekit-grade 拒绝在这里运行提交的作业：{why}。没有 bubblewrap，notebook 就能读到参考答案、"
     "隐藏检查和其他提交，还能改写评分器的文件。请任选一种做法：\n"
     "  * 安装 0.5 或更新版本的 bubblewrap：`sudo apt install bubblewrap`（Debian/Ubuntu）、"
     "`sudo dnf install bubblewrap`（Fedora）；\n"
     "  * 在 grading/Dockerfile 构建的容器里评分（见 docs/instructors/grading.zh.md）；\n"
-    "  * 如果你信任每一份提交，加上 --trust-submissions。",
+    "  * 如果你信任每一份提交，加上 --trust-submissions（同时不要用 --sandbox 或 --isolation bwrap，"
+    "它们只接受 bubblewrap）。",
 )
 #: What each isolation mode gives a submission: the report's note.
 MODES = {
@@ -356,9 +358,9 @@ MODES = {
         "Isolation: bubblewrap per notebook: read-only system, empty /tmp, /home, /root, no view of the "
         "solutions, hidden checks, submissions or output folder, its own PID namespace, no network"
         " (as root: and a user without privileges).",
-        "隔离方式：每份 notebook 运行在 bubblewrap 沙箱中：系统只读，/tmp、/home、/root 为空，"
+        "隔离方式：每个 notebook 运行在 bubblewrap 沙箱中：系统只读，/tmp、/home、/root 为空，"
         "看不到参考答案、隐藏检查、其他提交和输出目录，有独立的 PID 命名空间，不能联网"
-        "（以 root 运行时还使用一个没有特权的用户）。",
+        "（以 root 运行时还会切换到一个没有特权的用户）。",
     ),
     "none": Message(
         "Isolation: none (--trust-submissions): notebooks ran as the grader's own user and could read "
@@ -391,7 +393,12 @@ def choose(requested: str, *, trust: bool, keep: list[str], hide: list[str]) -> 
     """The `Isolation` for ``requested`` (``auto``, ``bwrap``, ``none``): bubblewrap when it works here;
     without it (or for ``none``) nothing, only with ``trust``. Raises `Refused`."""
     if requested == "none" and not trust:
-        raise Refused(Message("--isolation none was asked for", "指定了 --isolation none"))
+        raise Refused(
+            Message(
+                "--isolation none was asked for without --trust-submissions",
+                "指定了 --isolation none，却没有加 --trust-submissions",
+            )
+        )
     if requested != "none" and bwrap_works():
         return Isolation("bwrap", tuple(keep), tuple(hide))
     root = running_as_root()

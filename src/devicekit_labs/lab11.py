@@ -729,13 +729,13 @@ def _judge_gpu_peak(entry: dict, whole: int) -> None:
     label, label_zh = _where_label(entry)
     device = entry["device"]
     raise Fail(
-        f"({label}) while your function ran, {device} held {peak} bytes at once, as much as the whole "
-        f"checkpoint ({whole} bytes in the GPU's {GPU_BLOCK}-byte blocks): with every rank doing so, "
-        "each GPU holds a whole copy of the model, which is what FSDP exists to avoid. Keep the full state "
-        "dict on the CPU and let set_model_state_dict keep only this rank's shard, on the device of the "
-        "model's parameters.",
-        f"（{label_zh}）你的函数运行期间，{device} 上同时占用了 {peak} 字节，和整个检查点一样多"
-        f"（按 GPU 的 {GPU_BLOCK} 字节块计是 {whole} 字节）：每个 rank 都这样做，"
+        f"({label}) while your function ran, {device} held {peak} bytes at its peak, at least as much as "
+        f"the whole checkpoint ({whole} bytes in the GPU's {GPU_BLOCK}-byte blocks): with every rank "
+        "doing so, each GPU holds a whole copy of the model, which is what FSDP exists to avoid. Keep the "
+        "full state dict on the CPU and let set_model_state_dict keep only this rank's shard, on the device "
+        "of the model's parameters.",
+        f"（{label_zh}）你的函数运行期间，{device} 上的显存占用最高达到 {peak} 字节，不少于整个检查点的大小"
+        f"（按 GPU 每次分配以 {GPU_BLOCK} 字节为单位计算，整个检查点占 {whole} 字节）：每个 rank 都这样做，"
         "每块 GPU 上就各有一份完整的模型，而这正是 FSDP 要避免的。请把完整的状态字典留在 CPU 上，"
         "让 set_model_state_dict 只在模型参数所在的设备上保留本 rank 的分片。",
     )

@@ -135,7 +135,7 @@ def _default_reaches_a_loader(
                     f"`{callee}` (called at line {call.lineno}) makes a shuffling `DataLoader` at line "
                     f"{line} of `{path}`, under this default",
                     f"第 {call.lineno} 行调用的 `{callee}` 在 `{path}` 第 {line} 行创建了打乱顺序的 "
-                    f"`DataLoader`，它运行在这个默认设备之下",
+                    f"`DataLoader`，创建时这个默认设备仍然生效",
                 )
                 ctx.report(setter, "DK012", detail)
                 break

@@ -2223,7 +2223,7 @@ class Flow:
         callee = _label(call.func) or "the tokenizer"
         reason = Message_(
             f'is made on the CPU by `{callee}(..., return_tensors="pt")` at line {call.lineno}',
-            f'由第 {call.lineno} 行的 `{callee}(..., return_tensors="pt")` 生成在 CPU 上',
+            f'在第 {call.lineno} 行由 `{callee}(..., return_tensors="pt")` 生成，在 CPU 上',
         )
         one_tensor = isinstance(call.func, ast.Attribute) and call.func.attr in (
             "encode",

@@ -48,9 +48,9 @@ _RULES = [
         code="DK001",
         scenario=1,
         name="batch-not-moved",
-        title_en="a batch from the DataLoader goes into a model or loss that was moved to a device, "
-        "but the batch itself was never moved",
-        title_zh="模型（或损失函数）已移到设备上，但从 DataLoader 取出的批次没有移动就传了进去",
+        title_en="a batch (from a DataLoader or a tokenizer) goes into a model or loss that was moved to a "
+        "device, but the batch itself was never moved",
+        title_zh="模型（或损失函数）已移到设备上，但传进去的批次（来自 DataLoader 或分词器）没有移动",
         fix_en="move every part of the batch first: `x, y = x.to(device), y.to(device)`",
         fix_zh="先把批次的每一部分都移过去：`x, y = x.to(device), y.to(device)`",
         default=True,
