@@ -251,20 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     small = sorted(EVAL.glob("fixed/*.py"))[0]
     for label, paths in (("one small file", [str(small)]), ("every file", [p for p, _ in sources])):
         lint_wall, flakes_wall, lint_cpu, flakes_cpu = time_end_to_end(paths, args.repeat)
-        print(
-            f"End to end ({label}), best wall time of {args.repeat}: devicekit-lint {lint_wall:.2f} s", end=""
-        )
-        if flakes_wall is None:
-            print(", pyflakes not installed")
-        else:
-            print(f", pyflakes {flakes_wall:.2f} s, ratio {lint_wall / flakes_wall:.2f}x")
-        print(
-            f"End to end ({label}), best CPU time of {args.repeat}: devicekit-lint {lint_cpu:.2f} s", end=""
-        )
-        if flakes_cpu is None:
-            print(", pyflakes not installed")
-        else:
-            print(f", pyflakes {flakes_cpu:.2f} s, ratio {lint_cpu / flakes_cpu:.2f}x")
+        for kind, lint_s, flakes_s in (("wall", lint_wall, flakes_wall), ("CPU", lint_cpu, flakes_cpu)):
+            line = f"End to end ({label}), best {kind} time of {args.repeat}: devicekit-lint {lint_s:.2f} s"
+            if flakes_s is None:
+                print(f"{line}, pyflakes not installed")
+            else:
+                print(f"{line}, pyflakes {flakes_s:.2f} s, ratio {lint_s / flakes_s:.2f}x")
 
     recall = total["found"] / total["pairs"]
     silent = total["silent"] / total["pairs"]
