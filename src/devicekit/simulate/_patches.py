@@ -203,17 +203,21 @@ def _new_generator(index: int) -> SimulatedGenerator:
     return generator
 
 
-class _GeneratorType(type):
-    """``isinstance(g, torch.Generator)`` keeps its meaning while ``torch.Generator`` is replaced."""
+def _kind_of(*originals: type) -> type:
+    """A metaclass for a factory that replaces a torch class while a block is open: ``isinstance`` and
+    ``issubclass`` against the factory keep their meaning (they ask ``originals``)."""
 
-    def __instancecheck__(cls, obj: object) -> bool:
-        return isinstance(obj, _ORIGINAL_GENERATOR)
+    class _Kind(type):
+        def __instancecheck__(cls, obj: object) -> bool:
+            return isinstance(obj, originals)
 
-    def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, _ORIGINAL_GENERATOR)
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return issubclass(sub, originals)
+
+    return _Kind
 
 
-class GeneratorFactory(metaclass=_GeneratorType):
+class GeneratorFactory(metaclass=_kind_of(_ORIGINAL_GENERATOR)):
     """``torch.Generator`` inside a block: ``device="cuda"`` gives the simulated GPU's kind of generator."""
 
     def __new__(cls, device: Any = "cpu") -> Any:  # type: ignore[misc]
@@ -225,33 +229,13 @@ class GeneratorFactory(metaclass=_GeneratorType):
         return _ORIGINAL_GENERATOR(device=device)
 
 
-class _StreamType(type):
-    """``isinstance(s, torch.Stream)`` keeps its meaning while ``torch.Stream`` is replaced."""
-
-    def __instancecheck__(cls, obj: object) -> bool:
-        return isinstance(obj, (_ORIGINAL_STREAM, _streams.SimulatedStream))
-
-    def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, (_ORIGINAL_STREAM, _streams.SimulatedStream))
-
-
-class _EventType(type):
-    """``isinstance(e, torch.Event)`` keeps its meaning while ``torch.Event`` is replaced."""
-
-    def __instancecheck__(cls, obj: object) -> bool:
-        return isinstance(obj, (_ORIGINAL_EVENT, _streams.SimulatedEvent))
-
-    def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, (_ORIGINAL_EVENT, _streams.SimulatedEvent))
-
-
 def _on_simulated_gpu(device: Any) -> bool:
     """Whether a device argument of ``torch.Stream``/``torch.Event`` means a simulated GPU: none or an
     index (the current accelerator, CUDA here), or a CUDA device."""
     return device is None or isinstance(device, int) or torch.device(device).type == "cuda"
 
 
-class StreamFactory(metaclass=_StreamType):
+class StreamFactory(metaclass=_kind_of(_ORIGINAL_STREAM, _streams.SimulatedStream)):
     """``torch.Stream`` inside a block: on the accelerator (no device, an index, ``"cuda"``) a simulated
     GPU's stream, as a CUDA build gives a CUDA stream (``DataParallel`` scatters a CPU batch on these)."""
 
@@ -261,7 +245,7 @@ class StreamFactory(metaclass=_StreamType):
         return _ORIGINAL_STREAM(device, priority=priority)
 
 
-class EventFactory(metaclass=_EventType):
+class EventFactory(metaclass=_kind_of(_ORIGINAL_EVENT, _streams.SimulatedEvent)):
     """``torch.Event`` inside a block: on the accelerator, a simulated GPU's event."""
 
     def __new__(  # type: ignore[misc]
