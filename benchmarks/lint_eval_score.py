@@ -1,7 +1,8 @@
 """Score devicekit-lint on one of the frozen outsider evaluation sets (issue 43, "Measures"); not a test.
 
 One scorer for every set in ``SETS`` (``benchmarks/lint_eval_outsider/``, ``lint_eval_fresh/``,
-``lint_eval_third/``); each set's ``score.py`` is a thin entry point that calls `main` with its `EvalSet`.
+``lint_eval_third/``, ``lint_eval_fourth/``); each set's ``score.py`` is a thin entry point that
+calls `main` with its `EvalSet`.
 The sets were built from public issues and pull requests without reading the linter's rules or code (see
 each README.md). Each case folder ``NNN-name/`` holds ``buggy/`` and ``fixed/`` (the same ``.py`` files) and
 ``case.json``::
@@ -81,6 +82,7 @@ SETS: dict[str, EvalSet] = {
         EvalSet("outsider", HERE / "lint_eval_outsider", False, Message("outsider", "外部")),
         EvalSet("fresh", HERE / "lint_eval_fresh", True, Message("fresh outsider", "第二批外部")),
         EvalSet("third", HERE / "lint_eval_third", True, Message("third outsider", "第三批外部")),
+        EvalSet("fourth", HERE / "lint_eval_fourth", True, Message("fourth outsider", "第四批外部")),
     )
 }
 

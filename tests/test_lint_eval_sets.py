@@ -42,9 +42,10 @@ AVOIDS = {
     "outsider": ("lint_eval",),
     "fresh": ("lint_eval", "lint_eval_outsider", "dryrun_eval"),
     "third": ("lint_eval", "lint_eval_outsider", "lint_eval_fresh", "dryrun_eval"),
+    "fourth": ("lint_eval", "lint_eval_outsider", "lint_eval_fresh", "lint_eval_third", "dryrun_eval"),
 }
 # Scenarios a set's README says it has fewer than two cases of, with the count it states.
-SHORTFALLS = {"third": {6: 1}}
+SHORTFALLS = {"third": {6: 1}, "fourth": {6: 1, 12: 1, 13: 1}}
 SET_KEYS = sorted(score.SETS)
 MANIFEST_KEYS = [k for k in SET_KEYS if score.SETS[k].manifest]
 
