@@ -2563,6 +2563,8 @@ _DEVICE_WORDS = re.compile(r"cpu|cuda|device|gpu|mps|xpu|accelerat", re.I)
 #: Flags that say a GPU is used (`use_cuda`, `args.cuda`), or that it is not (`args.no_cuda`, `force_cpu`).
 _GPU_FLAGS = re.compile(r"^(use_?|with_?|has_?|on_?)?(cuda|gpu|gpus)(_available)?$", re.I)
 _CPU_FLAGS = re.compile(r"^(no_?cuda|no_?gpu|cpu|use_?cpu|force_?cpu|cpu_?only|only_?cpu)$", re.I)
+#: A count of the machine's GPUs (`args.n_gpu`, `num_gpus`, `ngpu`), compared with a number.
+_GPU_COUNT = re.compile(r"^(n_?|num_?|number_of_?)(gpu|gpus|cuda_devices)$", re.I)
 #: Calls that ask whether the machine has an accelerator.
 _AVAILABLE = frozenset(
     {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.xpu.is_available"}
@@ -2576,6 +2578,15 @@ def _gpu_side(test: ast.AST, names: Names) -> int | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         side = _gpu_side(test.operand, names)
         return None if side is None else 1 - side
+    if isinstance(test, ast.BoolOp):
+        # round 6: `if device == "cuda" and torch.cuda.is_available():` — a machine with a GPU (and the
+        # rest true) takes the body; `if args.no_cuda or not torch.cuda.is_available():` — it takes the
+        # `else`. The other way round (`no_cuda and x`) a path holds both machines: not a test of the GPU.
+        sides = {_gpu_side(value, names) for value in test.values} - {None}
+        if len(sides) != 1:
+            return None
+        side = sides.pop()
+        return side if side == (0 if isinstance(test.op, ast.And) else 1) else None
     if isinstance(test, ast.Call):
         return 0 if (names.resolve(test.func) or "") in _AVAILABLE and not test.args else None
     if isinstance(test, (ast.Name, ast.Attribute)):
@@ -2583,6 +2594,9 @@ def _gpu_side(test: ast.AST, names: Names) -> int | None:
         if _GPU_FLAGS.match(name):
             return 0
         return 1 if _CPU_FLAGS.match(name) else None
+    count = _gpu_count_side(test)
+    if count is not None:
+        return count
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         left, right = test.left, test.comparators[0]
         const, other = (right, left) if isinstance(right, ast.Constant) else (left, right)
@@ -2597,6 +2611,31 @@ def _gpu_side(test: ast.AST, names: Names) -> int | None:
         else:
             return None
         return side if isinstance(test.ops[0], ast.Eq) else 1 - side
+    return None
+
+
+def _gpu_count_side(test: ast.AST) -> int | None:
+    """Round 6: a count of GPUs (or a GPU flag) compared with a number: `if args.n_gpu > 0:`, `if
+    num_gpus >= 1:`, `if args.cuda > 0:`, `if n_gpu == 1:` — 0 (the body is what a machine with a GPU
+    runs); `if n_gpu == 0:`, `if num_gpus < 1:` — 1. `n_gpu > 1` (several GPUs) is a GPU path too."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if not (isinstance(right, ast.Constant) and type(right.value) is int and right.value >= 0):
+        return None
+    name = left.id if isinstance(left, ast.Name) else left.attr if isinstance(left, ast.Attribute) else ""
+    if not (_GPU_COUNT.match(name) or _GPU_FLAGS.match(name)):
+        return None
+    n = right.value
+    if isinstance(op, ast.Gt) or (isinstance(op, ast.GtE) and n >= 1) or (isinstance(op, ast.Eq) and n >= 1):
+        return 0
+    if (
+        (isinstance(op, ast.Eq) and n == 0)
+        or (isinstance(op, ast.Lt) and n == 1)
+        or isinstance(op, ast.LtE)
+        and n == 0
+    ):
+        return 1
     return None
 
 
