@@ -116,3 +116,69 @@ def test_a_count_of_gpus_above_zero_is_the_gpu_path():
 
 def test_a_count_of_gpus_twin_copies_to_the_host():
     assert findings(COUNT_TEST.format(fix=".cpu()")) == []
+
+
+# --- a CPU tensor made on one path of an `if` statement, the other path's value unknown or the input -------
+
+ONE_PATH = """
+    import torch
+    import torch.nn as nn
+
+
+    class Forecaster(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.n = n
+            self.project = nn.Linear(n, 16)
+
+        def forward(self, batch):
+            x = batch["x"]
+            if self.training:
+                target = batch["target"]
+            else:
+                target = {made}
+            return self.project(target) + x
+    """
+
+
+def test_a_tensor_made_on_the_cpu_on_one_path_meets_a_submodule():
+    assert findings(ONE_PATH.format(made="torch.zeros(x.shape[0], self.n)")) == [(17, "DK003")]
+
+
+def test_a_tensor_made_on_one_path_twin_follows_the_input():
+    assert findings(ONE_PATH.format(made="x.new_zeros(x.shape[0], self.n)")) == []
+
+
+def test_a_tensor_made_on_one_path_of_a_device_test_is_left_alone():
+    # `if x.is_cuda:` chooses its path by where things are: the CPU tensor may be right on its path
+    source = ONE_PATH.format(made="torch.zeros(x.shape[0], self.n)").replace("self.training", "x.is_cuda")
+    assert findings(source) == []
+
+
+UNKNOWN_OTHER_PATH = """
+    import torch
+    import torch.nn as nn
+
+    from helpers import fetch
+
+
+    class Scorer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(8, 1)
+
+        def forward(self, key, cached):
+            if cached:
+                feats = fetch(key)
+            else:
+                feats = {made}
+            return self.head(feats)
+    """
+
+
+def test_a_tensor_made_on_one_path_the_other_unknown():
+    assert findings(UNKNOWN_OTHER_PATH.format(made="torch.randn(4, 8)")) == [(17, "DK003")]
+
+
+def test_a_tensor_made_on_one_path_the_other_unknown_twin():
+    assert findings(UNKNOWN_OTHER_PATH.format(made="self.head.weight.new_zeros(4, 8)")) == []

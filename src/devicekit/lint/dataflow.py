@@ -190,6 +190,15 @@ class Questions:
             stand_in = Val("tensor", module.place, label=module.label)
             if self.stages(flow, node, [*tensors, stand_in], into=module):
                 return
+        if module.place.kind in (DEVICE, INPUT) and not any(a.place.kind == HOST for a in tensors):
+            # round 6: an argument that is a CPU tensor on another path (`x = batch["x"] if ... else
+            # torch.zeros(n)`, or the same written as an `if` statement): on that path it meets the weights
+            for arg in args:
+                if arg is not None and arg.kind == "tensor" and arg.fallback is not None:
+                    if arg.place.kind != HOST and not arg.fallback.attribute:
+                        stand_in = Val("tensor", module.place, label=module.label, created=None)
+                        self._mismatch(flow, node, arg.fallback, stand_in)
+                        return
         if module.place.kind in (DEVICE, INPUT):
             for arg in tensors:
                 if arg.place.kind == HOST and not arg.attribute:
