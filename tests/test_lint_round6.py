@@ -182,3 +182,75 @@ def test_a_tensor_made_on_one_path_the_other_unknown():
 
 def test_a_tensor_made_on_one_path_the_other_unknown_twin():
     assert findings(UNKNOWN_OTHER_PATH.format(made="self.head.weight.new_zeros(4, 8)")) == []
+
+
+# --- a layer of the project's own package that is not in the code read, called in the module's methods -----
+
+UNREAD_LAYER = """
+    import torch
+    import torch.nn as nn
+
+    {imports}
+
+
+    class Decoder(nn.Module):
+        def __init__(self, n, d):
+            super().__init__()
+            self.n = n
+            self.embedding = TokenEmbedding(n, d)
+
+        def forward(self, memory):
+            start = {made}
+            return self.embedding(start, memory)
+    """
+
+
+def _unread(tmp_path: Path, imports: str, made: str) -> list[tuple[str, int, str]]:
+    source = UNREAD_LAYER.format(imports=imports, made=made)
+    return project_findings(tmp_path, {"forecast/models/decoder.py": source, "forecast/__init__.py": ""})
+
+
+def test_a_layer_of_the_own_package_not_read_is_a_submodule(tmp_path):
+    found = _unread(
+        tmp_path, "from ..layers.embedding import TokenEmbedding", "torch.zeros(memory.shape[0], 1)"
+    )
+    assert found == [("forecast/models/decoder.py", 15, "DK003")]
+
+
+def test_a_layer_of_the_own_package_not_read_twin_follows_the_input(tmp_path):
+    found = _unread(
+        tmp_path, "from ..layers.embedding import TokenEmbedding", "memory.new_zeros(memory.shape[0], 1)"
+    )
+    assert found == []
+
+
+def test_a_library_class_not_read_stays_unknown(tmp_path):
+    # a class from another package (a library) may be anything callable: nothing is said about it
+    found = _unread(tmp_path, "from seqlib.layers import TokenEmbedding", "torch.zeros(memory.shape[0], 1)")
+    assert found == []
+
+
+def test_a_class_of_the_own_package_that_is_read_is_judged_by_its_code(tmp_path):
+    # the project defines it (a plain callable that builds its own tensors on the CPU): its code decides
+    source = UNREAD_LAYER.format(
+        imports="from ..layers.embedding import TokenEmbedding", made="torch.zeros(memory.shape[0], 1)"
+    )
+    helper = """
+        class TokenEmbedding:
+            def __init__(self, n, d):
+                self.n = n
+
+            def __call__(self, start, memory):
+                return [start, memory]
+        """
+    found = project_findings(
+        tmp_path,
+        {
+            "forecast/models/decoder.py": source,
+            "forecast/layers/embedding.py": helper,
+            "forecast/__init__.py": "",
+            "forecast/layers/__init__.py": "",
+            "forecast/models/__init__.py": "",
+        },
+    )
+    assert found == []

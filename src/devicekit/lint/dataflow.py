@@ -695,7 +695,58 @@ class FileAnalysis:
             for name in _optional_submodules(source, init, self_name) - set(attrs):
                 label = f"{self_name}.{name}"
                 attrs[name] = Val("module", Place(INPUT, why=why.submodule(label)), label=label)
+            for name in self._unread_submodules(source, cls, init, self_name) - set(attrs):
+                label = f"{self_name}.{name}"
+                attrs[name] = Val("module", Place(INPUT, why=why.submodule(label)), label=label)
         return attrs
+
+    def _unread_submodules(
+        self, source: SourceFile, cls: ast.ClassDef, init: ast.AST, self_name: str
+    ) -> set[str]:
+        """Round 6: `self.embed = SaitsEmbedding(...)` in a module's `__init__`, the class imported from the
+        project's own package but not in the code read (a partial checkout, one folder linted), and
+        `self.embed(x, mask)` called with arguments in the class's methods: a submodule, on the module's
+        device, as a `torch.nn` layer would be. Only a class-like name (CamelCase) from the package the
+        file itself sits in (a relative import, or an absolute one through the same top package); a
+        class the project defines is read instead, and a library's class is left unknown."""
+        own_package = set(source.package.split(".")) - {""}
+        built: dict[str, bool] = {}  # attribute -> every assignment in __init__ such a class
+        for node in ast.walk(init):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == self_name
+                ):
+                    continue
+                value = node.value
+                ok = isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute))
+                if ok:
+                    full = source.names.resolve(value.func) or ""
+                    last = full.rsplit(".", 1)[-1]
+                    ok = (
+                        "." in full
+                        and full.split(".", 1)[0] in own_package
+                        and _CLASS_NAME.match(last) is not None
+                        and self.project.lookup(full, source) is None
+                    )
+                built[target.attr] = built.get(target.attr, True) and ok
+        candidates = {name for name, ok in built.items() if ok}
+        if not candidates:
+            return set()
+        called = set()
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Call)
+                and (node.args or node.keywords)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.attr in candidates
+            ):
+                called.add(node.func.attr)
+        return called
 
     def _may_leave_a_cpu_tensor(self, cls: ast.ClassDef) -> bool:
         """Whether `__init__` sets a `self.x` from a call that may make a CPU tensor: a `torch` function or
@@ -2572,6 +2623,8 @@ _DEVICE_WORDS = re.compile(r"cpu|cuda|device|gpu|mps|xpu|accelerat", re.I)
 #: Flags that say a GPU is used (`use_cuda`, `args.cuda`), or that it is not (`args.no_cuda`, `force_cpu`).
 _GPU_FLAGS = re.compile(r"^(use_?|with_?|has_?|on_?)?(cuda|gpu|gpus)(_available)?$", re.I)
 _CPU_FLAGS = re.compile(r"^(no_?cuda|no_?gpu|cpu|use_?cpu|force_?cpu|cpu_?only|only_?cpu)$", re.I)
+#: A class's name: CamelCase, not all capitals (`SaitsEmbedding`, `MLP2d`; not `CONFIG`, `dataclass`).
+_CLASS_NAME = re.compile(r"^[A-Z](?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]*$")
 #: A count of the machine's GPUs (`args.n_gpu`, `num_gpus`, `ngpu`), compared with a number.
 _GPU_COUNT = re.compile(r"^(n_?|num_?|number_of_?)(gpu|gpus|cuda_devices)$", re.I)
 #: Calls that ask whether the machine has an accelerator.
