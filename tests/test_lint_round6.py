@@ -254,3 +254,59 @@ def test_a_class_of_the_own_package_that_is_read_is_judged_by_its_code(tmp_path)
         },
     )
     assert found == []
+
+
+# --- a project module without weights of its own is nowhere in particular (DK201 is not said of it) --------
+
+FORMULA = """
+    import torch
+
+
+    class Softest(torch.nn.Module):
+        def forward(self, x, scale):
+            return torch.softmax(x * scale, dim=1) * x
+
+
+    class Between(torch.nn.Module):
+        def __init__(self, left, right, name="between"):
+            super().__init__()
+            self.left = left
+            self.right = right
+            self.name = name
+
+        def forward(self, x):
+            return Softest()(self.left(x) - self.right(x), 2.0)
+
+
+    class Scaled(torch.nn.Module):
+        def __init__(self, k=1.0):
+            super().__init__()
+            self.k = k{weights}
+
+        def forward(self, x):
+            return x * self.k
+
+
+    device = torch.device("cuda")
+    signal = torch.randn(4, 10, device=device)
+    formula = Between(Scaled(2.0), Scaled(k=str(3)))
+    print(formula(signal).shape)
+    """
+
+
+def test_a_project_module_with_weights_never_moved_is_still_dk201():
+    found = findings(FORMULA.format(weights="\n        self.gain = torch.nn.Linear(10, 10)"))
+    assert found == [(34, "DK201")]
+
+
+def test_a_project_module_without_weights_runs_where_its_input_is():
+    assert findings(FORMULA.format(weights="")) == []
+
+
+def test_a_module_given_a_variable_is_not_judged_weightless():
+    # what `inner` holds is not read here: it may have weights, so DK201 stays as before
+    source = FORMULA.format(weights="").replace(
+        "formula = Between(Scaled(2.0), Scaled(k=str(3)))",
+        "inner = torch.nn.Linear(10, 10)\n    formula = Between(inner, Scaled(1.0))",
+    )
+    assert [code for _, code in findings(source)] == ["DK201"]

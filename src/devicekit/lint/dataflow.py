@@ -52,6 +52,7 @@ from devicekit.lint.params import tensor_params
 from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
 from devicekit.lint.plain_attrs import judge
 from devicekit.lint.project import Project, SourceFile
+from devicekit.lint.weightless import builds_weightless
 
 #: `torch.X` functions that give a value a place (a factory, a loader of checkpoints).
 _PLACE_FUNCTIONS = (
@@ -2352,6 +2353,11 @@ class Flow:
         if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in STATELESS_NN:
             # no weights: it runs where its input is, and so is its output (`_module_call`)
             return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=full)
+        if target is not None and builds_weightless(self.analysis.project, self.source, call):
+            # round 6: a project module with no layer, parameter or buffer (`Until(Identity("x"), ...)`):
+            # nothing to move, it runs where its input is
+            self.analysis.project.cache.setdefault("weightless", set()).add(cls)
+            return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=cls)
         if self.device_blocks:  # built under `with torch.device(...)`: its weights are there
             return Val("module", self.device_blocks[-1], label=label, moved=True, cls=cls)
         placed = keyword(call, "device_map") or keyword(call, "device")
@@ -2369,6 +2375,7 @@ class Flow:
             and v.kind == "module"
             and not (v.place.kind == HOST and v.created is not None)
             and not _stateless(v)  # (`nn.ReLU()` in `nn.Sequential(...)` is nowhere in particular)
+            and not (v.place.kind == UNKNOWN and v.cls in self.analysis.project.cache.get("weightless", ()))
             for v in _flatten(args)
         )
         if wraps or (
