@@ -310,3 +310,40 @@ def test_a_module_given_a_variable_is_not_judged_weightless():
         "inner = torch.nn.Linear(10, 10)\n    formula = Between(inner, Scaled(1.0))",
     )
     assert [code for _, code in findings(source)] == ["DK201"]
+
+
+# --- token ids from a tokenizer (a Python list) made into a tensor: on the CPU ----------------------------
+
+TOKEN_IDS = """
+    import torch
+    from mylib.text import WordTokenizer, load_model
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    tokenizer = WordTokenizer("vocab.json")
+    model = load_model("weights.pt")
+    model.to(device)
+
+    ids = {ids}
+    batch = torch.tensor(ids){fix}.unsqueeze(0)
+    logits = model(batch)
+    """
+
+
+def test_token_ids_of_a_tokenizer_made_into_a_tensor_meet_the_model():
+    assert findings(TOKEN_IDS.format(ids='tokenizer.encode("Hello")', fix="")) == [(11, "DK003")]
+
+
+def test_token_ids_of_a_tokenizer_twin_moves_the_tensor():
+    assert findings(TOKEN_IDS.format(ids='tokenizer.encode("Hello")', fix=".to(device)")) == []
+
+
+def test_an_encode_of_something_else_is_not_token_ids():
+    # a model's `encode(...)` gives tensors wherever the model is: `torch.tensor` of it may be anywhere
+    assert findings(TOKEN_IDS.format(ids="model.encode(images)", fix="")) == []
+
+
+def test_the_message_names_the_tokenizer_in_both_languages():
+    source = textwrap.dedent(TOKEN_IDS.format(ids='tokenizer.encode("Hello")', fix=""))
+    (finding,) = lint_source(source, "generate.py", DEFAULT_CODES)
+    assert "token ids of `tokenizer.encode(...)` (line 10)" in finding.detail.en
+    assert "由 `tokenizer.encode(...)`（第 10 行）给出的词元编号在 CPU 上生成" in finding.detail.zh

@@ -1820,7 +1820,7 @@ class Flow:
                 receiver = self.ev(func.value)
                 self.analysis.questions.host_api(self, call, receiver, "numpy()")
                 return None
-        tokenized = self._tokenizer_output(call, full)
+        tokenized = self._tokenizer_output(call, full) or self._token_ids(call)
         if tokenized is not None:
             return tokenized
         if _NUMPY.match(full) and full not in _NUMPY_HARMLESS:
@@ -1958,6 +1958,10 @@ class Flow:
                         inner = args[0] if args else None
                         if short == "as_tensor" and inner is not None and inner.kind == "tensor":
                             return inner
+                        if inner is not None and inner.kind == "data" and not self.analysis.default_device:
+                            # round 6: Python data on the host (`tokenizer.encode(prompt)`): a CPU tensor
+                            made = self._made(call, short, replace(inner.place, kind=HOST))
+                            return made if not self.device_blocks else None
                         return None
             if device is None:
                 if any(kw.arg is None for kw in call.keywords):
@@ -2296,6 +2300,28 @@ class Flow:
             return Val("tensor", Place(HOST, why=reason), batch=True, node=call)
         return Val("batch", Place(HOST, why=reason), batch=True, whole=True, node=call)
 
+    def _token_ids(self, call: ast.Call) -> Val | None:
+        """Round 6: `tokenizer.encode(prompt)` without `return_tensors` (Hugging Face, tiktoken,
+        SentencePiece, a tokenizer class the code does not show): a Python list of ids, on the host.
+        `torch.tensor(ids)` of it is a CPU tensor (`_tensor_of_data`). Only for a receiver named as a
+        tokenizer: a model's `encode(images)` gives tensors wherever the model is."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _TOKEN_ID_METHODS):
+            return None
+        receiver = (dotted(func.value) or "").rsplit(".", 1)[-1]
+        if not _TOKENIZER_NAME.search(receiver) or keyword(call, "return_tensors") is not None:
+            return None
+        if self._project_target(call) is not None or any(kw.arg is None for kw in call.keywords):
+            return None
+        self.ev(func.value)
+        self.args(call)
+        callee = _label(func) or "the tokenizer"
+        reason = Message_(
+            f"is made on the CPU from the token ids of `{callee}(...)` (line {call.lineno})",
+            f"由 `{callee}(...)`（第 {call.lineno} 行）给出的词元编号在 CPU 上生成",
+        )
+        return Val("data", Place(HOST, why=reason))
+
     def _unread_name(self, name: str) -> bool:
         """A name the file neither defines nor imports (a parameter, or set from code not read)."""
         names = self.names
@@ -2632,6 +2658,10 @@ _GPU_FLAGS = re.compile(r"^(use_?|with_?|has_?|on_?)?(cuda|gpu|gpus)(_available)
 _CPU_FLAGS = re.compile(r"^(no_?cuda|no_?gpu|cpu|use_?cpu|force_?cpu|cpu_?only|only_?cpu)$", re.I)
 #: A class's name: CamelCase, not all capitals (`SaitsEmbedding`, `MLP2d`; not `CONFIG`, `dataclass`).
 _CLASS_NAME = re.compile(r"^[A-Z](?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]*$")
+#: Methods of a tokenizer that give a Python list of token ids (without `return_tensors`).
+_TOKEN_ID_METHODS = frozenset({"encode", "encode_ordinary", "convert_tokens_to_ids", "EncodeAsIds"})
+#: A receiver named as a tokenizer (`tokenizer`, `self.tok`, `enc`, `bpe`, `sp_model`).
+_TOKENIZER_NAME = re.compile(r"(^|_)(tokenizer|tok|enc|bpe|sp|sp_model|spm)$|tokenizer", re.I)
 #: A count of the machine's GPUs (`args.n_gpu`, `num_gpus`, `ngpu`), compared with a number.
 _GPU_COUNT = re.compile(r"^(n_?|num_?|number_of_?)(gpu|gpus|cuda_devices)$", re.I)
 #: Calls that ask whether the machine has an accelerator.
