@@ -347,3 +347,52 @@ def test_the_message_names_the_tokenizer_in_both_languages():
     (finding,) = lint_source(source, "generate.py", DEFAULT_CODES)
     assert "token ids of `tokenizer.encode(...)` (line 10)" in finding.detail.en
     assert "由 `tokenizer.encode(...)`（第 10 行）给出的词元编号在 CPU 上生成" in finding.detail.zh
+
+
+# --- a library model's generate() runs the model; a method whose only place is a tokenizer's output is read -
+
+GENERATE = """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+    class Writer:
+        def __init__(self, name, use_gpu=True):
+            self.tokenizer = AutoTokenizer.from_pretrained(name)
+            self.model = AutoModelForCausalLM.from_pretrained(name)
+            self.model.to(torch.device("cuda" if use_gpu else "cpu"))
+
+        def write(self, prompt):
+            ids = self.tokenizer(prompt, return_tensors="pt").input_ids{fix}
+            return self.model.generate(input_ids=ids, max_new_tokens=40)
+    """
+
+
+def test_generate_of_a_library_model_meets_its_input_ids():
+    assert findings(GENERATE.format(fix="")) == [(14, "DK001")]
+
+
+def test_generate_of_a_library_model_twin_moves_the_ids():
+    assert findings(GENERATE.format(fix=".to(self.model.device)")) == []
+
+
+def test_generate_of_a_project_model_is_read_not_assumed(tmp_path):
+    # the project's own `generate` moves what it is given: its code decides, and it is right
+    source = GENERATE.format(fix="").replace(
+        "from transformers import AutoModelForCausalLM, AutoTokenizer",
+        "from transformers import AutoTokenizer\nfrom lm import AutoModelForCausalLM",
+    )
+    model = """
+        import torch
+
+
+        class AutoModelForCausalLM(torch.nn.Module):
+            @classmethod
+            def from_pretrained(cls, name):
+                return cls()
+
+            def generate(self, input_ids, max_new_tokens):
+                input_ids = input_ids.to(next(self.parameters()).device)
+                return input_ids
+        """
+    assert project_findings(tmp_path, {"writer.py": source, "lm.py": model}) == []

@@ -520,6 +520,9 @@ class FileAnalysis:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "type_as", "type", "numpy"):
             return True
+        flag = keyword(call, "return_tensors")  # round 6: a tokenizer's CPU tensors (`_tokenizer_output`)
+        if isinstance(flag, ast.Constant) and flag.value == "pt":
+            return True
         if isinstance(func, ast.Name) and source is self.source and func.id in self.known_globals:
             return True
         full = source.names.resolve(func) or ""
@@ -2090,6 +2093,10 @@ class Flow:
             target = self._method_target(receiver, attr)
             if target is not None:
                 return self.analysis.call(self, call, target, args, kwargs, receiver)
+            if attr == "generate" and receiver.loss is False:
+                # round 6: a library model's `generate(input_ids=...)` (transformers) runs the model on
+                # the ids as they are, as a call would (AIDungeon#56, evalplus#298: CPU ids, GPU model)
+                return self._module_call(call, receiver, args, kwargs)
             return None
         if receiver.kind == "batch" and attr not in ("items", "values", "keys", "get", *_MUTATORS):
             receiver = replace(receiver, kind="tensor")  # a method of the tensor the batch is
