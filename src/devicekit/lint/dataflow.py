@@ -2442,7 +2442,9 @@ class Flow:
         if module.loss:
             self._refine_by_loss(call, module, args)
             return _result(flat, call)
-        if _stateless(module):
+        if _stateless(module) or (
+            module.place.kind == UNKNOWN and module.cls in self.analysis.project.cache.get("weightless", ())
+        ):  # (round 6: a project module without weights runs where its input is, as `nn.ReLU()` does)
             return _result(flat, call)
         result = None
         if module.cls is not None and module.place.kind in (HOST, DEVICE):

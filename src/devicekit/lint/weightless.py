@@ -57,7 +57,13 @@ def _plain_argument(project: Project, source: SourceFile, arg: ast.AST, depth: i
 
 def _class_weightless(project: Project, source: SourceFile, cls: ast.ClassDef, depth: int) -> bool:
     """No layer, parameter or buffer in the class's code, nor in its project bases'; its only base outside
-    the project is `torch.nn.Module` itself; every project class it builds is weightless (called alike)."""
+    the project is `torch.nn.Module` itself; every project class it builds is weightless (called alike).
+    A class with an empty body (`class Net(nn.Module): pass`) stands for code not shown: not weightless."""
+    if all(
+        isinstance(item, ast.Pass) or (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant))
+        for item in cls.body
+    ):
+        return False
     for base in cls.bases:
         full = source.names.resolve(base) or dotted(base) or ""
         if full in ("torch.nn.Module", "torch.nn.modules.module.Module"):
