@@ -396,3 +396,21 @@ def test_generate_of_a_project_model_is_read_not_assumed(tmp_path):
                 return input_ids
         """
     assert project_findings(tmp_path, {"writer.py": source, "lm.py": model}) == []
+
+
+def test_a_gpu_id_compared_with_zero_is_no_test_of_the_machine():
+    # `args.gpu == 0` names GPU 0 (an id, -1 for the CPU): not the CPU path, so the `else` is not the GPU's
+    source = """
+        import numpy as np
+
+
+        def score(model, x, args):
+            if args.gpu == 0:
+                out = model(x).cpu()
+            else:
+                model.cuda()
+                out = model(x.cuda())
+            return np.argmax(out.numpy())
+        """
+    assert findings(source) == []
+    assert findings(source.replace("args.gpu == 0", "args.n_gpu == 0")) == [(11, "DK010")]

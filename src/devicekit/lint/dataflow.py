@@ -2723,26 +2723,27 @@ def _gpu_side(test: ast.AST, names: Names) -> int | None:
 
 
 def _gpu_count_side(test: ast.AST) -> int | None:
-    """Round 6: a count of GPUs (or a GPU flag) compared with a number: `if args.n_gpu > 0:`, `if
-    num_gpus >= 1:`, `if args.cuda > 0:`, `if n_gpu == 1:` — 0 (the body is what a machine with a GPU
-    runs); `if n_gpu == 0:`, `if num_gpus < 1:` — 1. `n_gpu > 1` (several GPUs) is a GPU path too."""
+    """Round 6: a count of GPUs compared with a number: `if args.n_gpu > 0:`, `if num_gpus >= 1:`, `if
+    n_gpu == 1:` — 0 (the body is what a machine with a GPU runs; `n_gpu > 1`, several GPUs, too); `if
+    n_gpu == 0:`, `if num_gpus < 1:` — 1. A GPU flag only as `args.cuda > 0` / `>= 1`: `args.gpu == 0`
+    may name GPU 0 (an id, -1 for the CPU), so an equality with a flag says nothing."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     left, op, right = test.left, test.ops[0], test.comparators[0]
     if not (isinstance(right, ast.Constant) and type(right.value) is int and right.value >= 0):
         return None
     name = left.id if isinstance(left, ast.Name) else left.attr if isinstance(left, ast.Attribute) else ""
-    if not (_GPU_COUNT.match(name) or _GPU_FLAGS.match(name)):
+    count = _GPU_COUNT.match(name) is not None
+    if not (count or _GPU_FLAGS.match(name)):
         return None
     n = right.value
-    if isinstance(op, ast.Gt) or (isinstance(op, ast.GtE) and n >= 1) or (isinstance(op, ast.Eq) and n >= 1):
+    if isinstance(op, ast.Gt) or (isinstance(op, ast.GtE) and n >= 1):
         return 0
-    if (
-        (isinstance(op, ast.Eq) and n == 0)
-        or (isinstance(op, ast.Lt) and n == 1)
-        or isinstance(op, ast.LtE)
-        and n == 0
-    ):
+    if not count:
+        return None
+    if isinstance(op, ast.Eq):
+        return 0 if n >= 1 else 1
+    if (isinstance(op, ast.Lt) and n == 1) or (isinstance(op, ast.LtE) and n == 0):
         return 1
     return None
 
