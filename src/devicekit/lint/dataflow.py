@@ -52,6 +52,7 @@ from devicekit.lint.params import tensor_params
 from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
 from devicekit.lint.plain_attrs import judge
 from devicekit.lint.project import Project, SourceFile
+from devicekit.lint.weightless import builds_weightless
 
 #: `torch.X` functions that give a value a place (a factory, a loader of checkpoints).
 _PLACE_FUNCTIONS = (
@@ -190,6 +191,15 @@ class Questions:
             stand_in = Val("tensor", module.place, label=module.label)
             if self.stages(flow, node, [*tensors, stand_in], into=module):
                 return
+        if module.place.kind in (DEVICE, INPUT) and not any(a.place.kind == HOST for a in tensors):
+            # round 6: an argument that is a CPU tensor on another path (`x = batch["x"] if ... else
+            # torch.zeros(n)`, or the same written as an `if` statement): on that path it meets the weights
+            for arg in args:
+                if arg is not None and arg.kind == "tensor" and arg.fallback is not None:
+                    if arg.place.kind != HOST and not arg.fallback.attribute:
+                        stand_in = Val("tensor", module.place, label=module.label, created=None)
+                        self._mismatch(flow, node, arg.fallback, stand_in)
+                        return
         if module.place.kind in (DEVICE, INPUT):
             for arg in tensors:
                 if arg.place.kind == HOST and not arg.attribute:
@@ -510,6 +520,9 @@ class FileAnalysis:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "type_as", "type", "numpy"):
             return True
+        flag = keyword(call, "return_tensors")  # round 6: a tokenizer's CPU tensors (`_tokenizer_output`)
+        if isinstance(flag, ast.Constant) and flag.value == "pt":
+            return True
         if isinstance(func, ast.Name) and source is self.source and func.id in self.known_globals:
             return True
         full = source.names.resolve(func) or ""
@@ -686,7 +699,58 @@ class FileAnalysis:
             for name in _optional_submodules(source, init, self_name) - set(attrs):
                 label = f"{self_name}.{name}"
                 attrs[name] = Val("module", Place(INPUT, why=why.submodule(label)), label=label)
+            for name in self._unread_submodules(source, cls, init, self_name) - set(attrs):
+                label = f"{self_name}.{name}"
+                attrs[name] = Val("module", Place(INPUT, why=why.submodule(label)), label=label)
         return attrs
+
+    def _unread_submodules(
+        self, source: SourceFile, cls: ast.ClassDef, init: ast.AST, self_name: str
+    ) -> set[str]:
+        """Round 6: `self.embed = SaitsEmbedding(...)` in a module's `__init__`, the class imported from the
+        project's own package but not in the code read (a partial checkout, one folder linted), and
+        `self.embed(x, mask)` called with arguments in the class's methods: a submodule, on the module's
+        device, as a `torch.nn` layer would be. Only a class-like name (CamelCase) from the package the
+        file itself sits in (a relative import, or an absolute one through the same top package); a
+        class the project defines is read instead, and a library's class is left unknown."""
+        own_package = set(source.package.split(".")) - {""}
+        built: dict[str, bool] = {}  # attribute -> every assignment in __init__ such a class
+        for node in ast.walk(init):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == self_name
+                ):
+                    continue
+                value = node.value
+                ok = isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute))
+                if ok:
+                    full = source.names.resolve(value.func) or ""
+                    last = full.rsplit(".", 1)[-1]
+                    ok = (
+                        "." in full
+                        and full.split(".", 1)[0] in own_package
+                        and _CLASS_NAME.match(last) is not None
+                        and self.project.lookup(full, source) is None
+                    )
+                built[target.attr] = built.get(target.attr, True) and ok
+        candidates = {name for name, ok in built.items() if ok}
+        if not candidates:
+            return set()
+        called = set()
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Call)
+                and (node.args or node.keywords)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.attr in candidates
+            ):
+                called.add(node.func.attr)
+        return called
 
     def _may_leave_a_cpu_tensor(self, cls: ast.ClassDef) -> bool:
         """Whether `__init__` sets a `self.x` from a call that may make a CPU tensor: a `torch` function or
@@ -1759,7 +1823,7 @@ class Flow:
                 receiver = self.ev(func.value)
                 self.analysis.questions.host_api(self, call, receiver, "numpy()")
                 return None
-        tokenized = self._tokenizer_output(call, full)
+        tokenized = self._tokenizer_output(call, full) or self._token_ids(call)
         if tokenized is not None:
             return tokenized
         if _NUMPY.match(full) and full not in _NUMPY_HARMLESS:
@@ -1897,6 +1961,10 @@ class Flow:
                         inner = args[0] if args else None
                         if short == "as_tensor" and inner is not None and inner.kind == "tensor":
                             return inner
+                        if inner is not None and inner.kind == "data" and not self.analysis.default_device:
+                            # round 6: Python data on the host (`tokenizer.encode(prompt)`): a CPU tensor
+                            made = self._made(call, short, replace(inner.place, kind=HOST))
+                            return made if not self.device_blocks else None
                         return None
             if device is None:
                 if any(kw.arg is None for kw in call.keywords):
@@ -2025,6 +2093,10 @@ class Flow:
             target = self._method_target(receiver, attr)
             if target is not None:
                 return self.analysis.call(self, call, target, args, kwargs, receiver)
+            if attr == "generate" and receiver.loss is False:
+                # round 6: a library model's `generate(input_ids=...)` (transformers) runs the model on
+                # the ids as they are, as a call would (AIDungeon#56, evalplus#298: CPU ids, GPU model)
+                return self._module_call(call, receiver, args, kwargs)
             return None
         if receiver.kind == "batch" and attr not in ("items", "values", "keys", "get", *_MUTATORS):
             receiver = replace(receiver, kind="tensor")  # a method of the tensor the batch is
@@ -2235,6 +2307,28 @@ class Flow:
             return Val("tensor", Place(HOST, why=reason), batch=True, node=call)
         return Val("batch", Place(HOST, why=reason), batch=True, whole=True, node=call)
 
+    def _token_ids(self, call: ast.Call) -> Val | None:
+        """Round 6: `tokenizer.encode(prompt)` without `return_tensors` (Hugging Face, tiktoken,
+        SentencePiece, a tokenizer class the code does not show): a Python list of ids, on the host.
+        `torch.tensor(ids)` of it is a CPU tensor (`_tensor_of_data`). Only for a receiver named as a
+        tokenizer: a model's `encode(images)` gives tensors wherever the model is."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _TOKEN_ID_METHODS):
+            return None
+        receiver = (dotted(func.value) or "").rsplit(".", 1)[-1]
+        if not _TOKENIZER_NAME.search(receiver) or keyword(call, "return_tensors") is not None:
+            return None
+        if self._project_target(call) is not None or any(kw.arg is None for kw in call.keywords):
+            return None
+        self.ev(func.value)
+        self.args(call)
+        callee = _label(func) or "the tokenizer"
+        reason = Message_(
+            f"is made on the CPU from the token ids of `{callee}(...)` (line {call.lineno})",
+            f"由 `{callee}(...)`（第 {call.lineno} 行）给出的词元编号在 CPU 上生成",
+        )
+        return Val("data", Place(HOST, why=reason))
+
     def _unread_name(self, name: str) -> bool:
         """A name the file neither defines nor imports (a parameter, or set from code not read)."""
         names = self.names
@@ -2292,6 +2386,11 @@ class Flow:
         if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in STATELESS_NN:
             # no weights: it runs where its input is, and so is its output (`_module_call`)
             return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=full)
+        if target is not None and builds_weightless(self.analysis.project, self.source, call):
+            # round 6: a project module with no layer, parameter or buffer (`Until(Identity("x"), ...)`):
+            # nothing to move, it runs where its input is
+            self.analysis.project.cache.setdefault("weightless", set()).add(cls)
+            return Val("module", UNKNOWN_PLACE, label=label, moved=True, cls=cls)
         if self.device_blocks:  # built under `with torch.device(...)`: its weights are there
             return Val("module", self.device_blocks[-1], label=label, moved=True, cls=cls)
         placed = keyword(call, "device_map") or keyword(call, "device")
@@ -2309,6 +2408,7 @@ class Flow:
             and v.kind == "module"
             and not (v.place.kind == HOST and v.created is not None)
             and not _stateless(v)  # (`nn.ReLU()` in `nn.Sequential(...)` is nowhere in particular)
+            and not (v.place.kind == UNKNOWN and v.cls in self.analysis.project.cache.get("weightless", ()))
             for v in _flatten(args)
         )
         if wraps or (
@@ -2342,7 +2442,9 @@ class Flow:
         if module.loss:
             self._refine_by_loss(call, module, args)
             return _result(flat, call)
-        if _stateless(module):
+        if _stateless(module) or (
+            module.place.kind == UNKNOWN and module.cls in self.analysis.project.cache.get("weightless", ())
+        ):  # (round 6: a project module without weights runs where its input is, as `nn.ReLU()` does)
             return _result(flat, call)
         result = None
         if module.cls is not None and module.place.kind in (HOST, DEVICE):
@@ -2563,6 +2665,14 @@ _DEVICE_WORDS = re.compile(r"cpu|cuda|device|gpu|mps|xpu|accelerat", re.I)
 #: Flags that say a GPU is used (`use_cuda`, `args.cuda`), or that it is not (`args.no_cuda`, `force_cpu`).
 _GPU_FLAGS = re.compile(r"^(use_?|with_?|has_?|on_?)?(cuda|gpu|gpus)(_available)?$", re.I)
 _CPU_FLAGS = re.compile(r"^(no_?cuda|no_?gpu|cpu|use_?cpu|force_?cpu|cpu_?only|only_?cpu)$", re.I)
+#: A class's name: CamelCase, not all capitals (`SaitsEmbedding`, `MLP2d`; not `CONFIG`, `dataclass`).
+_CLASS_NAME = re.compile(r"^[A-Z](?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]*$")
+#: Methods of a tokenizer that give a Python list of token ids (without `return_tensors`).
+_TOKEN_ID_METHODS = frozenset({"encode", "encode_ordinary", "convert_tokens_to_ids", "EncodeAsIds"})
+#: A receiver named as a tokenizer (`tokenizer`, `self.tok`, `enc`, `bpe`, `sp_model`).
+_TOKENIZER_NAME = re.compile(r"(^|_)(tokenizer|tok|enc|bpe|sp|sp_model|spm)$|tokenizer", re.I)
+#: A count of the machine's GPUs (`args.n_gpu`, `num_gpus`, `ngpu`), compared with a number.
+_GPU_COUNT = re.compile(r"^(n_?|num_?|number_of_?)(gpu|gpus|cuda_devices)$", re.I)
 #: Calls that ask whether the machine has an accelerator.
 _AVAILABLE = frozenset(
     {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.xpu.is_available"}
@@ -2576,6 +2686,15 @@ def _gpu_side(test: ast.AST, names: Names) -> int | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         side = _gpu_side(test.operand, names)
         return None if side is None else 1 - side
+    if isinstance(test, ast.BoolOp):
+        # round 6: `if device == "cuda" and torch.cuda.is_available():` — a machine with a GPU (and the
+        # rest true) takes the body; `if args.no_cuda or not torch.cuda.is_available():` — it takes the
+        # `else`. The other way round (`no_cuda and x`) a path holds both machines: not a test of the GPU.
+        sides = {_gpu_side(value, names) for value in test.values} - {None}
+        if len(sides) != 1:
+            return None
+        side = sides.pop()
+        return side if side == (0 if isinstance(test.op, ast.And) else 1) else None
     if isinstance(test, ast.Call):
         return 0 if (names.resolve(test.func) or "") in _AVAILABLE and not test.args else None
     if isinstance(test, (ast.Name, ast.Attribute)):
@@ -2583,6 +2702,9 @@ def _gpu_side(test: ast.AST, names: Names) -> int | None:
         if _GPU_FLAGS.match(name):
             return 0
         return 1 if _CPU_FLAGS.match(name) else None
+    count = _gpu_count_side(test)
+    if count is not None:
+        return count
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         left, right = test.left, test.comparators[0]
         const, other = (right, left) if isinstance(right, ast.Constant) else (left, right)
@@ -2597,6 +2719,32 @@ def _gpu_side(test: ast.AST, names: Names) -> int | None:
         else:
             return None
         return side if isinstance(test.ops[0], ast.Eq) else 1 - side
+    return None
+
+
+def _gpu_count_side(test: ast.AST) -> int | None:
+    """Round 6: a count of GPUs compared with a number: `if args.n_gpu > 0:`, `if num_gpus >= 1:`, `if
+    n_gpu == 1:` — 0 (the body is what a machine with a GPU runs; `n_gpu > 1`, several GPUs, too); `if
+    n_gpu == 0:`, `if num_gpus < 1:` — 1. A GPU flag only as `args.cuda > 0` / `>= 1`: `args.gpu == 0`
+    may name GPU 0 (an id, -1 for the CPU), so an equality with a flag says nothing."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if not (isinstance(right, ast.Constant) and type(right.value) is int and right.value >= 0):
+        return None
+    name = left.id if isinstance(left, ast.Name) else left.attr if isinstance(left, ast.Attribute) else ""
+    count = _GPU_COUNT.match(name) is not None
+    if not (count or _GPU_FLAGS.match(name)):
+        return None
+    n = right.value
+    if isinstance(op, ast.Gt) or (isinstance(op, ast.GtE) and n >= 1):
+        return 0
+    if not count:
+        return None
+    if isinstance(op, ast.Eq):
+        return 0 if n >= 1 else 1
+    if (isinstance(op, ast.Lt) and n == 1) or (isinstance(op, ast.LtE) and n == 0):
+        return 1
     return None
 
 

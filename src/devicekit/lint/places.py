@@ -202,17 +202,30 @@ def join_envs(
         if other is None:
             if before is not None and key not in before and key not in b_set:
                 out[key] = value
+            elif fallback and key in b_set and _made_here(value):
+                out[key] = Val("tensor", UNKNOWN_PLACE, fallback=value)
             continue
         prior = before.get(key) if before is not None else None
         # (a CPU tensor that was there before the test, moved on one path, is no tensor made on the other)
         joined = join(value, other, fallback and (prior is None or prior.place.kind != HOST))
         if joined is not None:
             out[key] = joined
-    if before is not None:
-        for key, value in b.items():
-            if key not in a and key not in before and key not in a_set:
-                out[key] = value
+    for key, value in b.items():
+        if key in a:
+            continue
+        if before is not None and key not in before and key not in a_set:
+            out[key] = value
+        elif fallback and key in a_set and _made_here(value):
+            out[key] = Val("tensor", UNKNOWN_PLACE, fallback=value)
     return out
+
+
+def _made_here(value: Val) -> bool:
+    """Round 6: a tensor made on the CPU on one path of a test that is not about devices, where the other
+    path set the same name to something unknown (`if self.training: x = batch["x"] else: x =
+    torch.zeros(n)`): the name holds the unknown value, with the CPU tensor as its `fallback` (as `w =
+    torch.ones(n) if w is None else w` already did for one expression)."""
+    return value.kind == "tensor" and value.place.kind == HOST and value.made and value.fallback is None
 
 
 # --- why a value is where it is ---------------------------------------------------------------------
