@@ -246,6 +246,6 @@ def _rmdir(folder: Path) -> None:
 def close(run: Run) -> None:
     """Empty and remove every box cgroup left in the run's folders, then the folders."""
     for folder in run.folders:
-        with contextlib.suppress(OSError):
-            remove([p for p in folder.iterdir() if p.is_dir()])
+        with contextlib.suppress(OSError):  # the deepest first: a cgroup with children cannot be removed
+            remove(sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)))
         _rmdir(folder)

@@ -80,6 +80,9 @@ class Context:
                     "请把 TMPDIR 设为一个路径更短的文件夹（TMPDIR=/tmp devicekit-grade ...）",
                 )
             )
+        self._zygote: subprocess.Popen | None = None
+        self._control: socket.socket | None = None
+        self.isolation = sandbox.Isolation("none")  # until chosen: nothing to release
         # hidden too (each box is shown its own folder again): it holds the evaluator's copy of the hidden
         # judges and the other boxes, which a notebook could read wherever TMPDIR puts it outside the folders
         # a sandbox empties (review47, hole 4)
@@ -91,16 +94,14 @@ class Context:
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
             raise
-        self.snapshot = snapshot_sources(options.checks)
-        self.hidden = _read_hidden(options.hidden)
         # the site folders and the folders of distributions their .pth files add (a virtual environment that
         # reuses another one's packages): what the evaluator, without `site`, puts on its path
         self.site = list(self.needs.libraries)
         self.tampered: str = ""
-        self._zygote: subprocess.Popen | None = None
-        self._control: socket.socket | None = None
         self._lock = threading.Lock()
         try:
+            self.snapshot = snapshot_sources(options.checks)
+            self.hidden = _read_hidden(options.hidden)
             preflight(self.isolation, self.root, options.limits)
             probe = self._start_zygote()
         except BaseException:
@@ -120,7 +121,8 @@ class Context:
         self.digest = _run_digest(self.snapshot, self.hidden, options)
 
     def close(self) -> None:
-        """Stop the evaluator zygote and remove the run's folder."""
+        """Stop the evaluator zygote, remove the run's cgroup (`sandbox.release`) and its folder."""
+        sandbox.release(self.isolation)
         if self._control is not None:
             with contextlib.suppress(OSError):
                 self._control.close()  # the zygote ends when its end of the socket closes
