@@ -561,9 +561,6 @@ def start(
     descriptors ``keep`` inherited, watched by a `Watchdog`. `close` ends it."""
     if running_as_root():
         _give(box.work)
-    group: tuple[Path, ...] = ()
-    if isinstance(isolation.cgroup, cgroups.Run):
-        group = cgroups.open_box(isolation.cgroup, limits.box_memory_mb * MiB, limits.processes)
     options = None
     if isolation.mode == "bwrap":
         prefix = bwrap_prefix(box, list(isolation.keep), list(isolation.hide))
@@ -577,7 +574,10 @@ def start(
         os.lseek(options, 0, os.SEEK_SET)
         cmd = [prefix[0], "--args", str(options), *prefix[end:], *cmd]
         keep = (*keep, options)
+    group: tuple[Path, ...] = ()
     try:
+        if isinstance(isolation.cgroup, cgroups.Run):
+            group = cgroups.open_box(isolation.cgroup, limits.box_memory_mb * MiB, limits.processes)
         with _START_LOCK:  # no fork while another thread changes the set of running processes
             proc = subprocess.Popen(
                 cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
