@@ -13,6 +13,7 @@ none pays for Python and torch to start again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from devicekit.messages import Message
-from devicekit_grade import sandbox
+from devicekit_grade import cgroups, sandbox
 from devicekit_grade.box import SOCKET_TAIL, preflight
 from devicekit_grade.failures import GraderFailure, Told
 from devicekit_grade.installed import Needs, kernel_needs, package_folder
@@ -88,9 +89,8 @@ class Context:
         # a sandbox empties (review47, hole 4)
         try:
             hide = [*_hidden_paths(options, self.needs), os.path.realpath(self.root)]
-            self.isolation = sandbox.choose(
-                options.isolation, trust=options.trust, keep=self.needs.paths, hide=hide
-            )
+            chosen = sandbox.choose(options.isolation, trust=options.trust, keep=self.needs.paths, hide=hide)
+            self.isolation = dataclasses.replace(chosen, cgroup=cgroups.choose())  # released by `close`
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
             raise

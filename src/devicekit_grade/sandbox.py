@@ -419,7 +419,7 @@ class Isolation:
     keep: tuple[str, ...] = ()  # what a bubblewrap sandbox shows of the instructor's files
     hide: tuple[str, ...] = ()  # folders it empties: solutions, hidden judges, submissions, the output, …
     warnings: tuple[Message, ...] = ()
-    #: the run's cgroup (`devicekit_grade.cgroups`), or why it has none
+    #: the run's cgroup (`devicekit_grade.cgroups.choose`, made by the run), or why it has none
     cgroup: cgroups.Run | Message | None = None
 
 
@@ -440,7 +440,7 @@ def choose(requested: str, *, trust: bool, keep: list[str], hide: list[str]) -> 
             )
         )
     if requested != "none" and bwrap_works():
-        return Isolation("bwrap", tuple(keep), tuple(hide), cgroup=cgroups.choose())
+        return Isolation("bwrap", tuple(keep), tuple(hide))
     root = running_as_root()
     if requested == "bwrap" or not trust:
         raise Refused(
@@ -459,7 +459,7 @@ def choose(requested: str, *, trust: bool, keep: list[str], hide: list[str]) -> 
         "（参考答案、隐藏检查、其他提交）"
         + ("；以 root 运行时，进程数上限只由评分器的监视线程保证" if root else ""),
     )
-    return Isolation("none", warnings=(warning,), cgroup=cgroups.choose())
+    return Isolation("none", warnings=(warning,))
 
 
 def holds(isolation: Isolation, limits: Limits) -> Message:
