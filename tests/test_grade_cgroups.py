@@ -45,6 +45,19 @@ def test_v2_puts_the_runs_cgroup_beside_the_graders_own(tmp_path):
     assert not (group[0] / "memory.swap.max").exists()  # no swap accounting in this tree: nothing written
 
 
+def test_the_empty_folders_of_a_grader_that_is_gone_are_removed(tmp_path):
+    """A grader killed with SIGKILL removes nothing: the next run removes its empty folders, never those of a
+    live grader."""
+    parent = _v2_tree(tmp_path, "/grader.scope")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    stale = parent / f"devicekit-grade-{int(gone.stdout)}-7"
+    (stale / "b9").mkdir(parents=True)
+    live = parent / f"devicekit-grade-{os.getpid()}-999"
+    live.mkdir()
+    run = cgroups.choose(tmp_path, "0::/grader.scope\n")
+    assert isinstance(run, cgroups.Run) and not stale.exists() and live.is_dir()
+
+
 def test_v2_enables_the_controllers_where_the_parent_does_not_yet(tmp_path):
     parent = _v2_tree(tmp_path, "/grader.scope", enabled="")
     run = cgroups.choose(tmp_path, "0::/grader.scope\n")

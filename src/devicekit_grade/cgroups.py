@@ -67,7 +67,14 @@ def _writable(folder: Path, *files: str) -> bool:
 
 
 def _new(parent: Path) -> Path:
-    """A new folder for this run below ``parent`` (``OSError`` when it cannot be made)."""
+    """A new folder for this run below ``parent`` (``OSError`` when it cannot be made), after removing the
+    empty ones of runs whose grader is gone (killed with SIGKILL, it removed nothing)."""
+    for old in parent.glob("devicekit-grade-*"):
+        pid = old.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            for empty in sorted(old.rglob("*"), key=lambda p: -len(p.parts)) + [old]:
+                with contextlib.suppress(OSError):  # a cgroup with processes (or a file) stays
+                    empty.rmdir()
     folder = parent / f"devicekit-grade-{os.getpid()}-{next(_NAMES)}"
     folder.mkdir()
     return folder
@@ -103,9 +110,7 @@ def choose(fs: Path = FS, proc_self_cgroup: str | None = None) -> Run | Message:
 def _v2(fs: Path, own: str) -> Run | Message:
     mine = Path(own.lstrip("/"))
     above = [fs / p for p in mine.parents] if mine.parts else [fs]
-    parent = next(
-        (p for p in above if _writable(p) and os.access(p / "cgroup.subtree_control", os.W_OK)), None
-    )
+    parent = next((p for p in above if _writable(p, "cgroup.subtree_control")), None)
     if parent is None:
         return Message(
             f"cgroup v2: this user may write no cgroup above its own ({own})",
