@@ -174,3 +174,39 @@ def test_closing_the_run_removes_the_box_cgroups_left_in_it(run):
     cgroups.close(run)
     assert proc.wait(timeout=30) == -9
     assert not any(g.exists() for g in group) and not any(f.exists() for f in run.folders)
+
+
+@pytest.mark.integration
+def test_an_interrupted_grader_leaves_no_cgroup_and_no_process(run, tmp_path):
+    """The grader, ended politely (SIGTERM, as Ctrl-C) while a notebook sleeps in its box: exit 130, every
+    process of the box killed and every cgroup of the run removed."""
+    import nbformat
+    from grade_attacks.classroom import TRUST, processes_with
+
+    from course_tools.paths import ROOT
+    from course_tools.submissions import solved_lab, write
+
+    marker = f"box48-{os.getpid()}-sleeps"
+    nb = solved_lab("01-devices")
+    sleeps = f"import subprocess\nsubprocess.run(['sh', '-c', 'sleep 99; : {marker}'])"
+    nb.cells.append(nbformat.v4.new_code_cell(sleeps))
+    write(nb, tmp_path / "subs" / "a-amy_01-devices.ipynb")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tools'}"}
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "devicekit_grade", "--out", "grades", *TRUST, "subs"], cwd=tmp_path, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    mine = [f.parent / f"devicekit-grade-{grader.pid}-" for f in run.folders]
+    try:
+        deadline = time.monotonic() + 300
+        while not processes_with(marker) and time.monotonic() < deadline and grader.poll() is None:
+            time.sleep(0.5)
+        boxes = [b for m in mine for b in m.parent.glob(f"{m.name}*/b*")]
+        assert processes_with(marker) and boxes, "the notebook never started in a box of its own cgroup"
+        grader.terminate()
+        assert grader.wait(timeout=120) == 130, grader.stderr.read() if grader.stderr else ""
+    finally:
+        if grader.poll() is None:
+            grader.kill()
+    assert not [p for m in mine for p in m.parent.glob(f"{m.name}*")]
+    assert not processes_with(marker)
