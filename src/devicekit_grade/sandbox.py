@@ -9,14 +9,17 @@ What a submission's processes (worker, kernel, anything they start) get:
 * an environment built from scratch: no variable of the grader's environment except an allow-list
   (``PATH``, locale, GPU selection), so nothing there names the submissions or the output folder.
 * resource limits (`Limits`): address space, CPU time, number of processes, size of a written file; a
-  `Watchdog` holds the process limit where ``RLIMIT_NPROC`` does not (root, a user shared by several runs).
+  `Watchdog` holds the process limit where ``RLIMIT_NPROC`` does not (root, a user shared by several runs);
+  where the run has a cgroup (`devicekit_grade.cgroups`), one per box caps the memory and the number of
+  processes of all its processes together (`holds` says which limits hold per box here).
 * bubblewrap (`bwrap_prefix`): a read-only system, empty ``/tmp``, ``/home``, ``/root``, ``/run`` and a
   ``/dev/shm`` of its own; no view of the solutions, hidden judges, submissions, roster, ``--checks``,
   output folder or the run's own folder; its own network (a loopback only) and PID, IPC and UTS
   namespaces, so it sees no process of the grader's and, when it ends, the kernel ends every process left
   in it. As root, the sandbox switches to
   `SUBMISSION_UID` first: root inside bubblewrap keeps every capability (it could mount over what is
-  hidden), and root without them still owns the machine's device files.
+  hidden), and root without them still owns the machine's device files. A second bubblewrap, as that
+  user, then runs the command where it may make no user namespace (`INNER`).
 
 Only with ``--trust-submissions`` (`choose`) may a run go without bubblewrap (``none``): plain processes in
 a session of their own, the grader a child subreaper (Linux ``prctl``) so that it still finds and kills
