@@ -476,37 +476,38 @@ def holds(isolation: Isolation, limits: Limits) -> Message:
     run = isolation.cgroup
     if isinstance(run, cgroups.Run):
         said = Message(
-            f"Limits per box, all its processes together ({cgroups.describe(run).en}): memory {mb['b']} "
+            f"Limits per notebook, all its processes together ({cgroups.describe(run).en}): memory {mb['b']} "
             f"(shared memory, memfds and tmpfs included, no swap beyond it), {limits.processes} processes "
             f"and threads; {each.en}.",
-            f"每个沙箱（其中所有进程合计，{cgroups.describe(run).zh}）：内存 {mb['b']}"
+            f"每个 notebook（其所有进程合计，{cgroups.describe(run).zh}）：内存 {mb['b']}"
             "（含共享内存、memfd 和 tmpfs，不能借助交换空间超出），"
             f"进程和线程 {limits.processes} 个；{each.zh}。",
         )
     else:
         why = run if isinstance(run, Message) else Message("not tried", "未尝试")
         said = Message(
-            f"No cgroup per box here ({why.en}): the limits hold per process only ({each.en}; processes by "
-            "RLIMIT_NPROC and the watchdog), so a box's processes together, and its shared memory, may hold "
-            "more memory. For limits per box, run the grader as root or in a systemd user session (see the "
-            "grading guide).",
-            f"这里没有给每个沙箱建立 cgroup（{why.zh}）：限制只对单个进程有效（{each.zh}；进程数由 "
-            "RLIMIT_NPROC 和监视线程限制），因此一个沙箱的所有进程合计、以及它的共享内存，可以占用更多内存。"
-            "要按沙箱限制，请以 root 运行评分器，或在 systemd 用户会话中运行（见评分指南）。",
+            f"No cgroup per notebook here ({why.en}): the limits hold per process only ({each.en}; "
+            "processes by RLIMIT_NPROC and the watchdog), so a notebook's processes together, and its shared "
+            "memory, may hold more memory. For limits per notebook, run the grader as root or in a systemd "
+            "user session (see the grading guide).",
+            f"这里没有给每个 notebook 建立 cgroup（{why.zh}）：限制只对单个进程有效（{each.zh}；"
+            "进程数由 RLIMIT_NPROC 和监视线程限制），因此一个 notebook 的所有进程合计、以及它的共享内存，"
+            "可以占用更多内存。要按 notebook 限制，请以 root 运行评分器，或在 systemd 用户会话中运行"
+            "（见评分指南）。",
         )
     if isolation.mode != "bwrap":
         return said
     if bwrap_disables_userns():
         return said + Message(
-            " A box cannot make user namespaces (bubblewrap --disable-userns).",
-            "沙箱内不能创建用户命名空间（bubblewrap --disable-userns）。",
+            " A notebook cannot make user namespaces (bubblewrap --disable-userns).",
+            "notebook 不能创建用户命名空间（bubblewrap --disable-userns）。",
         )
     return said + Message(
-        " A box can make user namespaces of its own, and mount a tmpfs there that no limit counts: this "
-        "bubblewrap cannot stop it (--disable-userns needs bubblewrap 0.8 and user namespaces for the box's "
-        "user).",
-        "沙箱内可以创建自己的用户命名空间，并在其中挂载不受任何限制的 tmpfs：这里的 bubblewrap 无法阻止"
-        "（--disable-userns 需要 bubblewrap 0.8，并且沙箱的用户可以创建用户命名空间）。",
+        " A notebook can make user namespaces of its own, and mount a tmpfs there that no limit counts: this "
+        "bubblewrap cannot stop it (--disable-userns needs bubblewrap 0.8 and user namespaces for the "
+        "notebook's user).",
+        "notebook 可以创建自己的用户命名空间，并在其中挂载不受任何限制的 tmpfs：这里的 bubblewrap 无法阻止"
+        "（--disable-userns 需要 bubblewrap 0.8，并且 notebook 所用的用户可以创建用户命名空间）。",
     )
 
 

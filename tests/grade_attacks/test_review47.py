@@ -280,7 +280,7 @@ def review():
     done = run_grader(root, "--out", OUT, "--jobs", "2", "--timeout", "60", "--box-memory-mb", "1024", "subs")
     left = wait_until_gone(marker, 60)
     yield {
-        "per_box": "Limits per box" in done.stderr,
+        "per_box": "Limits per notebook" in done.stderr,
         "rows": _rows(root),
         "returncode": done.returncode,
         "stderr": done.stderr[-3000:],
@@ -519,7 +519,7 @@ def ordinary_user():
             cgroups.close(delegated[0])
         graded = (top / OUT / "grades.json").exists()
         yield {
-            "per_box": "Limits per box" in done.stderr,
+            "per_box": "Limits per notebook" in done.stderr,
             "rows": _rows(top) if graded else {},
             "returncode": done.returncode,
             "stderr": done.stderr[-3000:],
