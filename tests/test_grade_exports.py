@@ -158,7 +158,7 @@ def _cjk_only(text: str) -> bool:
 
 def _run(*events: dict, stopped: bool = False) -> Execution:
     rows = [{"key": "k", "number": 1, "target": "f", "status": "not-evaluated", "why": "x", "why_zh": "x"}]
-    return Execution(list(events), stopped, {"results": rows}, log="", over_limit=True)
+    return Execution(list(events), stopped, {"results": rows}, log="", over_limit=True, out_of_memory=True)
 
 
 def test_every_reason_and_note_the_grader_writes_is_in_chinese_too(tmp_path):

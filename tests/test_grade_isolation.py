@@ -58,15 +58,32 @@ def test_as_root_a_sandbox_switches_to_the_submissions_user_and_the_box_is_its(t
     monkeypatch.setattr(sandbox, "running_as_root", lambda: True)
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(sandbox.os, "chown", lambda *args: None)
+    monkeypatch.setattr(sandbox, "bwrap_disables_userns", lambda: True)
     box = sandbox.open_box(tmp_path)
     prefix = sandbox.bwrap_prefix(box, [], [])
     uid = sandbox.SUBMISSION_UID
     switch = ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-    assert prefix[-6:] == ["--", *switch]
+    # then, as that user, a bubblewrap inside that stops the box making user namespaces (review47, hole 3)
+    inner = ["/usr/bin/bwrap", "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--"]
+    assert prefix[-13:] == ["--", *switch, *inner]
+    monkeypatch.setattr(sandbox, "bwrap_disables_userns", lambda: False)  # a bubblewrap before 0.8
+    assert sandbox.bwrap_prefix(box, [], [])[-6:] == ["--", *switch]
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "setpriv" else "/usr/bin/bwrap")
     assert sandbox.bwrap_prefix(box, [], []) == []  # never root inside: no sandbox at all
     monkeypatch.setattr(sandbox, "running_as_root", lambda: False)  # not root: the command itself follows
     assert sandbox.bwrap_prefix(box, [], [])[-2:] == [str(box.root), "--"]
+    monkeypatch.setattr(sandbox, "bwrap_disables_userns", lambda: True)
+    assert sandbox.bwrap_prefix(box, [], [])[-9:] == [str(box.root), "--", *inner]
+
+
+@pytest.mark.skipif(not sandbox.bwrap_disables_userns(), reason="this bubblewrap cannot stop user namespaces")
+def test_a_box_cannot_make_a_user_namespace(tmp_path):
+    """Review47, hole 3: a notebook mounted a tmpfs of its own (no --size, no limit) in a user namespace it
+    made; as root and as an ordinary user the box's user now can make none (ENOSPC: the limit is 1)."""
+    box = sandbox.open_box(tmp_path)
+    cmd = [*sandbox.bwrap_prefix(box, [], []), "unshare", "--user", "true"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "No space left on device" in done.stderr, (done.returncode, done.stderr)
 
 
 FORKS = textwrap.dedent(

@@ -63,6 +63,7 @@ class Execution:
     log: str
     copy_note: Message | None = None
     over_limit: bool = False  # stopped by the watchdog for too many processes
+    out_of_memory: bool = False  # a process of the box was killed for going over the box's memory cap
 
 
 def run_notebook(
@@ -95,7 +96,8 @@ def run_notebook(
             finally:
                 sandbox.stop(running)
             tail = _tail(log)
-        return Execution(events.read(), stopped, answers, tail, note, running.watchdog.tripped)
+        tripped, oom = running.watchdog.tripped, running.out_of_memory
+        return Execution(events.read(), stopped, answers, tail, note, tripped, oom)
     finally:
         sandbox.close(box, running)
 

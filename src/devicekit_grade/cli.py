@@ -142,6 +142,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"address space per process, 0 = none (default {limits.memory_mb}; use 0 on a GPU)",
     )
     add(
+        "--box-memory-mb",
+        type=int,
+        default=limits.box_memory_mb,
+        help=f"memory of a notebook's processes together, 0 = none (default {limits.box_memory_mb}; "
+        "where the grader can make a cgroup per notebook: the preflight line says)",
+    )
+    add(
         "--cpu-seconds", type=int, default=limits.cpu_s, help=f"CPU time per process (default {limits.cpu_s})"
     )
     add(
@@ -328,7 +335,9 @@ def _options(args: argparse.Namespace) -> Options:
         cell_timeout=args.timeout,
         notebook_timeout=args.notebook_timeout or 10 * args.timeout,
         kernel=args.kernel,
-        limits=sandbox.Limits(args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb),
+        limits=sandbox.Limits(
+            args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb, args.box_memory_mb
+        ),
         isolation="bwrap" if args.sandbox else args.isolation,
         released=Released(args.labs or default_labs, args.solutions or default_solutions),
         hidden=args.hidden or default_hidden(),
@@ -395,7 +404,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in warnings:
         if not args.quiet:
             say(Message(f"warning: {warning.en}", f"警告：{warning.zh}"))
-    notes = [sandbox.MODES[ctx.isolation.mode], *warnings]  # what the isolation gave, for the report
+    holds = sandbox.holds(ctx.isolation, options.limits)  # which limits hold per box here, which per process
+    if not args.quiet:
+        say(holds)
+    notes = [sandbox.MODES[ctx.isolation.mode], *warnings, holds]  # what the isolation gave, for the report
     if not options.released.available:
         notes.append(
             Message(

@@ -13,6 +13,7 @@ none pays for Python and torch to start again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from devicekit.messages import Message
-from devicekit_grade import sandbox
+from devicekit_grade import cgroups, sandbox
 from devicekit_grade.box import SOCKET_TAIL, preflight
 from devicekit_grade.failures import GraderFailure, Told
 from devicekit_grade.installed import Needs, kernel_needs, package_folder
@@ -80,27 +81,27 @@ class Context:
                     "请把 TMPDIR 设为一个路径更短的文件夹（TMPDIR=/tmp devicekit-grade ...）",
                 )
             )
+        self._zygote: subprocess.Popen | None = None
+        self._control: socket.socket | None = None
+        self.isolation = sandbox.Isolation("none")  # until chosen: nothing to release
         # hidden too (each box is shown its own folder again): it holds the evaluator's copy of the hidden
         # judges and the other boxes, which a notebook could read wherever TMPDIR puts it outside the folders
         # a sandbox empties (review47, hole 4)
         try:
             hide = [*_hidden_paths(options, self.needs), os.path.realpath(self.root)]
-            self.isolation = sandbox.choose(
-                options.isolation, trust=options.trust, keep=self.needs.paths, hide=hide
-            )
+            chosen = sandbox.choose(options.isolation, trust=options.trust, keep=self.needs.paths, hide=hide)
+            self.isolation = dataclasses.replace(chosen, cgroup=cgroups.choose())  # released by `close`
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
             raise
-        self.snapshot = snapshot_sources(options.checks)
-        self.hidden = _read_hidden(options.hidden)
         # the site folders and the folders of distributions their .pth files add (a virtual environment that
         # reuses another one's packages): what the evaluator, without `site`, puts on its path
         self.site = list(self.needs.libraries)
         self.tampered: str = ""
-        self._zygote: subprocess.Popen | None = None
-        self._control: socket.socket | None = None
         self._lock = threading.Lock()
         try:
+            self.snapshot = snapshot_sources(options.checks)
+            self.hidden = _read_hidden(options.hidden)
             preflight(self.isolation, self.root, options.limits)
             probe = self._start_zygote()
         except BaseException:
@@ -120,7 +121,8 @@ class Context:
         self.digest = _run_digest(self.snapshot, self.hidden, options)
 
     def close(self) -> None:
-        """Stop the evaluator zygote and remove the run's folder."""
+        """Stop the evaluator zygote, remove the run's cgroup (`sandbox.release`) and its folder."""
+        sandbox.release(self.isolation)
         if self._control is not None:
             with contextlib.suppress(OSError):
                 self._control.close()  # the zygote ends when its end of the socket closes

@@ -9,14 +9,17 @@ What a submission's processes (worker, kernel, anything they start) get:
 * an environment built from scratch: no variable of the grader's environment except an allow-list
   (``PATH``, locale, GPU selection), so nothing there names the submissions or the output folder.
 * resource limits (`Limits`): address space, CPU time, number of processes, size of a written file; a
-  `Watchdog` holds the process limit where ``RLIMIT_NPROC`` does not (root, a user shared by several runs).
+  `Watchdog` holds the process limit where ``RLIMIT_NPROC`` does not (root, a user shared by several runs);
+  where the run has a cgroup (`devicekit_grade.cgroups`), one per box caps the memory and the number of
+  processes of all its processes together (`holds` says which limits hold per box here).
 * bubblewrap (`bwrap_prefix`): a read-only system, empty ``/tmp``, ``/home``, ``/root``, ``/run`` and a
   ``/dev/shm`` of its own; no view of the solutions, hidden judges, submissions, roster, ``--checks``,
   output folder or the run's own folder; its own network (a loopback only) and PID, IPC and UTS
   namespaces, so it sees no process of the grader's and, when it ends, the kernel ends every process left
   in it. As root, the sandbox switches to
   `SUBMISSION_UID` first: root inside bubblewrap keeps every capability (it could mount over what is
-  hidden), and root without them still owns the machine's device files.
+  hidden), and root without them still owns the machine's device files. A second bubblewrap, as that
+  user, then runs the command where it may make no user namespace (`INNER`).
 
 Only with ``--trust-submissions`` (`choose`) may a run go without bubblewrap (``none``): plain processes in
 a session of their own, the grader a child subreaper (Linux ``prctl``) so that it still finds and kills
@@ -41,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from devicekit.messages import Message
+from devicekit_grade import cgroups
 from devicekit_grade.failures import Told
 from devicekit_grade.installed import inside
 
@@ -75,8 +79,9 @@ class Limits:
 
     memory_mb: int = field(default_factory=default_memory_mb)  # address space (RLIMIT_AS)
     cpu_s: int = 1800  # CPU seconds per process (RLIMIT_CPU)
-    processes: int = 512  # processes and threads of a submission (RLIMIT_NPROC and the `Watchdog`)
+    processes: int = 512  # processes and threads of a submission (RLIMIT_NPROC, the `Watchdog`, a cgroup)
     file_mb: int = 256  # largest file a process may write (RLIMIT_FSIZE)
+    box_memory_mb: int = 8192  # memory of all the box's processes together (a cgroup, where there is one)
 
 
 def _libc():
@@ -215,13 +220,15 @@ def rlimits(limits: Limits, nproc: int) -> list[tuple[int, int]]:
     return [(which, value) for which, value in pairs if value] + [(resource.RLIMIT_CORE, 0)]
 
 
-def preexec(limits: Limits):
-    """The function run in the forked child before exec: a new session, then the limits."""
+def preexec(limits: Limits, group: tuple[Path, ...] = ()):
+    """The function run in the forked child before exec: into the box's cgroup ``group`` (if any: then all
+    that the child starts is inside it), a new session, then the limits."""
     pairs = rlimits(limits, nproc_limit(limits))
 
     def apply() -> None:
         import resource
 
+        cgroups.join(group)
         os.setsid()
         for which, value in pairs:
             with contextlib.suppress(ValueError, OSError):
@@ -297,7 +304,19 @@ def bwrap_prefix(box: Box, keep: list[str], hide: list[str] = ()) -> list[str]:
     cmd += parents(str(box.root))
     cmd += ["--bind", str(box.root), str(box.root)]
     switch = as_submission()
-    return [*cmd, "--", *switch] if switch is not None else []
+    return [*cmd, "--", *switch, *no_userns()] if switch is not None else []
+
+
+#: A second bubblewrap inside the box, started as the box's user, so that nothing in the box can make a
+#: user namespace (review47, hole 3: a tmpfs of its own, no --size; mounts): ``--disable-userns`` needs a
+#: user namespace made by bubblewrap, and one made by bubblewrap as root would map the box's user to root.
+#: It shows the whole box as it is (``--dev-bind / /``).
+INNER = ("--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--")
+
+
+def no_userns() -> list[str]:
+    """The inner bubblewrap (`INNER`) where it works here (`bwrap_disables_userns`), else []."""
+    return [shutil.which("bwrap") or "bwrap", *INNER] if bwrap_disables_userns() else []
 
 
 @functools.cache
@@ -310,6 +329,22 @@ def bwrap_works() -> bool:
     cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/"]
     cmd += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/dev/shm"]
     cmd += ["--", *switch, "true"]
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@functools.cache
+def bwrap_disables_userns() -> bool:
+    """Whether a box's user can start the inner bubblewrap (`INNER`: 0.8 or later, user namespaces
+    allowed) inside a box, where it then makes none (tried once)."""
+    bwrap, switch = shutil.which("bwrap"), as_submission()
+    if not bwrap or switch is None:
+        return False
+    cmd = [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
+    cmd += ["--proc", "/proc", "--", *switch, bwrap, *INNER]
+    cmd += ["sh", "-c", "! unshare --user true 2>/dev/null"] if shutil.which("unshare") else ["true"]
     try:
         return subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
     except (OSError, subprocess.SubprocessError):
@@ -387,6 +422,14 @@ class Isolation:
     keep: tuple[str, ...] = ()  # what a bubblewrap sandbox shows of the instructor's files
     hide: tuple[str, ...] = ()  # folders it empties: solutions, hidden judges, submissions, the output, …
     warnings: tuple[Message, ...] = ()
+    #: the run's cgroup (`devicekit_grade.cgroups.choose`, made by the run), or why it has none
+    cgroup: cgroups.Run | Message | None = None
+
+
+def release(isolation: Isolation) -> None:
+    """Remove the run's cgroup and every box cgroup left in it (the run is over, or interrupted)."""
+    if isinstance(isolation.cgroup, cgroups.Run):
+        cgroups.close(isolation.cgroup)
 
 
 def choose(requested: str, *, trust: bool, keep: list[str], hide: list[str]) -> Isolation:
@@ -422,6 +465,52 @@ def choose(requested: str, *, trust: bool, keep: list[str], hide: list[str]) -> 
     return Isolation("none", warnings=(warning,))
 
 
+def holds(isolation: Isolation, limits: Limits) -> Message:
+    """What holds per box and what per process on this machine (printed before grading, and in the report):
+    the run's cgroup or why it has none, and whether a box can make user namespaces."""
+    mb = {k: f"{v} MiB" if v else "-" for k, v in (("a", limits.memory_mb), ("b", limits.box_memory_mb))}
+    each = Message(
+        f"per process: address space {mb['a']}, CPU {limits.cpu_s} s, largest file {limits.file_mb} MiB",
+        f"每个进程：地址空间 {mb['a']}，CPU 时间 {limits.cpu_s} 秒，单个文件最大 {limits.file_mb} MiB",
+    )
+    run = isolation.cgroup
+    if isinstance(run, cgroups.Run):
+        said = Message(
+            f"Limits per notebook, all its processes together ({cgroups.describe(run).en}): memory {mb['b']} "
+            f"(shared memory, memfds and tmpfs included, no swap beyond it), {limits.processes} processes "
+            f"and threads; {each.en}.",
+            f"每个 notebook（其所有进程合计，{cgroups.describe(run).zh}）：内存 {mb['b']}"
+            "（含共享内存、memfd 和 tmpfs，不能借助交换空间超出），"
+            f"进程和线程 {limits.processes} 个；{each.zh}。",
+        )
+    else:
+        why = run if isinstance(run, Message) else Message("not tried", "未尝试")
+        said = Message(
+            f"No cgroup per notebook here ({why.en}): the limits hold per process only ({each.en}; "
+            "processes by RLIMIT_NPROC and the watchdog), so a notebook's processes together, and its shared "
+            "memory, may hold more memory. For limits per notebook, run the grader as root or in a systemd "
+            "user session (see the grading guide).",
+            f"这里没有给每个 notebook 建立 cgroup（{why.zh}）：限制只对单个进程有效（{each.zh}；"
+            "进程数由 RLIMIT_NPROC 和监视线程限制），因此一个 notebook 的所有进程合计、以及它的共享内存，"
+            "可以占用更多内存。要按 notebook 限制，请以 root 运行评分器，或在 systemd 用户会话中运行"
+            "（见评分指南）。",
+        )
+    if isolation.mode != "bwrap":
+        return said
+    if bwrap_disables_userns():
+        return said + Message(
+            " A notebook cannot make user namespaces (bubblewrap --disable-userns).",
+            "notebook 不能创建用户命名空间（bubblewrap --disable-userns）。",
+        )
+    return said + Message(
+        " A notebook can make user namespaces of its own, and mount a tmpfs there that no limit counts: this "
+        "bubblewrap cannot stop it (--disable-userns needs bubblewrap 0.8 and user namespaces for the "
+        "notebook's user).",
+        "notebook 可以创建自己的用户命名空间，并在其中挂载不受任何限制的 tmpfs：这里的 bubblewrap 无法阻止"
+        "（--disable-userns 需要 bubblewrap 0.8，并且 notebook 所用的用户可以创建用户命名空间）。",
+    )
+
+
 class Watchdog(threading.Thread):
     """Counts a submission's processes and threads every half second and kills them all when there are
     more than ``limit`` (root is exempt from RLIMIT_NPROC, and the user a submission runs as may run other
@@ -449,10 +538,12 @@ class Watchdog(threading.Thread):
 
 @dataclass
 class Running:
-    """A process started in a box (`start`), and the watchdog that counts its processes."""
+    """A process started in a box (`start`), the watchdog that counts its processes, and the box's cgroup."""
 
     proc: subprocess.Popen
     watchdog: Watchdog  # ``tripped``: it stopped them for starting more processes than the limit allows
+    group: tuple[Path, ...] = ()  # the box's cgroup (`devicekit_grade.cgroups`), () where there is none
+    out_of_memory: bool = False  # `stop` found that the kernel killed a process of it over its memory cap
 
 
 _RUNNING: dict[int, subprocess.Popen] = {}
@@ -469,9 +560,9 @@ def start(
     output: Any,
     keep: tuple[int, ...] = (),
 ) -> Running:
-    """Start ``cmd`` in ``box``: under bubblewrap (unless the isolation is none), in a new session, with the
-    limits, its output to the file object ``output``, the descriptors ``keep`` inherited, watched by a
-    `Watchdog`. `close` ends it."""
+    """Start ``cmd`` in ``box``: in a cgroup of its own where the run has one, under bubblewrap (unless the
+    isolation is none), in a new session, with the limits, its output to the file object ``output``, the
+    descriptors ``keep`` inherited, watched by a `Watchdog`. `close` ends it."""
     if running_as_root():
         _give(box.work)
     options = None
@@ -487,20 +578,26 @@ def start(
         os.lseek(options, 0, os.SEEK_SET)
         cmd = [prefix[0], "--args", str(options), *prefix[end:], *cmd]
         keep = (*keep, options)
+    group: tuple[Path, ...] = ()
     try:
+        if isinstance(isolation.cgroup, cgroups.Run):
+            group = cgroups.open_box(isolation.cgroup, limits.box_memory_mb * MiB, limits.processes)
         with _START_LOCK:  # no fork while another thread changes the set of running processes
             proc = subprocess.Popen(
                 cmd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=box.run,
-                preexec_fn=preexec(limits), pass_fds=keep,
+                preexec_fn=preexec(limits, group), pass_fds=keep,
             )  # fmt: skip
             with _RUNNING_LOCK:
                 _RUNNING[proc.pid] = proc
+    except BaseException:
+        cgroups.remove(group)
+        raise
     finally:
         if options is not None:
             os.close(options)
     watchdog = Watchdog(proc.pid, limits.processes)
     watchdog.start()
-    return Running(proc, watchdog)
+    return Running(proc, watchdog, group)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -515,6 +612,8 @@ def stop(running: Running) -> None:
     folders stay until `close` (the caller reads what the run wrote there)."""
     running.watchdog.stop()
     _stop(running.proc)
+    running.out_of_memory = running.out_of_memory or cgroups.out_of_memory(running.group)
+    cgroups.remove(running.group)  # anything of the box that left its process tree
     with _RUNNING_LOCK:
         _RUNNING.pop(running.proc.pid, None)
 

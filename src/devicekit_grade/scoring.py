@@ -79,6 +79,20 @@ def score(
             notes=grade.notes,
             reasons=reasons,
         )
+    if first.out_of_memory or (second is not None and second.out_of_memory):
+        grade.flags.append("memory-limit")
+        limit = options.limits.box_memory_mb
+        _said(
+            Message(
+                f"the notebook's processes used more than {limit} MiB of memory together: the system stopped "
+                "the largest of them (usually the kernel).",
+                f"notebook 的所有进程合计使用的内存超过了 {limit} MiB："
+                "系统终止了其中占用最多的进程（通常是运行 notebook 的 Python 进程）。",
+            ),
+            reason=Message(f"more than {limit} MiB of memory: stopped", f"内存超过 {limit} MiB：已终止"),
+            notes=grade.notes,
+            reasons=reasons,
+        )
     _versions(grade, answers, reasons)
     _exercises(grade, answers["results"], stopped=fatal is not None)
     if any(e.how == "not-run" for e in grade.exercises):

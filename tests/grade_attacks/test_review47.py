@@ -13,15 +13,18 @@ The class (one run, the default isolation: as root, bubblewrap and a user of its
   700 processes from it;
 * ``q-quinn``: the untouched lab, plus a cell that holds memory and disk no limit counts (six memfds written
   from a helper whose address space is capped, a tmpfs mounted in a user namespace of its own, five files
-  of 200 MB in its folder); only where it held more than 512 MiB, it answers exercise 2 right;
+  of 200 MB in its folder); only where it held more than 512 MiB, it answers exercise 2 right. The class is
+  graded with ``--box-memory-mb 1024`` (a lab-1 box needs less: amy's right answers grade 3/3 with it);
 * ``o-oli``: the untouched lab, plus a cell that detaches a process into new user and PID namespaces of its
   own (``unshare --user --pid --fork``), which must not outlive the run;
 * ``r-rex``: the untouched lab, plus a cell that reads the command line of the box's process 1 (bubblewrap);
 * ``p-pat``: a symbolic link to a folder that holds the published solution.
 
 A run by an ordinary user (``nobody``), with ``TMPDIR`` outside ``/tmp``: ``a-amy`` (right answers, then a
-pause), ``b-ben``, who reads the grader's run folder (the hidden judges, amy's box), and ``c-cat``, who tries
-the events pipe as ``k-kim`` does. And a box run as ``nobody``: how large each tmpfs it can write is.
+pause), ``b-ben``, who reads the grader's run folder (the hidden judges, amy's box), ``c-cat``, who tries
+the events pipe as ``k-kim`` does, and ``q-quinn`` again; the grader runs in a cgroup delegated to
+``nobody`` (`_delegated_to`: what a systemd user session gives an ordinary user), where this machine lets
+root make one. And a box run as ``nobody``: how large each tmpfs it can write is.
 
 And one more run, as root with ``--same-user`` (an option the grader had then: "do not give each notebook a
 user of its own"; gone since issue 42's one isolation path): ``s-sam``, the untouched lab, plus a cell that
@@ -43,7 +46,7 @@ import pytest
 
 from course_tools.paths import ROOT
 from course_tools.submissions import lab_notebook, solution_notebook, solved_lab, write
-from devicekit_grade import sandbox
+from devicekit_grade import cgroups, sandbox
 from grade_attacks.classroom import OUT, run_grader, wait_until_gone
 
 LAB = "01-devices"
@@ -274,9 +277,10 @@ def review():
     elsewhere = root / "elsewhere"
     write(solution_notebook(LAB), elsewhere / f"{LAB}.ipynb")
     os.symlink(elsewhere, subs / "p-pat")
-    done = run_grader(root, "--out", OUT, "--jobs", "2", "--timeout", "60", "subs")
+    done = run_grader(root, "--out", OUT, "--jobs", "2", "--timeout", "60", "--box-memory-mb", "1024", "subs")
     left = wait_until_gone(marker, 60)
     yield {
+        "per_box": "Limits per notebook" in done.stderr,
         "rows": _rows(root),
         "returncode": done.returncode,
         "stderr": done.stderr[-3000:],
@@ -322,15 +326,24 @@ def test_a_notebook_cannot_hold_the_machines_memory_through_dev_shm(review):
     assert r["exercises"][1]["passed"] is False, _said(r, "SHM-FILLED")
 
 
+def _holds_no_memory_beyond_the_cap(result: dict, row: dict | None) -> None:
+    """q-quinn's row where the grader had a cgroup per box: killed over the cap (``memory-limit``), and its
+    exercise 2 (answered only where it held more than 512 MiB) not passed."""
+    if not result["per_box"]:
+        pytest.skip("the grader could make no cgroup per box here (it said so): limits are per process only")
+    assert row is not None, result["stderr"]
+    assert row["exercises"][1]["passed"] is False, _said(row, "BEYOND-LIMITS")
+    assert "memory-limit" in row["flags"], (row["flags"], row["reason"])
+
+
 @pytest.mark.integration
-@pytest.mark.xfail(strict=True, reason="review47 hole 3: a box's memory and disk have no limit of their own")
 def test_a_notebook_holds_no_memory_beyond_its_limits(review):
-    """Hole 3 (open): the limits are per process (RLIMIT_AS, RLIMIT_FSIZE), not per box: memory written to a
-    memfd is counted by none of them, nor a tmpfs the notebook mounts in a user namespace of its own, nor the
-    files it writes in its folder on the machine's disk. Fix: a memory (and pids) cgroup per box, and
-    bubblewrap's ``--disable-userns``; a quota or a sized file system for the box's folder."""
-    r = _row(review, "q-quinn")
-    assert r["exercises"][1]["passed"] is False, _said(r, "BEYOND-LIMITS")
+    """Hole 3 (fixed in box48): the limits were per process (RLIMIT_AS, RLIMIT_FSIZE), not per box: memory
+    written to a memfd was counted by none of them (768 MiB held), nor a tmpfs the notebook mounted in a user
+    namespace of its own. Now each box has a cgroup (memory with swap, pids) that its first process joins
+    before bubblewrap starts, and bubblewrap's ``--disable-userns`` stops nested user namespaces. The files
+    it writes in its folder on disk still have no cap but ``--max-file-mb`` per file."""
+    _holds_no_memory_beyond_the_cap(review, _row(review, "q-quinn"))
 
 
 @pytest.mark.integration
@@ -475,6 +488,8 @@ def ordinary_user():
         write(_with_cell(lab_notebook(LAB), READS_RUN_FOLDER), top / "subs" / "b-ben_01-devices.ipynb")
         forge = FORGE_EVENTS.replace("RIGHT", _indented(RIGHT_MASK))
         write(_with_cell(lab_notebook(LAB), forge), top / "subs" / "c-cat_01-devices.ipynb")
+        beyond = BEYOND_LIMITS.replace("RIGHT", _indented(RIGHT_MASK))
+        write(_with_cell(lab_notebook(LAB), beyond), top / "subs" / "q-quinn_01-devices.ipynb")
         (top / "hidden").mkdir()
         (top / "hidden" / "lab01.py").write_text(HIDDEN_JUDGE, encoding="utf-8")
         (top / "s").mkdir()
@@ -489,6 +504,8 @@ def ordinary_user():
         }
         as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", "--"]
         args = ["--out", OUT, "--jobs", "2", "--hidden", "hidden", "--timeout", "60", "subs"]
+        args[-1:-1] = ["--box-memory-mb", "1024"]
+        delegated = _delegated_to(nobody)
         done = subprocess.run(
             [*as_nobody, str(python), "-m", "devicekit_grade", *args],
             cwd=top,
@@ -496,15 +513,40 @@ def ordinary_user():
             capture_output=True,
             text=True,
             timeout=1800,
+            preexec_fn=(lambda: cgroups.join(delegated[1])) if delegated else None,
         )
+        if delegated:
+            cgroups.close(delegated[0])
         graded = (top / OUT / "grades.json").exists()
         yield {
+            "per_box": "Limits per notebook" in done.stderr,
             "rows": _rows(top) if graded else {},
             "returncode": done.returncode,
             "stderr": done.stderr[-3000:],
         }
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def _delegated_to(uid: int) -> tuple[cgroups.Run, tuple[Path, ...]] | None:
+    """As root: a cgroup subtree given to ``uid`` (what systemd gives a user session: ``Delegate=yes``), and
+    the cgroups the grader starts in there (v1: its top; v2: a leaf below it, since a v2 cgroup with
+    processes has no controllers below it); None where root can make none here."""
+    run = cgroups.choose()
+    if not isinstance(run, cgroups.Run):
+        return None
+    start = run.folders if run.version == 1 else (run.folders[0] / "grader",)
+    for folder in start:
+        folder.mkdir(exist_ok=True)
+    for folder in run.folders:
+        _chown_tree(folder, uid)
+    return run, start
+
+
+@pytest.mark.integration
+def test_an_ordinary_users_notebook_holds_no_memory_beyond_its_limits(ordinary_user):
+    """Hole 3 as an ordinary user, whose grader has a delegated cgroup (``Delegate=yes``): the same cap."""
+    _holds_no_memory_beyond_the_cap(ordinary_user, ordinary_user["rows"].get("q-quinn_01-devices.ipynb"))
 
 
 @pytest.mark.integration
