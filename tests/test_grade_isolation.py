@@ -133,8 +133,53 @@ def test_the_watchdog_stops_a_submission_that_forks_past_the_limit():
     finally:
         watchdog.stop()
         sandbox.kill_tree(proc.pid)
-    assert watchdog.tripped
+    assert watchdog.tripped == "processes"
     assert not sandbox.descendants(proc.pid)
+
+
+def test_on_disk_counts_allocated_blocks_below_a_folder_without_following_links(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "full").write_bytes(b"x" * (1 << 20))
+    with open(tmp_path / "sparse", "wb") as f:  # 1 GiB long, one block written
+        f.seek(1 << 30)
+        f.write(b"x")
+    os.symlink("/usr", tmp_path / "usr")  # a link to a large folder counts as the link only
+    used = sandbox.on_disk(tmp_path, 1 << 40)
+    assert (1 << 20) <= used < (1 << 20) + (1 << 18), used
+
+
+def test_on_disk_stops_counting_past_the_limit_and_past_too_many_entries(tmp_path):
+    for i in range(3):
+        (tmp_path / f"f{i}").write_bytes(b"x" * (1 << 20))
+    assert sandbox.on_disk(tmp_path, 100) > 100
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(50):
+        (many / str(i)).touch()
+    assert sandbox.on_disk(many, 1 << 30) < 1 << 30
+    old, sandbox.MAX_ENTRIES = sandbox.MAX_ENTRIES, 10
+    try:
+        assert sandbox.on_disk(many, 1 << 30) == (1 << 30) + 1
+    finally:
+        sandbox.MAX_ENTRIES = old
+
+
+@pytest.mark.integration  # writes 256 MiB
+def test_the_watchdog_stops_a_submission_that_fills_its_folder(tmp_path):
+    writes = (
+        "import time\nfor i in range(32):\n    open(f'f{i}', 'wb').write(bytes(8 << 20)); time.sleep(0.05)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", writes], cwd=tmp_path, preexec_fn=os.setsid)
+    watchdog = sandbox.Watchdog(proc.pid, limit=64, folder=tmp_path, disk=32 << 20)
+    watchdog.start()
+    try:
+        proc.wait(timeout=60)
+    finally:
+        watchdog.stop()
+        sandbox.kill_tree(proc.pid)
+    assert watchdog.tripped == "disk"
+    assert proc.returncode != 0
+    assert len(list(tmp_path.iterdir())) < 32
 
 
 @pytest.mark.skipif(not sandbox.bwrap_works(), reason="bubblewrap is not installed here")

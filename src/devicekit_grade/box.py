@@ -63,6 +63,7 @@ class Execution:
     log: str
     copy_note: Message | None = None
     over_limit: bool = False  # stopped by the watchdog for too many processes
+    over_disk: bool = False  # stopped by the watchdog for writing more than the box's disk limit
     out_of_memory: bool = False  # a process of the box was killed for going over the box's memory cap
 
 
@@ -97,7 +98,10 @@ def run_notebook(
                 sandbox.stop(running)
             tail = _tail(log)
         tripped, oom = running.watchdog.tripped, running.out_of_memory
-        return Execution(events.read(), stopped, answers, tail, note, tripped, oom)
+        return Execution(
+            events.read(), stopped, answers, tail, note,
+            over_limit=tripped == "processes", out_of_memory=oom, over_disk=tripped == "disk",
+        )  # fmt: skip
     finally:
         sandbox.close(box, running)
 

@@ -149,6 +149,12 @@ def _parser() -> argparse.ArgumentParser:
         "where the grader can make a cgroup per notebook: the preflight line says)",
     )
     add(
+        "--box-disk-mb",
+        type=int,
+        default=limits.box_disk_mb,
+        help=f"what a notebook's folder may hold on disk, 0 = no limit (default {limits.box_disk_mb})",
+    )
+    add(
         "--cpu-seconds", type=int, default=limits.cpu_s, help=f"CPU time per process (default {limits.cpu_s})"
     )
     add(
@@ -336,7 +342,12 @@ def _options(args: argparse.Namespace) -> Options:
         notebook_timeout=args.notebook_timeout or 10 * args.timeout,
         kernel=args.kernel,
         limits=sandbox.Limits(
-            args.memory_mb, args.cpu_seconds, args.max_processes, args.max_file_mb, args.box_memory_mb
+            args.memory_mb,
+            args.cpu_seconds,
+            args.max_processes,
+            args.max_file_mb,
+            args.box_memory_mb,
+            args.box_disk_mb,
         ),
         isolation="bwrap" if args.sandbox else args.isolation,
         released=Released(args.labs or default_labs, args.solutions or default_solutions),

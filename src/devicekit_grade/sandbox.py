@@ -82,6 +82,7 @@ class Limits:
     processes: int = 512  # processes and threads of a submission (RLIMIT_NPROC, the `Watchdog`, a cgroup)
     file_mb: int = 256  # largest file a process may write (RLIMIT_FSIZE)
     box_memory_mb: int = 8192  # memory of all the box's processes together (a cgroup, where there is one)
+    box_disk_mb: int = 2048  # what the box's own folder may hold on disk (the `Watchdog` measures it)
 
 
 def _libc():
@@ -495,6 +496,11 @@ def holds(isolation: Isolation, limits: Limits) -> Message:
             "可以占用更多内存。要按 notebook 限制，请以 root 运行评分器，或在 systemd 用户会话中运行"
             "（见评分指南）。",
         )
+    if limits.box_disk_mb:
+        said += Message(
+            f" Files a notebook writes: {limits.box_disk_mb} MiB in all on disk (checked every half second).",
+            f"notebook 写入的文件：在磁盘上合计最多 {limits.box_disk_mb} MiB（每半秒检查一次）。",
+        )
     if isolation.mode != "bwrap":
         return said
     if bwrap_disables_userns():
@@ -512,14 +518,16 @@ def holds(isolation: Isolation, limits: Limits) -> Message:
 
 
 class Watchdog(threading.Thread):
-    """Counts a submission's processes and threads every half second and kills them all when there are
-    more than ``limit`` (root is exempt from RLIMIT_NPROC, and the user a submission runs as may run other
-    processes: this holds the limit in every case). ``tripped`` says whether it had to."""
+    """Every half second, counts a submission's processes and threads and measures its folder on disk, and
+    kills them all when there are more than ``limit`` processes (root is exempt from RLIMIT_NPROC, and the
+    user a submission runs as may run other processes: this holds the limit in every case) or the folder
+    holds more than ``disk`` bytes (RLIMIT_FSIZE caps one file, not how many; review47, hole 3). ``tripped``
+    says which limit it had to hold: ``"processes"``, ``"disk"`` or ``None``."""
 
-    def __init__(self, pid: int, limit: int) -> None:
+    def __init__(self, pid: int, limit: int, folder: Path | None = None, disk: int = 0) -> None:
         super().__init__(daemon=True)
-        self.pid, self.limit = pid, limit
-        self.tripped = False
+        self.pid, self.limit, self.folder, self.disk = pid, limit, folder, disk
+        self.tripped: str | None = None
         self._stop_event = threading.Event()
 
     def count(self) -> int:
@@ -528,7 +536,10 @@ class Watchdog(threading.Thread):
     def run(self) -> None:
         while not self._stop_event.wait(0.5):
             if self.limit and self.count() > self.limit:
-                self.tripped = True
+                self.tripped = "processes"
+            elif self.disk and self.folder is not None and on_disk(self.folder, self.disk) > self.disk:
+                self.tripped = "disk"
+            if self.tripped:
                 kill_tree(self.pid)
                 return
 
@@ -536,12 +547,37 @@ class Watchdog(threading.Thread):
         self._stop_event.set()
 
 
+#: A box's folder with more entries than this counts as over its disk limit: walking it would take long.
+MAX_ENTRIES = 100_000
+
+
+def on_disk(folder: Path, limit: int) -> int:
+    """Bytes the files below ``folder`` take on disk (allocated blocks: a sparse file counts what it holds;
+    links are not followed), counting up to just past ``limit``; past `MAX_ENTRIES` entries, ``limit + 1``."""
+    total, entries, stack = 0, 0, [str(folder)]
+    while stack and total <= limit:
+        try:
+            with os.scandir(stack.pop()) as found:
+                for entry in found:
+                    entries += 1
+                    if entries > MAX_ENTRIES:
+                        return limit + 1
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    else:
+                        with contextlib.suppress(OSError):
+                            total += entry.stat(follow_symlinks=False).st_blocks * 512
+        except OSError:
+            continue  # a folder removed or made unreadable meanwhile: what is left still counts
+    return total
+
+
 @dataclass
 class Running:
     """A process started in a box (`start`), the watchdog that counts its processes, and the box's cgroup."""
 
     proc: subprocess.Popen
-    watchdog: Watchdog  # ``tripped``: it stopped them for starting more processes than the limit allows
+    watchdog: Watchdog  # ``tripped``: the limit it had to hold by stopping them (processes or disk)
     group: tuple[Path, ...] = ()  # the box's cgroup (`devicekit_grade.cgroups`), () where there is none
     out_of_memory: bool = False  # `stop` found that the kernel killed a process of it over its memory cap
 
@@ -595,7 +631,7 @@ def start(
     finally:
         if options is not None:
             os.close(options)
-    watchdog = Watchdog(proc.pid, limits.processes)
+    watchdog = Watchdog(proc.pid, limits.processes, box.root, limits.box_disk_mb * MiB)
     watchdog.start()
     return Running(proc, watchdog, group)
 

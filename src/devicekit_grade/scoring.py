@@ -93,6 +93,18 @@ def score(
             notes=grade.notes,
             reasons=reasons,
         )
+    if first.over_disk or (second is not None and second.over_disk):
+        grade.flags.append("disk-limit")
+        limit = options.limits.box_disk_mb
+        _said(
+            Message(
+                f"the notebook wrote more than {limit} MiB of files: all its processes were stopped.",
+                f"notebook 写入的文件超过了 {limit} MiB：它的所有进程已被终止。",
+            ),
+            reason=Message(f"more than {limit} MiB on disk: stopped", f"磁盘占用超过 {limit} MiB：已终止"),
+            notes=grade.notes,
+            reasons=reasons,
+        )
     _versions(grade, answers, reasons)
     _exercises(grade, answers["results"], stopped=fatal is not None)
     if any(e.how == "not-run" for e in grade.exercises):

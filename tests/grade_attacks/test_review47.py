@@ -11,10 +11,13 @@ The class (one run, the default isolation: as root, bubblewrap and a user of its
   exercise 2 right;
 * ``n-ned``: the untouched lab, plus a cell that makes a user namespace of its own (uid 0 there) and starts
   700 processes from it;
-* ``q-quinn``: the untouched lab, plus a cell that holds memory and disk no limit counts (six memfds written
-  from a helper whose address space is capped, a tmpfs mounted in a user namespace of its own, five files
-  of 200 MB in its folder); only where it held more than 512 MiB, it answers exercise 2 right. The class is
-  graded with ``--box-memory-mb 1024`` (a lab-1 box needs less: amy's right answers grade 3/3 with it);
+* ``q-quinn``: the untouched lab, plus a cell that holds memory no per-process limit counts (ten memfds
+  written from a helper whose address space is capped, a tmpfs mounted in a user namespace of its own);
+  only where it held more than 1 GiB, more than its box may hold, it answers exercise 2 right. The class
+  is graded with ``--box-memory-mb 1024`` (a lab-1 box needs less: amy's right answers grade 3/3 with it);
+* ``d-dan``: the untouched lab, plus a cell that writes files of 64 MiB into its folder on the machine's disk
+  (each under ``--max-file-mb``), up to 1.5 GB; only where it wrote more than 1 GB, it answers exercise 2
+  right. The class is graded with ``--box-disk-mb 512``;
 * ``o-oli``: the untouched lab, plus a cell that detaches a process into new user and PID namespaces of its
   own (``unshare --user --pid --fork``), which must not outlive the run;
 * ``r-rex``: the untouched lab, plus a cell that reads the command line of the box's process 1 (bubblewrap);
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -126,10 +130,10 @@ DETACH_IN_NAMESPACES = """import subprocess
 subprocess.Popen(["unshare", "--user", "--pid", "--fork", "sh", "-c", "sleep 300; : {marker}"],
     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"""
 
-#: Memory and disk that no limit of the box counts: a helper whose own address space is limited to 64 MiB
-#: more than it uses writes 768 MiB into six memfds (shared memory: written, not mapped, so RLIMIT_AS never
-#: sees it) and keeps them; a tmpfs mounted in a user namespace of the notebook's own (no --size there); and
-#: five files of 200 MB in the box's folder on the machine's disk (RLIMIT_FSIZE is per file).
+#: Memory that no per-process limit counts: a helper whose own address space is limited to 64 MiB more
+#: than it uses writes 1280 MiB into ten memfds, more than the box may hold (1 GiB), and keeps them (shared
+#: memory: written, not mapped, so RLIMIT_AS never sees it); then a tmpfs mounted in a user namespace of
+#: the notebook's own (no --size there). Its disk: ``FILL_DISK``.
 BEYOND_LIMITS = """import subprocess, sys
 _helper = '''
 import os, resource
@@ -138,7 +142,7 @@ resource.setrlimit(resource.RLIMIT_AS, (used + (64 << 20), used + (64 << 20)))
 chunk = bytes([1]) * (16 << 20)
 held, fds = 0, []
 try:
-    for _ in range(6):  # 128 MiB each: RLIMIT_FSIZE (256 MiB) holds for one memfd, not for six
+    for _ in range(10):  # 128 MiB each: RLIMIT_FSIZE (256 MiB) holds for one memfd, not for ten
         fds.append(os.memfd_create("held"))
         for _ in range(8):
             os.write(fds[-1], chunk)
@@ -153,18 +157,29 @@ _held = int(_p.stdout.readline())
 _mount = "mount -t tmpfs none /mnt && df -m /mnt | tail -1"
 _tmpfs = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _mount],
     capture_output=True, text=True).stdout.split()
-_disk = 0
+if _held > 1024:
+    RIGHT
+raise RuntimeError(f"BEYOND-LIMITS memfd={_held} MiB nested-tmpfs={_tmpfs[1:2]} MiB")"""
+
+
+#: Disk that RLIMIT_FSIZE does not cap: many files, each under the per-file limit (review47, hole 3's last
+#: part), written at about 640 MB a second so that the watchdog, which looks every half second, can see it.
+FILL_DISK = """import os, time
+_wrote = 0
 try:
-    for _i in range(5):
+    for _i in range(24):
         with open(f"disk-{_i}", "wb") as _f:
-            for _ in range(25):
-                _f.write(bytes([1]) * (8 << 20))
-        _disk += 200
+            _f.write(bytes([1]) * (64 << 20))
+            _f.flush()
+            os.fsync(_f.fileno())  # on disk, and out of the page cache: no memory limit sees it
+            os.posix_fadvise(_f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        _wrote += 64
+        time.sleep(0.1)
 except OSError:
     pass
-if _held > 512:
+if _wrote > 1024:
     RIGHT
-raise RuntimeError(f"BEYOND-LIMITS memfd={_held} MiB nested-tmpfs={_tmpfs[1:2]} MiB disk={_disk} MB")"""
+raise RuntimeError(f"DISK-FILLED {_wrote} MiB")"""
 
 
 #: Reads the grader's run folder (the parent of its own box): the evaluator's copy of the hidden judges and
@@ -270,6 +285,7 @@ def review():
     write(_with_cell(lab_notebook(LAB), READS_SANDBOX_COMMAND), subs / "r-rex_01-devices.ipynb")
     beyond = BEYOND_LIMITS.replace("RIGHT", right)
     write(_with_cell(lab_notebook(LAB), beyond), subs / "q-quinn_01-devices.ipynb")
+    write(_with_cell(lab_notebook(LAB), FILL_DISK.replace("RIGHT", right)), subs / "d-dan_01-devices.ipynb")
     write(
         _with_cell(lab_notebook(LAB), DETACH_IN_NAMESPACES.format(marker=marker)),
         subs / "o-oli_01-devices.ipynb",
@@ -277,7 +293,20 @@ def review():
     elsewhere = root / "elsewhere"
     write(solution_notebook(LAB), elsewhere / f"{LAB}.ipynb")
     os.symlink(elsewhere, subs / "p-pat")
-    done = run_grader(root, "--out", OUT, "--jobs", "2", "--timeout", "60", "--box-memory-mb", "1024", "subs")
+    done = run_grader(
+        root,
+        "--out",
+        OUT,
+        "--jobs",
+        "2",
+        "--timeout",
+        "60",
+        "--box-memory-mb",
+        "1024",
+        "--box-disk-mb",
+        "512",
+        "subs",
+    )
     left = wait_until_gone(marker, 60)
     yield {
         "per_box": "Limits per notebook" in done.stderr,
@@ -328,12 +357,14 @@ def test_a_notebook_cannot_hold_the_machines_memory_through_dev_shm(review):
 
 def _holds_no_memory_beyond_the_cap(result: dict, row: dict | None) -> None:
     """q-quinn's row where the grader had a cgroup per box: killed over the cap (``memory-limit``), and its
-    exercise 2 (answered only where it held more than 512 MiB) not passed."""
+    exercise 2 (answered only where it held more than 1 GiB) not passed."""
     if not result["per_box"]:
         pytest.skip("the grader could make no cgroup per box here (it said so): limits are per process only")
     assert row is not None, result["stderr"]
     assert row["exercises"][1]["passed"] is False, _said(row, "BEYOND-LIMITS")
-    assert "memory-limit" in row["flags"], (row["flags"], row["reason"])
+    # over the cap, the kernel either kills the box's largest process or fails the write (ENOMEM)
+    held = re.search(r"BEYOND-LIMITS memfd=(\d+) MiB nested-tmpfs=\[\]", row["reason"])
+    assert "memory-limit" in row["flags"] or (held and int(held[1]) <= 1024), (row["flags"], row["reason"])
 
 
 @pytest.mark.integration
@@ -341,9 +372,18 @@ def test_a_notebook_holds_no_memory_beyond_its_limits(review):
     """Hole 3 (fixed in box48): the limits were per process (RLIMIT_AS, RLIMIT_FSIZE), not per box: memory
     written to a memfd was counted by none of them (768 MiB held), nor a tmpfs the notebook mounted in a user
     namespace of its own. Now each box has a cgroup (memory with swap, pids) that its first process joins
-    before bubblewrap starts, and bubblewrap's ``--disable-userns`` stops nested user namespaces. The files
-    it writes in its folder on disk still have no cap but ``--max-file-mb`` per file."""
+    before bubblewrap starts, and bubblewrap's ``--disable-userns`` stops nested user namespaces. Its files
+    on disk: `test_a_notebook_cannot_fill_the_machines_disk`."""
     _holds_no_memory_beyond_the_cap(review, _row(review, "q-quinn"))
+
+
+@pytest.mark.integration
+def test_a_notebook_cannot_fill_the_machines_disk(review):
+    """Hole 3's last part: RLIMIT_FSIZE caps one file, not how many; the watchdog measures the box's folder
+    and stops the box past ``--box-disk-mb`` (flag ``disk-limit``), with or without a cgroup."""
+    r = _row(review, "d-dan")
+    assert r["exercises"][1]["passed"] is False, _said(r, "DISK-FILLED")
+    assert "disk-limit" in r["flags"], (r["flags"], r["reason"])
 
 
 @pytest.mark.integration
