@@ -22,7 +22,7 @@ def report(rank: int, out: str, name: str) -> None:
 
 
 def fail(rank: int) -> None:
-    """Raise in every rank: the caller gets the first rank's error."""
+    """Raise in every rank: the caller gets the error of the rank that failed first."""
     raise RuntimeError(f"rank {rank} failed on purpose")
 
 
