@@ -484,7 +484,9 @@ def spawn(
     Each process gets ``RANK`` = ``LOCAL_RANK`` = its index, ``WORLD_SIZE`` = ``nprocs``, and the same
     ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls `setup`.  The
     processes are started with the ``spawn`` method, never ``fork``: a forked child inherits the parent's
-    CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess".
+    CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess". (The grader's kernels ask
+    for ``forkserver`` instead, which starts ranks as fresh but with torch already imported:
+    `_start_method`.)
 
     ``fn`` must be importable by the children (a top-level function of a module, not of a notebook cell);
     otherwise this raises `ValueError` before starting anything.  With ``join=True`` it waits for
