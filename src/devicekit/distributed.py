@@ -428,8 +428,9 @@ def _child(
     _finished = True
 
 
-#: Set to ``1`` in a grading kernel (`devicekit_grade._kernel.setup`): `spawn` then forks each rank from a
-#: fork server that imported torch once (`_start_method`), instead of starting a new interpreter per rank.
+#: Set to ``1`` in a process that starts many short runs of ranks (a program that runs notebooks one after
+#: another sets it in their kernels): `spawn` then forks each rank from a fork server that imported torch
+#: once (`_start_method`), instead of starting a new interpreter per rank.
 PRELOAD_ENV = "DEVICEKIT_PRELOADED_RANKS"
 #: What that fork server imports before its first rank: most of a new rank's start is these imports (torch,
 #: and Dynamo, which DTensor and FSDP2 import at their first call), about 3 s of CPU per rank on the course
@@ -484,9 +485,8 @@ def spawn(
     Each process gets ``RANK`` = ``LOCAL_RANK`` = its index, ``WORLD_SIZE`` = ``nprocs``, and the same
     ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls `setup`.  The
     processes are started with the ``spawn`` method, never ``fork``: a forked child inherits the parent's
-    CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess". (The grader's kernels ask
-    for ``forkserver`` instead, which starts ranks as fresh but with torch already imported:
-    `_start_method`.)
+    CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess". (``PRELOAD_ENV`` asks for
+    ``forkserver`` instead, which starts ranks as fresh but with torch already imported: `_start_method`.)
 
     ``fn`` must be importable by the children (a top-level function of a module, not of a notebook cell);
     otherwise this raises `ValueError` before starting anything.  With ``join=True`` it waits for
