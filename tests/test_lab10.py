@@ -145,3 +145,29 @@ def test_the_state_dict_probe_compares_with_a_copy_taken_before_the_call():
     assert seen["cases"][0]["model_changed"], "the zeroed model differs from its copy"
     assert torch.equal(torch.ones(2), torch.ones(2, dtype=torch.float64)), "why dtypes are compared apart"
     assert seen["cases"][0]["wanted_dtypes"]["1.num_batches_tracked"] == "int64"
+
+
+@pytest.mark.integration
+def test_the_rotate_probe_on_a_simulated_gpu_does_not_import_inductor():
+    """Its compiler resets run outside the simulation: inside it, Dynamo's reset would import Inductor to
+    reset CUDA graph trees (``torch.cuda.is_available()`` is True there), about 1 s of CPU in every graded
+    lab 10 notebook. In a fresh process: this one may have imported Inductor already."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = str(Path(__file__).parent)
+    code = (
+        "import sys, warnings; warnings.simplefilter('ignore')\n"
+        "from devicekit_labs import use_gpus, exercises_for\n"
+        "from mutations import lab10\n"
+        "use_gpus(1)\n"
+        "probe = next(e for e in exercises_for('10-compile') if e.key == 'rotate').probe\n"
+        "assert len(probe(lab10.rotate_ok)['cases']) == 7\n"
+        "print('torch._inductor.cudagraph_trees' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"

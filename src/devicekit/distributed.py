@@ -428,6 +428,49 @@ def _child(
     _finished = True
 
 
+#: Set to ``1`` in a process that starts many short runs of ranks (a program that runs notebooks one after
+#: another sets it in their kernels): `spawn` then forks each rank from a fork server that imported torch
+#: once (`_start_method`), instead of starting a new interpreter per rank.
+PRELOAD_ENV = "DEVICEKIT_PRELOADED_RANKS"
+#: What that fork server imports before its first rank: most of a new rank's start is these imports (torch,
+#: and Dynamo, which DTensor and FSDP2 import at their first call), about 3 s of CPU per rank on the course
+#: machine, paid once per fork server instead.
+PRELOAD = ("torch", "torch.distributed", "torch._dynamo", "devicekit.distributed")
+#: The environment the fork server started with (None: not started by `_start_method`).
+_server_env: dict[str, str] | None = None
+
+
+def _start_method() -> str:
+    """``"spawn"``, or ``"forkserver"`` where `PRELOAD_ENV` asks for it (Linux only).
+
+    A rank forked from the fork server is what a spawned one is, a fresh interpreter that is not a copy
+    of this one (no CUDA state, no threads, no simulated GPU, no process group), with torch and `PRELOAD`
+    imported before its function: ``multiprocessing`` sends each rank the same preparation data as under
+    ``spawn`` (``sys.path``, working folder, ``__main__``). What it does not send is the environment: a
+    rank gets the fork server's, and a spawned one this process's of the moment. So the fork server is
+    used only while this process's environment is the one the server started with; after a change, ranks
+    are spawned again (the variables `_child` sets are not compared: it sets them in every rank), and so
+    they are when a fork server that other code started is running (its environment is not known here).
+    """
+    global _server_env
+    if os.environ.get(PRELOAD_ENV) != "1" or not sys.platform.startswith("linux"):
+        return "spawn"
+    env = {k: v for k, v in os.environ.items() if k not in _CHILD_SETS}
+    if _server_env is None:
+        import multiprocessing.forkserver
+
+        server = getattr(multiprocessing.forkserver, "_forkserver", None)
+        if getattr(server, "_forkserver_pid", 0) is not None:
+            return "spawn"  # one started by other code, with an environment not known here (or no such API)
+        multiprocessing.forkserver.set_forkserver_preload(["__main__", *PRELOAD])
+        _server_env = env
+    return "forkserver" if env == _server_env else "spawn"
+
+
+#: The variables `_child` sets in every rank, whatever the rank inherited.
+_CHILD_SETS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+
+
 def spawn(
     fn: Callable[..., Any],
     nprocs: int = 2,
@@ -442,7 +485,8 @@ def spawn(
     Each process gets ``RANK`` = ``LOCAL_RANK`` = its index, ``WORLD_SIZE`` = ``nprocs``, and the same
     ``MASTER_ADDR``/``MASTER_PORT`` (a free port unless given), so ``fn`` just calls `setup`.  The
     processes are started with the ``spawn`` method, never ``fork``: a forked child inherits the parent's
-    CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess".
+    CUDA state and fails with "Cannot re-initialize CUDA in forked subprocess". (``PRELOAD_ENV`` asks for
+    ``forkserver`` instead, which starts ranks as fresh but with torch already imported: `_start_method`.)
 
     ``fn`` must be importable by the children (a top-level function of a module, not of a notebook cell);
     otherwise this raises `ValueError` before starting anything.  With ``join=True`` it waits for
@@ -471,7 +515,7 @@ def spawn(
                 args=(fn, tuple(args), nprocs, master_addr, port),
                 nprocs=nprocs,
                 join=join,
-                start_method="spawn",
+                start_method=_start_method(),
             )
         except mp.ProcessRaisedException as error:
             if attempt == attempts or "EADDRINUSE" not in str(error):

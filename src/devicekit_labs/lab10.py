@@ -141,7 +141,7 @@ def probe_rotate(rotate: Callable[[torch.Tensor], torch.Tensor]) -> dict:
 def _rotate_case(rotate: Callable[[torch.Tensor], torch.Tensor], case: dict) -> dict:
     """One case of `probe_rotate`, run where the caller put it (inside or outside the simulation)."""
     before = _default_device_setting()
-    torch.compiler.reset()  # a fresh cache: earlier calls in the notebook must not decide this one
+    _reset_compiler()  # a fresh cache: earlier calls in the notebook must not decide this one
     try:
         x = planted_points(getattr(torch, case["dtype"])).to(case["device"])
         entry = {**case, "x": describe_tensor(x)}  # described now, before the learner's code runs
@@ -164,6 +164,16 @@ def _rotate_case(rotate: Callable[[torch.Tensor], torch.Tensor], case: dict) -> 
         return entry
     finally:
         _restore_default_device(before)
+        _reset_compiler()
+
+
+def _reset_compiler() -> None:
+    """``torch.compiler.reset()``, always outside the simulation. Inside it ``torch.cuda.is_available()`` is
+    True, and Dynamo's reset then also resets Inductor's CUDA graph trees, importing Inductor to do so
+    (``torch._inductor.cudagraph_trees``; ``reset`` in torch/_dynamo/__init__.py (v2.13.0)): about 1 s of CPU
+    in the first eager case, for trees a simulated GPU cannot have (nothing compiles inside the simulation).
+    """
+    with outside_simulation():
         torch.compiler.reset()
 
 
