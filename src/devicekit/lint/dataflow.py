@@ -26,7 +26,6 @@ import ast
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import replace
 
 from devicekit.cpu_args import cpu_positions
 from devicekit.lint import places as why
@@ -49,7 +48,18 @@ from devicekit.lint.names import (
     looks_like_model_name,
 )
 from devicekit.lint.params import tensor_params
-from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
+from devicekit.lint.places import (
+    DEVICE,
+    HOST,
+    INPUT,
+    UNKNOWN,
+    UNKNOWN_PLACE,
+    Place,
+    Val,
+    join,
+    join_envs,
+    replace,
+)
 from devicekit.lint.plain_attrs import judge
 from devicekit.lint.project import Project, SourceFile
 

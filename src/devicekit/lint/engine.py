@@ -13,6 +13,7 @@ from devicekit.lint.calls import check_calls
 from devicekit.lint.core import Context, Finding
 from devicekit.lint.dataflow import check_dataflow
 from devicekit.lint.flow import check_flow
+from devicekit.lint.index import forget_walks
 from devicekit.lint.modules import check_modules
 from devicekit.lint.nbjson import cell_positions, file_position, split_lines
 from devicekit.lint.project import Project, SourceFile, module_names
@@ -103,11 +104,14 @@ def lint_tree(
     ctx = Context(
         tree=tree, lines=lines, codes=chosen, notebook=notebook, path=path, project=project, source=source
     )
-    for check in _CHECKS:
-        try:
-            check(ctx)
-        except RecursionError:  # code nested deeper than the checks recurse (generated code): that check
-            continue  # says nothing about this file; the others still run
+    try:
+        for check in _CHECKS:
+            try:
+                check(ctx)
+            except RecursionError:  # code nested deeper than the checks recurse (generated code): that
+                continue  # check says nothing about this file; the others still run
+    finally:
+        forget_walks()  # the nodes `walk` kept for this file would keep its tree alive
     return sorted(
         Finding(path, None, line, col, code, detail, fix=ctx.fixes.get((line, col, code)))
         for (line, col, code), detail in ctx.found.items()
