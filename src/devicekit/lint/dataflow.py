@@ -929,7 +929,7 @@ def _optional_submodules(source: SourceFile, init: ast.AST, self_name: str) -> s
     names = source.names
     judged: dict[str, bool] = {}  # name -> every assignment a layer or None
     layers: set[str] = set()  # names assigned a layer at least once
-    for node in ast.walk(init):
+    for node in walk(init):
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
@@ -952,7 +952,7 @@ def _optional_submodules(source: SourceFile, init: ast.AST, self_name: str) -> s
 
 def _calls_base_init(init: ast.AST) -> bool:
     """Whether an `__init__` runs its base class's (`super().__init__(...)`, `Base.__init__(self, ...)`)."""
-    for node in ast.walk(init):
+    for node in walk(init):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -969,7 +969,7 @@ def _assigned_attributes(function: ast.AST) -> set[str]:
         return set()
     self_name = params[0].arg
     out = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.ctx, (ast.Store, ast.Del))

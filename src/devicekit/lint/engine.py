@@ -111,7 +111,8 @@ def lint_tree(
             except RecursionError:  # code nested deeper than the checks recurse (generated code): that
                 continue  # check says nothing about this file; the others still run
     finally:
-        forget_walks()  # the nodes `walk` kept for this file would keep its tree alive
+        if project is None:  # alone: the nodes `walk` kept for this file would keep its tree alive
+            forget_walks()  # (`lint_paths` forgets them once the whole project is linted)
     return sorted(
         Finding(path, None, line, col, code, detail, fix=ctx.fixes.get((line, col, code)))
         for (line, col, code), detail in ctx.found.items()
@@ -265,6 +266,7 @@ def lint_paths(
     try:
         return _lint_paths(paths, codes)
     finally:
+        forget_walks()
         if paused:
             gc.enable()
 
