@@ -10,23 +10,6 @@ from collections.abc import Iterator
 _STMT, _OPERATION, _CALL, _CLASS_NODE, _FUNCTION, _CLASS, _CONSTANT, _IMPORT, _LOOP = (
     1 << i for i in range(9)
 )
-# Fields that can hold child nodes, for the most common node types; others use `_fields`.
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {
-    ast.Name: (),
-    ast.Constant: (),
-    ast.alias: (),
-    ast.Attribute: ("value",),
-    ast.keyword: ("value",),
-    ast.arg: ("annotation",),
-    ast.Call: ("func", "args", "keywords"),
-    ast.Subscript: ("value", "slice"),
-    ast.BinOp: ("left", "right"),
-    ast.UnaryOp: ("operand",),
-    ast.Compare: ("left", "comparators"),
-    ast.BoolOp: ("values",),
-}
-_LEAVES = (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
-
 # The fields of each node type that hold a string, a number or a constant, never a node (Python's ASDL
 # grammar, `Parser/Python.asdl`); `walk` does not read them. A field not named here is read, so a node
 # type or field of a newer Python (`type_params`) is still walked.
@@ -62,9 +45,22 @@ _SCALAR_FIELDS: dict[str, tuple[str, ...]] = {
 _WALK_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+#: The only fields of Python's grammar that hold the leaf nodes `TreeIndex` leaves out (`Load`, `Store`,
+#: `Add`, `Eq`, `Not`, `And` ...: `expr_context`, `operator`, `cmpop`, `unaryop`, `boolop`).
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_INDEX_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _walk_fields(node_type: type) -> tuple[str, ...]:
     skip = _SCALAR_FIELDS.get(node_type.__name__, ()) if node_type.__module__ == "ast" else ()
     fields = _WALK_FIELDS[node_type] = tuple(f for f in node_type._fields if f not in skip)
+    return fields
+
+
+def _index_fields(node_type: type) -> tuple[str, ...]:
+    """The fields `TreeIndex` reads: those that may hold a node, less those that hold only leaves."""
+    walked = _WALK_FIELDS.get(node_type) or _walk_fields(node_type)
+    fields = _INDEX_FIELDS[node_type] = tuple(f for f in walked if f not in _LEAF_FIELDS)
     return fields
 
 
@@ -179,7 +175,8 @@ class TreeIndex:
         definitions: list[ast.AST] = []
         imports: list[ast.AST] = []
         kinds = _KIND
-        child_fields = _CHILD_FIELDS
+        index_fields = _INDEX_FIELDS
+        is_node = ast.AST
         stack: list[tuple[ast.AST, ast.AST | None, ast.AST | None, ast.AST | None]] = [
             (tree, None, None, None)
         ]
@@ -212,19 +209,17 @@ class TreeIndex:
                 if kind & _CONSTANT:
                     constants.append(node)  # type: ignore[arg-type]
                     continue
-            fields = child_fields.get(node_type)
+            fields = index_fields.get(node_type)
             if fields is None:
-                fields = node._fields
-            elif not fields:  # a name, an alias: no children
+                fields = _index_fields(node_type)
+            if not fields:  # a name, a constant, an alias: no children
                 continue
             children: list[ast.AST] = []
             for name in fields:
                 value = getattr(node, name, None)
                 if isinstance(value, list):
-                    children.extend(
-                        [v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES)]
-                    )
-                elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                    children.extend([v for v in value if isinstance(v, is_node)])
+                elif isinstance(value, is_node):
                     children.append(value)
             for child in reversed(children):
                 parents[child] = node
