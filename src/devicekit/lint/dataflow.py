@@ -31,6 +31,7 @@ from devicekit.cpu_args import cpu_positions
 from devicekit.lint import places as why
 from devicekit.lint.guesses import batch_item, unread_model, unread_model_class
 from devicekit.lint.index import walk
+from devicekit.lint.labels import short_code
 from devicekit.lint.meets import MEETING_METHODS, NOT_TENSOR, NOT_TENSOR_ATTRS, REDUCTIONS
 from devicekit.lint.modules import HIDDEN_NAME, base_class
 from devicekit.lint.names import (
@@ -130,10 +131,9 @@ _NUMPY_HARMLESS = frozenset(
 def _label(expr: ast.AST) -> str | None:
     """Short code for a message (`noise`, `batch["x"]`), or None when it would be long."""
     try:
-        text = ast.unparse(expr)
+        return short_code(expr, 40)
     except Exception:  # pragma: no cover - ast.unparse handles every expression
         return None
-    return text if len(text) <= 40 and "\n" not in text else None
 
 
 def _params(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[ast.arg]:

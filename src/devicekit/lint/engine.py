@@ -290,7 +290,9 @@ def _lint_paths(
                 parsed[path] = (ast.parse(text, filename=path), text)
             except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
                 pass  # lint_file reports it
-    project = Project([SourceFile(p, tree, module_names(p)[0]) for p, (tree, _) in parsed.items()])
+    project = Project(
+        [SourceFile(p, tree, module_names(p)[0], text=text) for p, (tree, text) in parsed.items()]
+    )
     for path in order:
         if not os.path.exists(path):
             errors.append(LintError(path, 0, 0, Message("no such file or folder", "没有这个文件或文件夹")))
