@@ -177,6 +177,7 @@ class TreeIndex:
         kinds = _KIND
         index_fields = _INDEX_FIELDS
         is_node = ast.AST
+        name_type = ast.Name
         stack: list[tuple[ast.AST, ast.AST | None, ast.AST | None, ast.AST | None]] = [
             (tree, None, None, None)
         ]
@@ -223,7 +224,8 @@ class TreeIndex:
                     children.append(value)
             for child in reversed(children):
                 parents[child] = node
-                push((child, owner, function, cls))
+                if type(child) is not name_type:  # a name has nothing to index and no children
+                    push((child, owner, function, cls))
         self.parents = parents
         self.calls = calls
         self.owned = owned
