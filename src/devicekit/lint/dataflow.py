@@ -1327,7 +1327,8 @@ class Flow:
             value = self.guess(key, expr)
         if value is None:
             self.env.pop(key, None)
-            for name in [k for k in self.env if k.startswith(key + ".")]:
+            prefix = key + "."
+            for name in [k for k in self.env if k.startswith(prefix)]:
                 del self.env[name]
             return
         label = key if len(key) <= 40 else None
@@ -2466,16 +2467,20 @@ class Flow:
         result = self.analysis.call(self, call, target, args, kwargs, None)
         self.hand_over(call, parts_only=True)  # the analysis follows a module given whole, not a part of one
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            changed = self.analysis.changed_params(node)
-            if changed:  # it sets attributes on a module it is given (a hook): its place becomes unknown
-                names = [p.arg for p in _params(node)]
-                given = [*zip(names, call.args, strict=False), *((k.arg, k.value) for k in call.keywords)]
-                for name, arg in given:
-                    key = dotted(arg) if name in changed else None
-                    value = self.env.get(key) if key is not None else None
-                    if value is not None and value.kind == "module":
-                        self.env[key] = value.at(UNKNOWN_PLACE, moved=True)
+            # a module it is given and sets attributes on (a hook): its place becomes unknown (what the
+            # function changes is read only when it is given a module: reading it walks the function)
+            names = [p.arg for p in _params(node)]
+            given = [*zip(names, call.args, strict=False), *((k.arg, k.value) for k in call.keywords)]
+            modules = [(name, dotted(arg)) for name, arg in given if self._holds_module(dotted(arg))]
+            changed = self.analysis.changed_params(node) if modules else set()
+            for name, key in modules:
+                if name in changed:
+                    self.env[key] = self.env[key].at(UNKNOWN_PLACE, moved=True)
         return result
+
+    def _holds_module(self, key: str | None) -> bool:
+        value = self.env.get(key) if key is not None else None
+        return value is not None and value.kind == "module"
 
     def _self_method(self, call: ast.Call, node, args, kwargs) -> Val | None:
         """`self.helper(...)`: the helper runs with this method's `self.x` and the arguments' places."""
