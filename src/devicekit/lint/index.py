@@ -90,7 +90,11 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def forget_walks() -> None:
-    """Drop the nodes `walk` keeps (the linter calls it when a file, or a project, is done)."""
+    """Drop the nodes `walk` keeps (the linter calls it when a file, or a project, is done).
+
+    Linting in two threads at once stays right: a walk dropped while another file is linted is walked
+    again, and a kept list is only used for the very node it was made from.
+    """
     _WALKED.clear()
 
 
