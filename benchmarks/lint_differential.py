@@ -6,6 +6,10 @@
 
 Each FOLDER is linted as one project (`python -m devicekit.lint --format json FOLDER`), once with each
 `PYTHONPATH`. Prints the counts, then one line per finding that only one side has.
+
+With `--exact` (for a change that must not change anything, such as a speed-up), it compares instead the
+whole output, byte for byte: standard output, standard error and exit status of `--format json`, `sarif`
+and `text`, each with `--lang en` and `--lang zh` (`PYTHONHASHSEED=0`), and prints each that differs.
 """
 
 from __future__ import annotations
@@ -32,6 +36,35 @@ def lint(src: str, target: str) -> list[dict]:
     return json.loads(done.stdout or "[]")
 
 
+_EXACT_MODES = [(fmt, lang) for fmt in ("json", "sarif", "text") for lang in ("en", "zh")]
+
+
+def run_exactly(src: str, target: str, fmt: str, lang: str) -> tuple[int, str, str]:
+    """Exit status, standard output and standard error of the devicekit under `src` on `target`."""
+    env = dict(os.environ, PYTHONPATH=src, PYTHONHASHSEED="0")
+    done = subprocess.run(
+        [sys.executable, "-m", "devicekit.lint", "--format", fmt, "--lang", lang, target],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def exact(old: str, new: str, targets: list[str]) -> int:
+    """How many (target, format, language) give a different output under `old` and `new`."""
+    differ = 0
+    for target in targets:
+        for fmt, lang in _EXACT_MODES:
+            before, after = run_exactly(old, target, fmt, lang), run_exactly(new, target, fmt, lang)
+            if before != after:
+                differ += 1
+                print(f"DIFFERS {target} --format {fmt} --lang {lang}")
+    print(f"{len(targets) * len(_EXACT_MODES)} outputs compared, {differ} differ")
+    return differ
+
+
 def near(finding: dict, others: set[tuple[str, int]]) -> bool:
     return any((finding["path"], finding["line"] + d) in others for d in (-1, 0, 1))
 
@@ -40,8 +73,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", required=True, help="the src folder of the old devicekit")
     parser.add_argument("--new", required=True, help="the src folder of the new devicekit")
+    parser.add_argument("--exact", action="store_true", help="compare every output byte for byte")
     parser.add_argument("targets", nargs="+")
     args = parser.parse_args()
+    if args.exact:
+        sys.exit(1 if exact(args.old, args.new, args.targets) else 0)
     old_all: list[dict] = []
     new_all: list[dict] = []
     only_old: list[dict] = []

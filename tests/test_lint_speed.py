@@ -14,6 +14,7 @@ The timings themselves are in `benchmarks/bench_lint.py` (not a test: the machin
 from __future__ import annotations
 
 import ast
+import dataclasses
 import gc
 import re
 import textwrap
@@ -21,9 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from devicekit.lint import DEFAULT_CODES, RULES, lint_source
-from devicekit.lint.index import walk
+from devicekit.lint import DEFAULT_CODES, RULES, lint_paths, lint_source
+from devicekit.lint import index as index_module
+from devicekit.lint.index import TreeIndex, forget_walks, walk
+from devicekit.lint.labels import short_code
 from devicekit.lint.nbjson import split_lines
+from devicekit.lint.places import DEVICE, HOST, UNKNOWN_PLACE, Place, Val, replace
+from devicekit.messages import Message
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -124,7 +129,9 @@ def test_walk_reads_a_field_it_does_not_know_about():
     assert [type(n).__name__ for n in walk(node)] == ["Future", "Name", "Constant", "Load"]
 
 
-def test_walk_stops_where_the_caller_stops():
+def test_walk_gives_the_node_itself_first():
+    # (walk builds its list before the caller reads it: a caller that stops early does not save the
+    # walk, which costs less than resuming a generator for each node did)
     tree = ast.parse("a = 1\nb = 2\n")
     first = next(iter(walk(tree)))
     assert first is tree
@@ -212,3 +219,146 @@ def test_split_lines_keeps_the_parsers_lines(text):
     found = _LINE.findall(text)
     assert split_lines(text) == [line.rstrip("\r\n") for line in found]
     assert split_lines(text, keepends=True) == found
+
+
+# --- round 2 (lintspeed2): the index, kept walks, labels and replace give what they replaced ----------
+
+_LEAF = (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
+
+
+def _reference_index(tree: ast.Module) -> dict[str, object]:
+    """`TreeIndex`'s tables, written the plain way: a recursive pre-order walk over `ast.iter_child_nodes`."""
+    tables: dict[str, object] = {
+        "parents": {},
+        "calls": [],
+        "owned": {},
+        "function_calls": {},
+        "function_loops": {},
+        "class_nodes": {},
+        "constants": [],
+        "definitions": [],
+        "imports": [],
+    }
+
+    def add(table: str, key: ast.AST, node: ast.AST) -> None:
+        tables[table].setdefault(key, []).append(node)  # type: ignore[union-attr]
+
+    def visit(node: ast.AST, owner, function, cls) -> None:
+        if isinstance(node, ast.stmt):
+            owner = node
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                tables["imports"].append(node)  # type: ignore[union-attr]
+        elif isinstance(node, (ast.Call, ast.Compare, ast.BinOp)) and owner is not None:
+            add("owned", owner, node)
+        if isinstance(node, ast.Call):
+            tables["calls"].append(node)  # type: ignore[union-attr]
+            add("function_calls", function or tree, node)
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            add("function_loops", function or tree, node)
+        if isinstance(node, (ast.Call, ast.Assign)) and cls is not None:
+            add("class_nodes", cls, node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            function = node
+            if not isinstance(node, ast.Lambda):
+                tables["definitions"].append(node)  # type: ignore[union-attr]
+        elif isinstance(node, ast.ClassDef):
+            cls = node
+            tables["definitions"].append(node)  # type: ignore[union-attr]
+        if isinstance(node, ast.Constant):
+            tables["constants"].append(node)  # type: ignore[union-attr]
+            return
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _LEAF):
+                tables["parents"][child] = node  # type: ignore[index]
+                visit(child, owner, function, cls)
+
+    visit(tree, None, None, None)
+    return tables
+
+
+def _same_index(tree: ast.Module) -> None:
+    index = TreeIndex(tree)
+    expected = _reference_index(tree)
+    assert index.parents == expected["parents"]
+    for name in ("calls", "constants", "definitions", "imports"):
+        got, want = getattr(index, name), expected[name]
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want, strict=True)), name
+    for name in ("owned", "function_calls", "function_loops", "class_nodes"):
+        got, want = getattr(index, name), expected[name]
+        assert list(got) == list(want), name  # the same keys, in the same order
+        for key, nodes in want.items():
+            assert all(a is b for a, b in zip(got[key], nodes, strict=True)), name
+
+
+def test_tree_index_is_a_plain_pre_order_walk_on_every_kind_of_syntax():
+    _same_index(ast.parse(EVERY_SYNTAX, type_comments=True))
+
+
+def test_tree_index_is_a_plain_pre_order_walk_on_the_repositorys_own_code():
+    for path in sorted(SRC.rglob("*.py")):
+        _same_index(ast.parse(path.read_text(encoding="utf-8")))
+
+
+def test_walk_keeps_the_nodes_of_a_function_until_told_to_forget():
+    tree = ast.parse(CLASSY)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    first, again = list(walk(cls)), list(walk(cls))
+    assert all(a is b for a, b in zip(first, again, strict=True)) and len(first) == len(again)
+    assert index_module._WALKED  # kept
+    tree.body.remove(cls)  # (never done by the linter: shows that the second walk read the kept list)
+    cls.body.clear()
+    assert len(list(walk(cls))) == len(first)
+    forget_walks()
+    assert not index_module._WALKED
+    assert len(list(walk(cls))) < len(first)  # walked anew
+    forget_walks()
+
+
+def test_linting_forgets_the_walks_of_its_files(tmp_path):
+    lint_source(CLASSY, "net.py", RULES)
+    assert not index_module._WALKED
+    (tmp_path / "net.py").write_text(CLASSY, encoding="utf-8")
+    (tmp_path / "main.py").write_text("from net import train\ntrain(1, 2, 'cuda')\n", encoding="utf-8")
+    lint_paths([str(tmp_path)])
+    assert not index_module._WALKED
+
+
+def _labels_match(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr):
+            text = ast.unparse(node)
+            assert short_code(node, 40) == (text if len(text) <= 40 and "\n" not in text else None), text
+
+
+def test_short_code_is_ast_unparse_within_the_limit_on_every_kind_of_syntax():
+    tree = ast.parse(EVERY_SYNTAX)
+    _labels_match(tree)
+    fstrings = ast.parse('f"{a!r:>{b}} {c=}" + f"{x!s:^10}" + f\'{"q"}\' + f"{ {1: 2}[1] }" + f"a\\nb"')
+    _labels_match(fstrings)
+    assert short_code(ast.parse("f(" + "a, " * 30 + "b)").body[0].value) is None  # type: ignore[attr-defined]
+    assert short_code(ast.parse("x[1]").body[0].value, 4) == "x[1]"  # type: ignore[attr-defined]
+    assert short_code(ast.parse("x[1]").body[0].value, 3) is None  # type: ignore[attr-defined]
+
+
+def test_short_code_is_ast_unparse_within_the_limit_on_the_repositorys_own_code():
+    for path in sorted(SRC.rglob("*.py")):
+        _labels_match(ast.parse(path.read_text(encoding="utf-8")))
+
+
+def test_replace_gives_what_dataclasses_replace_gives():
+    place = Place(HOST, why=Message("made here", "在这里创建"))
+    value = Val("tensor", place, label="x", items=((0, None),), node=ast.Name("x"))
+    for changes in (
+        {},
+        {"label": "y"},
+        {"place": UNKNOWN_PLACE, "moved": True},
+        {"node": None, "cls": "m.C"},
+    ):
+        got, want = replace(value, **changes), dataclasses.replace(value, **changes)
+        assert got == want and got is not value
+        assert got.__dict__ == want.__dict__  # every field, `node` (not compared) too
+    assert replace(place, kind=DEVICE) == dataclasses.replace(place, kind=DEVICE)
+    with pytest.raises(TypeError):
+        replace(value, colour="red")  # not a field: dataclasses.replace's own error
+    message = Message("a", "甲")
+    assert replace(message, en="b") == Message("b", "甲")  # another dataclass: dataclasses.replace

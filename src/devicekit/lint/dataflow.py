@@ -26,12 +26,12 @@ import ast
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import replace
 
 from devicekit.cpu_args import cpu_positions
 from devicekit.lint import places as why
 from devicekit.lint.guesses import batch_item, unread_model, unread_model_class
 from devicekit.lint.index import walk
+from devicekit.lint.labels import short_code
 from devicekit.lint.meets import MEETING_METHODS, NOT_TENSOR, NOT_TENSOR_ATTRS, REDUCTIONS
 from devicekit.lint.modules import HIDDEN_NAME, base_class
 from devicekit.lint.names import (
@@ -49,7 +49,18 @@ from devicekit.lint.names import (
     looks_like_model_name,
 )
 from devicekit.lint.params import tensor_params
-from devicekit.lint.places import DEVICE, HOST, INPUT, UNKNOWN, UNKNOWN_PLACE, Place, Val, join, join_envs
+from devicekit.lint.places import (
+    DEVICE,
+    HOST,
+    INPUT,
+    UNKNOWN,
+    UNKNOWN_PLACE,
+    Place,
+    Val,
+    join,
+    join_envs,
+    replace,
+)
 from devicekit.lint.plain_attrs import judge
 from devicekit.lint.project import Project, SourceFile
 from devicekit.lint.weightless import builds_weightless
@@ -121,10 +132,9 @@ _NUMPY_HARMLESS = frozenset(
 def _label(expr: ast.AST) -> str | None:
     """Short code for a message (`noise`, `batch["x"]`), or None when it would be long."""
     try:
-        text = ast.unparse(expr)
+        return short_code(expr, 40)
     except Exception:  # pragma: no cover - ast.unparse handles every expression
         return None
-    return text if len(text) <= 40 and "\n" not in text else None
 
 
 def _params(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[ast.arg]:
@@ -983,7 +993,7 @@ def _optional_submodules(source: SourceFile, init: ast.AST, self_name: str) -> s
     names = source.names
     judged: dict[str, bool] = {}  # name -> every assignment a layer or None
     layers: set[str] = set()  # names assigned a layer at least once
-    for node in ast.walk(init):
+    for node in walk(init):
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
@@ -1006,7 +1016,7 @@ def _optional_submodules(source: SourceFile, init: ast.AST, self_name: str) -> s
 
 def _calls_base_init(init: ast.AST) -> bool:
     """Whether an `__init__` runs its base class's (`super().__init__(...)`, `Base.__init__(self, ...)`)."""
-    for node in ast.walk(init):
+    for node in walk(init):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -1023,7 +1033,7 @@ def _assigned_attributes(function: ast.AST) -> set[str]:
         return set()
     self_name = params[0].arg
     out = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.ctx, (ast.Store, ast.Del))
@@ -1381,7 +1391,8 @@ class Flow:
             value = self.guess(key, expr)
         if value is None:
             self.env.pop(key, None)
-            for name in [k for k in self.env if k.startswith(key + ".")]:
+            prefix = key + "."
+            for name in [k for k in self.env if k.startswith(prefix)]:
                 del self.env[name]
             return
         label = key if len(key) <= 40 else None
@@ -2558,16 +2569,20 @@ class Flow:
         result = self.analysis.call(self, call, target, args, kwargs, None)
         self.hand_over(call, parts_only=True)  # the analysis follows a module given whole, not a part of one
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            changed = self.analysis.changed_params(node)
-            if changed:  # it sets attributes on a module it is given (a hook): its place becomes unknown
-                names = [p.arg for p in _params(node)]
-                given = [*zip(names, call.args, strict=False), *((k.arg, k.value) for k in call.keywords)]
-                for name, arg in given:
-                    key = dotted(arg) if name in changed else None
-                    value = self.env.get(key) if key is not None else None
-                    if value is not None and value.kind == "module":
-                        self.env[key] = value.at(UNKNOWN_PLACE, moved=True)
+            # a module it is given and sets attributes on (a hook): its place becomes unknown (what the
+            # function changes is read only when it is given a module: reading it walks the function)
+            names = [p.arg for p in _params(node)]
+            given = [*zip(names, call.args, strict=False), *((k.arg, k.value) for k in call.keywords)]
+            modules = [(name, dotted(arg)) for name, arg in given if self._holds_module(dotted(arg))]
+            changed = self.analysis.changed_params(node) if modules else set()
+            for name, key in modules:
+                if name in changed:
+                    self.env[key] = self.env[key].at(UNKNOWN_PLACE, moved=True)
         return result
+
+    def _holds_module(self, key: str | None) -> bool:
+        value = self.env.get(key) if key is not None else None
+        return value is not None and value.kind == "module"
 
     def _self_method(self, call: ast.Call, node, args, kwargs) -> Val | None:
         """`self.helper(...)`: the helper runs with this method's `self.x` and the arguments' places."""

@@ -13,6 +13,7 @@ from devicekit.lint.calls import check_calls
 from devicekit.lint.core import Context, Finding
 from devicekit.lint.dataflow import check_dataflow
 from devicekit.lint.flow import check_flow
+from devicekit.lint.index import forget_walks
 from devicekit.lint.modules import check_modules
 from devicekit.lint.nbjson import cell_positions, file_position, split_lines
 from devicekit.lint.project import Project, SourceFile, module_names
@@ -103,11 +104,15 @@ def lint_tree(
     ctx = Context(
         tree=tree, lines=lines, codes=chosen, notebook=notebook, path=path, project=project, source=source
     )
-    for check in _CHECKS:
-        try:
-            check(ctx)
-        except RecursionError:  # code nested deeper than the checks recurse (generated code): that check
-            continue  # says nothing about this file; the others still run
+    try:
+        for check in _CHECKS:
+            try:
+                check(ctx)
+            except RecursionError:  # code nested deeper than the checks recurse (generated code): that
+                continue  # check says nothing about this file; the others still run
+    finally:
+        if project is None:  # alone: the nodes `walk` kept for this file would keep its tree alive
+            forget_walks()  # (`lint_paths` forgets them once the whole project is linted)
     return sorted(
         Finding(path, None, line, col, code, detail, fix=ctx.fixes.get((line, col, code)))
         for (line, col, code), detail in ctx.found.items()
@@ -261,6 +266,7 @@ def lint_paths(
     try:
         return _lint_paths(paths, codes)
     finally:
+        forget_walks()
         if paused:
             gc.enable()
 
@@ -284,7 +290,9 @@ def _lint_paths(
                 parsed[path] = (ast.parse(text, filename=path), text)
             except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
                 pass  # lint_file reports it
-    project = Project([SourceFile(p, tree, module_names(p)[0]) for p, (tree, _) in parsed.items()])
+    project = Project(
+        [SourceFile(p, tree, module_names(p)[0], text=text) for p, (tree, text) in parsed.items()]
+    )
     for path in order:
         if not os.path.exists(path):
             errors.append(LintError(path, 0, 0, Message("no such file or folder", "没有这个文件或文件夹")))

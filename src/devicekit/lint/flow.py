@@ -170,11 +170,13 @@ def _project_process_facts(ctx: Context) -> tuple[bool, bool]:
     if "process-facts" not in cache:
         facts = []
         for source in ctx.project.files.values():  # type: ignore[attr-defined]
-            try:
-                with open(source.path, encoding="utf-8") as handle:
-                    text = handle.read()
-            except (OSError, UnicodeDecodeError):
-                text = None
+            text = source.text  # (what `lint_paths` read; else the file is read again)
+            if text is None:
+                try:
+                    with open(source.path, encoding="utf-8") as handle:
+                        text = handle.read()
+                except (OSError, UnicodeDecodeError):
+                    text = None
             if text is None or _PROCESS_WORDS.search(text):
                 facts.append(_process_facts(source.tree, source.names))
         cache["process-facts"] = (any(a for a, _ in facts), any(b for _, b in facts))

@@ -10,23 +10,6 @@ from collections.abc import Iterator
 _STMT, _OPERATION, _CALL, _CLASS_NODE, _FUNCTION, _CLASS, _CONSTANT, _IMPORT, _LOOP = (
     1 << i for i in range(9)
 )
-# Fields that can hold child nodes, for the most common node types; others use `_fields`.
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {
-    ast.Name: (),
-    ast.Constant: (),
-    ast.alias: (),
-    ast.Attribute: ("value",),
-    ast.keyword: ("value",),
-    ast.arg: ("annotation",),
-    ast.Call: ("func", "args", "keywords"),
-    ast.Subscript: ("value", "slice"),
-    ast.BinOp: ("left", "right"),
-    ast.UnaryOp: ("operand",),
-    ast.Compare: ("left", "comparators"),
-    ast.BoolOp: ("values",),
-}
-_LEAVES = (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
-
 # The fields of each node type that hold a string, a number or a constant, never a node (Python's ASDL
 # grammar, `Parser/Python.asdl`); `walk` does not read them. A field not named here is read, so a node
 # type or field of a newer Python (`type_params`) is still walked.
@@ -62,10 +45,29 @@ _SCALAR_FIELDS: dict[str, tuple[str, ...]] = {
 _WALK_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+#: The only fields of Python's grammar that hold the leaf nodes `TreeIndex` leaves out (`Load`, `Store`,
+#: `Add`, `Eq`, `Not`, `And` ...: `expr_context`, `operator`, `cmpop`, `unaryop`, `boolop`).
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_INDEX_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _walk_fields(node_type: type) -> tuple[str, ...]:
     skip = _SCALAR_FIELDS.get(node_type.__name__, ()) if node_type.__module__ == "ast" else ()
     fields = _WALK_FIELDS[node_type] = tuple(f for f in node_type._fields if f not in skip)
     return fields
+
+
+def _index_fields(node_type: type) -> tuple[str, ...]:
+    """The fields `TreeIndex` reads: those that may hold a node, less those that hold only leaves."""
+    walked = _WALK_FIELDS.get(node_type) or _walk_fields(node_type)
+    fields = _INDEX_FIELDS[node_type] = tuple(f for f in walked if f not in _LEAF_FIELDS)
+    return fields
+
+
+#: The nodes of each function and class walked so far, by `id` (with the node, so that an `id` reused by
+#: another object is never mistaken for it); `forget_walks` empties it after each file or project.
+_WALKED: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def walk(node: ast.AST) -> Iterator[ast.AST]:
@@ -74,8 +76,31 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     as one project (the walks alone: 400 ms of CPU time with `ast.walk`, 221 ms with this one).
 
     It is faster because it skips the fields that never hold a node and the two generators
-    (`ast.iter_child_nodes`, `ast.iter_fields`) `ast.walk` runs for every node.
+    (`ast.iter_child_nodes`, `ast.iter_fields`) `ast.walk` runs for every node. The nodes of a function
+    or a class are kept until `forget_walks`: the checks walk the same ones again and again (on those 190
+    files, 220,000 of the 414,000 nodes walked were of a function or class walked before), and reading a
+    kept list costs a fraction of walking the tree.
     """
+    if type(node) not in _DEFINITIONS:
+        return iter(_nodes(node))
+    kept = _WALKED.get(id(node))
+    if kept is None or kept[0] is not node:
+        kept = _WALKED[id(node)] = (node, _nodes(node))
+    return iter(kept[1])
+
+
+def forget_walks() -> None:
+    """Drop the nodes `walk` keeps (the linter calls it when a file, or a project, is done).
+
+    Linting in two threads at once stays right: a walk dropped while another file is linted is walked
+    again, and a kept list is only used for the very node it was made from.
+    """
+    _WALKED.clear()
+
+
+def _nodes(node: ast.AST) -> list[ast.AST]:
+    """`node` and every node below it, breadth first (a list: a generator's resumption per node cost more
+    than the walk itself)."""
     is_node = ast.AST
     table = _WALK_FIELDS
     todo = [node]
@@ -90,7 +115,7 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                 append(value)
             elif isinstance(value, list):
                 extend([item for item in value if isinstance(item, is_node)])
-        yield current
+    return todo
 
 
 def _kinds() -> dict[type, int]:
@@ -154,7 +179,9 @@ class TreeIndex:
         definitions: list[ast.AST] = []
         imports: list[ast.AST] = []
         kinds = _KIND
-        child_fields = _CHILD_FIELDS
+        index_fields = _INDEX_FIELDS
+        is_node = ast.AST
+        name_type = ast.Name
         stack: list[tuple[ast.AST, ast.AST | None, ast.AST | None, ast.AST | None]] = [
             (tree, None, None, None)
         ]
@@ -187,23 +214,22 @@ class TreeIndex:
                 if kind & _CONSTANT:
                     constants.append(node)  # type: ignore[arg-type]
                     continue
-            fields = child_fields.get(node_type)
+            fields = index_fields.get(node_type)
             if fields is None:
-                fields = node._fields
-            elif not fields:  # a name, an alias: no children
+                fields = _index_fields(node_type)
+            if not fields:  # a name, a constant, an alias: no children
                 continue
             children: list[ast.AST] = []
             for name in fields:
                 value = getattr(node, name, None)
                 if isinstance(value, list):
-                    children.extend(
-                        [v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES)]
-                    )
-                elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                    children.extend([v for v in value if isinstance(v, is_node)])
+                elif isinstance(value, is_node):
                     children.append(value)
             for child in reversed(children):
                 parents[child] = node
-                push((child, owner, function, cls))
+                if type(child) is not name_type:  # a name has nothing to index and no children
+                    push((child, owner, function, cls))
         self.parents = parents
         self.calls = calls
         self.owned = owned

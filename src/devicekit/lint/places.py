@@ -14,7 +14,8 @@ quotes ("`noise` is created on the CPU at line 28").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import dataclasses
+from dataclasses import dataclass, field
 
 from devicekit.messages import Message
 
@@ -121,6 +122,32 @@ class Val:
     def named(self, label: str | None) -> Val:
         """The value under a new name (an assignment keeps the first name that is short enough)."""
         return self if label is None else replace(self, label=label)
+
+
+_FIELDS: dict[type, frozenset[str]] = {
+    cls: frozenset(f.name for f in dataclasses.fields(cls)) for cls in (Place, Val)
+}
+
+
+def replace(value, /, **changes):
+    """`dataclasses.replace(value, **changes)`, the same result at a tenth of its cost for the analysis'
+    own values (`Place`, `Val`; anything else goes to `dataclasses.replace`).
+
+    The analysis makes about 5,000 of these on the 190 files of `benchmarks/bench_lint.py`;
+    `dataclasses.replace` reads all 18 fields of a `Val` into a dictionary and calls `__init__` with them
+    (about 13 microseconds each). Both classes are frozen dataclasses whose fields are all set by
+    `__init__` and that have no `__post_init__`, so copying the instance's attributes and overwriting the
+    changed ones gives the same value. A name that is not a field is left to `dataclasses.replace`, which
+    raises its own `TypeError`.
+    """
+    names = _FIELDS.get(type(value))
+    if names is None or not names.issuperset(changes):
+        return dataclasses.replace(value, **changes)
+    copy = object.__new__(type(value))
+    attributes = copy.__dict__
+    attributes.update(value.__dict__)
+    attributes.update(changes)
+    return copy
 
 
 def join(a: Val | None, b: Val | None, fallback: bool = False) -> Val | None:

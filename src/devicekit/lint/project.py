@@ -30,12 +30,14 @@ class SourceFile:
         functions: its top-level functions by name.
         classes: its top-level classes by name.
         globals: names assigned at its top level.
+        text: its source text, when the linter read it (None: read it again where needed).
     """
 
     path: str
     tree: ast.Module
     package: str
     known_names: Names | None = None
+    text: str | None = None
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(init=False)
     classes: dict[str, ast.ClassDef] = field(init=False)
 
