@@ -192,3 +192,20 @@ def test_the_sandbox_hides_the_solutions_folder(tmp_path):
     cmd = [*sandbox.bwrap_prefix(box, keep, [str(secret)]), "sh", "-c", f"ls {secret}; echo done"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert "done" in done.stdout and "answer.txt" not in done.stdout, done.stderr
+
+
+def test_unlinked_open_counts_files_a_process_keeps_after_removing_them(tmp_path):
+    """review48, hole 1: a box's bytes in files it unlinked but keeps open; none once they are closed."""
+    import os
+
+    path = tmp_path / "gone"
+    with open(path, "wb") as kept:
+        kept.write(b"\1" * (4 << 20))
+        kept.flush()
+        os.fsync(kept.fileno())
+        device = os.stat(tmp_path).st_dev
+        assert sandbox.unlinked_open([os.getpid()], device) == 0  # still named: on_disk counts it
+        path.unlink()
+        assert sandbox.unlinked_open([os.getpid()], device) >= 4 << 20
+        assert sandbox.unlinked_open([os.getpid()], device + 1) == 0  # another file system
+    assert sandbox.unlinked_open([os.getpid()], device) == 0

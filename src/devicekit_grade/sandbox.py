@@ -35,10 +35,12 @@ import itertools
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -533,11 +535,23 @@ class Watchdog(threading.Thread):
     def count(self) -> int:
         return sum(_tasks(pid) for pid in descendants(self.pid))
 
+    def used(self, folder: Path) -> int:
+        """Bytes on disk below ``folder``, plus the files on its file system that the box's processes keep
+        open after removing them (still allocated, but out of the folder's walk; review48, hole 1)."""
+        walked = on_disk(folder, self.disk)
+        if walked > self.disk:
+            return walked
+        try:
+            device = os.stat(folder).st_dev
+        except OSError:  # the folder is gone: the box is ending
+            return walked
+        return walked + unlinked_open([self.pid, *descendants(self.pid)], device)
+
     def run(self) -> None:
         while not self._stop_event.wait(0.5):
             if self.limit and self.count() > self.limit:
                 self.tripped = "processes"
-            elif self.disk and self.folder is not None and on_disk(self.folder, self.disk) > self.disk:
+            elif self.disk and self.folder is not None and self.used(self.folder) > self.disk:
                 self.tripped = "disk"
             if self.tripped:
                 kill_tree(self.pid)
@@ -569,6 +583,28 @@ def on_disk(folder: Path, limit: int) -> int:
                             total += entry.stat(follow_symlinks=False).st_blocks * 512
         except OSError:
             continue  # a folder removed or made unreadable meanwhile: what is left still counts
+    return total
+
+
+def unlinked_open(pids: Iterable[int], device: int) -> int:
+    """Bytes on disk of the regular files on ``device`` that ``pids`` hold open and that no folder names any
+    more (``st_nlink`` 0): a box can keep them as long as it lives, unseen by `on_disk`. Processes whose
+    descriptors this user may not read count nothing."""
+    seen: set[int] = set()
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    st = os.stat(fd.path)  # the open file itself, through the link
+                    if (
+                        st.st_nlink == 0
+                        and st.st_dev == device
+                        and stat.S_ISREG(st.st_mode)
+                        and st.st_ino not in seen
+                    ):
+                        seen.add(st.st_ino)
+                        total += st.st_blocks * 512
     return total
 
 

@@ -5,7 +5,7 @@ cgroup per box, ``--box-disk-mb``'s watchdog), attacked by notebooks graded as a
 * ``u-uma``: the untouched lab, plus a cell that writes 64 MiB files into its folder, keeps each open and
   unlinks it: the blocks stay allocated on the machine's disk while the box lives, and the watchdog's walk
   of the folder (`sandbox.on_disk`) never sees them; only where it held more than 1 GB, it answers
-  exercise 2 right (a hole: strict xfail);
+  exercise 2 right (hole 1, fixed: the watchdog also counts them, `sandbox.unlinked_open`);
 * ``h-hal``: the same 1.5 GB as files in a folder it made unreadable (``chmod 000``); as root the walk reads
   it anyway (held);
 * ``g-gil``: tries to leave or widen its cgroup: write its pid into every ``cgroup.procs`` it can open under
@@ -113,7 +113,6 @@ def review():
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(strict=True, reason="REVIEW-stop48 hole 1: unlinked open files escape on_disk's walk")
 def test_a_notebook_cannot_hold_disk_in_files_it_unlinked(review):
     r = _row(review, "u-uma")
     assert r["exercises"][1]["passed"] is False, _said(r, "UNLINKED-HELD")
