@@ -209,3 +209,25 @@ def test_unlinked_open_counts_files_a_process_keeps_after_removing_them(tmp_path
         assert sandbox.unlinked_open([os.getpid()], device) >= 4 << 20
         assert sandbox.unlinked_open([os.getpid()], device + 1) == 0  # another file system
     assert sandbox.unlinked_open([os.getpid()], device) == 0
+
+
+def test_on_disk_counts_a_folder_it_may_not_list_as_over_the_limit(tmp_path, monkeypatch):
+    """review48: as an ordinary user the grader is the box's user, and a box may make one of its folders
+    unlistable (``chmod 0300``): what it holds cannot be measured, so the box is over its limit."""
+    import os
+
+    hidden = tmp_path / "hid"
+    hidden.mkdir()
+    (hidden / "f").write_bytes(b"\1" * 4096)
+    real = os.scandir
+
+    def scandir(path):
+        if str(path) == str(hidden):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert sandbox.on_disk(tmp_path, 1 << 30) == (1 << 30) + 1
+    (hidden / "f").unlink()
+    hidden.rmdir()  # a folder removed meanwhile (FileNotFoundError) still just counts what is left
+    assert sandbox.on_disk(tmp_path, 1 << 30) < 1 << 30
