@@ -131,3 +131,56 @@ def test_a_notebook_cannot_leave_or_widen_its_cgroup(review):
     r = _row(review, "g-gil")
     assert r["exercises"][1]["passed"] is False, _said(r, "CGROUP-LEFT")
     assert "CGROUP-LEFT ok=[]" in r["reason"], _said(r, "CGROUP-LEFT")
+
+
+#: As an ordinary user: a process of the box's user that made itself non-dumpable holds an unlinked file;
+#: the grader (the same user, not root) measures it with `sandbox.unlinked_open`.
+NON_DUMPABLE_HOLDER = """import ctypes, os, sys, time
+from devicekit_grade import sandbox
+folder = sys.argv[1]
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: /proc/<pid>/fd becomes root's
+    f = open(os.path.join(folder, "gone"), "wb")
+    f.write(bytes([1]) * (8 << 20))
+    f.flush()
+    os.fsync(f.fileno())
+    os.unlink(os.path.join(folder, "gone"))
+    os.write(w, b"x")
+    time.sleep(30)
+    os._exit(0)
+os.read(r, 1)
+print(sandbox.unlinked_open([pid], os.stat(folder).st_dev))
+os.kill(pid, 9)"""
+
+
+@pytest.mark.xfail(
+    strict=True, reason="REVIEW-stop48 hole 3: a non-dumpable box process hides its unlinked files"
+)
+def test_an_ordinary_users_box_cannot_hide_unlinked_files_by_being_non_dumpable(tmp_path):
+    """Hole 1's residue, as an ordinary user (``nobody`` through ``setpriv``, the system Python): a box
+    process's descriptors are unreadable to a grader that is not root once it is non-dumpable."""
+    import os
+    import pwd
+    import subprocess
+
+    from devicekit_grade import sandbox
+
+    if not (sandbox.running_as_root() and shutil.which("setpriv") and Path("/usr/bin/python3").exists()):
+        pytest.skip("needs root (to become an ordinary user), setpriv and /usr/bin/python3")
+    nobody = pwd.getpwnam("nobody").pw_uid
+    folder = Path(tempfile.mkdtemp(prefix="devicekit-review48-", dir="/var/tmp"))
+    try:
+        os.chown(folder, nobody, nobody)
+        src = Path(sandbox.__file__).parents[1]
+        as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", "--"]
+        done = subprocess.run(
+            [*as_nobody, "/usr/bin/python3", "-c", NON_DUMPABLE_HOLDER, str(folder)],
+            env={"PYTHONPATH": str(src), "PATH": os.environ["PATH"]},
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert int(done.stdout.split()[-1]) >= 8 << 20, done.stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
