@@ -231,3 +231,17 @@ def test_on_disk_counts_a_folder_it_may_not_list_as_over_the_limit(tmp_path, mon
     (hidden / "f").unlink()
     hidden.rmdir()  # a folder removed meanwhile (FileNotFoundError) still just counts what is left
     assert sandbox.on_disk(tmp_path, 1 << 30) < 1 << 30
+
+
+def test_unlinked_open_stops_looking_past_too_many_descriptors(monkeypatch):
+    """review48: the watchdog's half-second look at a box's descriptors stays short; a box holding more than
+    `MAX_ENTRIES` counts as over its disk limit."""
+    import os
+
+    monkeypatch.setattr(sandbox, "MAX_ENTRIES", 2)
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(3)]
+    try:
+        assert sandbox.unlinked_open([os.getpid()], 0, 100) == 101
+    finally:
+        for fd in held:
+            os.close(fd)
