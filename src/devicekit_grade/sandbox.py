@@ -523,7 +523,8 @@ class Watchdog(threading.Thread):
     """Every half second, counts a submission's processes and threads and measures its folder on disk, and
     kills them all when there are more than ``limit`` processes (root is exempt from RLIMIT_NPROC, and the
     user a submission runs as may run other processes: this holds the limit in every case) or the folder
-    holds more than ``disk`` bytes (RLIMIT_FSIZE caps one file, not how many; review47, hole 3). ``tripped``
+    holds more than ``disk`` bytes, with the files its processes keep open after removing them (RLIMIT_FSIZE
+    caps one file, not how many; review47, hole 3; review48, hole 1). ``tripped``
     says which limit it had to hold: ``"processes"``, ``"disk"`` or ``None``."""
 
     def __init__(self, pid: int, limit: int, folder: Path | None = None, disk: int = 0) -> None:
