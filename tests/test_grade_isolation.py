@@ -192,3 +192,56 @@ def test_the_sandbox_hides_the_solutions_folder(tmp_path):
     cmd = [*sandbox.bwrap_prefix(box, keep, [str(secret)]), "sh", "-c", f"ls {secret}; echo done"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert "done" in done.stdout and "answer.txt" not in done.stdout, done.stderr
+
+
+def test_unlinked_open_counts_files_a_process_keeps_after_removing_them(tmp_path):
+    """review48, hole 1: a box's bytes in files it unlinked but keeps open; none once they are closed."""
+    import os
+
+    path = tmp_path / "gone"
+    with open(path, "wb") as kept:
+        kept.write(b"\1" * (4 << 20))
+        kept.flush()
+        os.fsync(kept.fileno())
+        device = os.stat(tmp_path).st_dev
+        assert sandbox.unlinked_open([os.getpid()], device) == 0  # still named: on_disk counts it
+        path.unlink()
+        assert sandbox.unlinked_open([os.getpid()], device) >= 4 << 20
+        assert sandbox.unlinked_open([os.getpid()], device + 1) == 0  # another file system
+    assert sandbox.unlinked_open([os.getpid()], device) == 0
+
+
+def test_on_disk_counts_a_folder_it_may_not_list_as_over_the_limit(tmp_path, monkeypatch):
+    """review48: as an ordinary user the grader is the box's user, and a box may make one of its folders
+    unlistable (``chmod 0300``): what it holds cannot be measured, so the box is over its limit."""
+    import os
+
+    hidden = tmp_path / "hid"
+    hidden.mkdir()
+    (hidden / "f").write_bytes(b"\1" * 4096)
+    real = os.scandir
+
+    def scandir(path):
+        if str(path) == str(hidden):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert sandbox.on_disk(tmp_path, 1 << 30) == (1 << 30) + 1
+    (hidden / "f").unlink()
+    hidden.rmdir()  # a folder removed meanwhile (FileNotFoundError) still just counts what is left
+    assert sandbox.on_disk(tmp_path, 1 << 30) < 1 << 30
+
+
+def test_unlinked_open_stops_looking_past_too_many_descriptors(monkeypatch):
+    """review48: the watchdog's half-second look at a box's descriptors stays short; a box holding more than
+    `MAX_ENTRIES` counts as over its disk limit."""
+    import os
+
+    monkeypatch.setattr(sandbox, "MAX_ENTRIES", 2)
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(3)]
+    try:
+        assert sandbox.unlinked_open([os.getpid()], 0, 100) == 101
+    finally:
+        for fd in held:
+            os.close(fd)

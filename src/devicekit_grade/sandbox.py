@@ -35,10 +35,12 @@ import itertools
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -521,7 +523,8 @@ class Watchdog(threading.Thread):
     """Every half second, counts a submission's processes and threads and measures its folder on disk, and
     kills them all when there are more than ``limit`` processes (root is exempt from RLIMIT_NPROC, and the
     user a submission runs as may run other processes: this holds the limit in every case) or the folder
-    holds more than ``disk`` bytes (RLIMIT_FSIZE caps one file, not how many; review47, hole 3). ``tripped``
+    holds more than ``disk`` bytes, with the files its processes keep open after removing them (RLIMIT_FSIZE
+    caps one file, not how many; review47, hole 3; review48, hole 1). ``tripped``
     says which limit it had to hold: ``"processes"``, ``"disk"`` or ``None``."""
 
     def __init__(self, pid: int, limit: int, folder: Path | None = None, disk: int = 0) -> None:
@@ -533,11 +536,23 @@ class Watchdog(threading.Thread):
     def count(self) -> int:
         return sum(_tasks(pid) for pid in descendants(self.pid))
 
+    def used(self, folder: Path) -> int:
+        """Bytes on disk below ``folder``, plus the files on its file system that the box's processes keep
+        open after removing them (still allocated, but out of the folder's walk; review48, hole 1)."""
+        walked = on_disk(folder, self.disk)
+        if walked > self.disk:
+            return walked
+        try:
+            device = os.stat(folder).st_dev
+        except OSError:  # the folder is gone: the box is ending
+            return walked
+        return walked + unlinked_open([self.pid, *descendants(self.pid)], device, self.disk)
+
     def run(self) -> None:
         while not self._stop_event.wait(0.5):
             if self.limit and self.count() > self.limit:
                 self.tripped = "processes"
-            elif self.disk and self.folder is not None and on_disk(self.folder, self.disk) > self.disk:
+            elif self.disk and self.folder is not None and self.used(self.folder) > self.disk:
                 self.tripped = "disk"
             if self.tripped:
                 kill_tree(self.pid)
@@ -553,7 +568,8 @@ MAX_ENTRIES = 100_000
 
 def on_disk(folder: Path, limit: int) -> int:
     """Bytes the files below ``folder`` take on disk (allocated blocks: a sparse file counts what it holds;
-    links are not followed), counting up to just past ``limit``; past `MAX_ENTRIES` entries, ``limit + 1``."""
+    links are not followed), counting up to just past ``limit``; past `MAX_ENTRIES` entries, or where a folder
+    cannot be listed, ``limit + 1``."""
     total, entries, stack = 0, 0, [str(folder)]
     while stack and total <= limit:
         try:
@@ -567,8 +583,36 @@ def on_disk(folder: Path, limit: int) -> int:
                     else:
                         with contextlib.suppress(OSError):
                             total += entry.stat(follow_symlinks=False).st_blocks * 512
+        except PermissionError:  # a folder the box made unlistable (only its user's own, not root's: the
+            return limit + 1  # grader as an ordinary user could not see what it holds; review48)
         except OSError:
-            continue  # a folder removed or made unreadable meanwhile: what is left still counts
+            continue  # a folder removed meanwhile: what is left still counts
+    return total
+
+
+def unlinked_open(pids: Iterable[int], device: int, limit: int = 1 << 62) -> int:
+    """Bytes on disk of the regular files on ``device`` that ``pids`` hold open and that no folder names any
+    more (``st_nlink`` 0): a box can keep them as long as it lives, unseen by `on_disk`. Processes whose
+    descriptors this user may not read count nothing. Past `MAX_ENTRIES` descriptors, ``limit + 1``: a box
+    holding that many would make each half-second look slow (review48)."""
+    seen: set[int] = set()
+    total = descriptors = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{pid}/fd"):
+                descriptors += 1
+                if descriptors > MAX_ENTRIES:
+                    return limit + 1
+                with contextlib.suppress(OSError):
+                    st = os.stat(fd.path)  # the open file itself, through the link
+                    if (
+                        st.st_nlink == 0
+                        and st.st_dev == device
+                        and stat.S_ISREG(st.st_mode)
+                        and st.st_ino not in seen
+                    ):
+                        seen.add(st.st_ino)
+                        total += st.st_blocks * 512
     return total
 
 
