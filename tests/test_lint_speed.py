@@ -323,6 +323,48 @@ def test_linting_forgets_the_walks_of_its_files(tmp_path):
     assert not index_module._WALKED
 
 
+# --- round 3 (lintspeed3): what a project keeps until all its files are linted ----------------------
+
+
+def test_a_project_keeps_its_labels_until_all_its_files_are_linted(tmp_path, monkeypatch):
+    """The labels of messages (`_label`, `ast.unparse` of a node) are kept while a project is linted:
+    the other files' calls into a file ask for the same nodes again. They are dropped at its end, and
+    after each file linted alone, whose tree would otherwise stay alive."""
+    from devicekit.lint import dataflow, engine
+
+    kept: list[int] = []
+
+    def forget_labels() -> None:
+        kept.append(dataflow._label.cache_info().currsize)
+        dataflow.forget_labels()
+
+    monkeypatch.setattr(engine, "forget_labels", forget_labels)
+    (tmp_path / "net.py").write_text(CLASSY, encoding="utf-8")
+    (tmp_path / "main.py").write_text("from net import train\ntrain(1, 2, 'cuda')\n", encoding="utf-8")
+    lint_paths([str(tmp_path)])
+    assert kept and kept[0] > 0  # still there when the last file was done
+    assert dataflow._label.cache_info().currsize == 0
+    lint_source(CLASSY, "net.py", RULES)
+    assert dataflow._label.cache_info().currsize == 0
+
+
+def test_the_calls_and_loops_of_a_function_are_read_once_per_project():
+    from devicekit.lint.core import Context
+    from devicekit.lint.dataflow import FileAnalysis, _calls_and_loops
+    from devicekit.lint.project import Project
+
+    tree = ast.parse(CLASSY)
+    ctx = Context(tree=tree, lines=CLASSY.splitlines(), codes=frozenset(RULES), path="net.py")
+    project, source = Project.of("net.py", tree, ctx.names)
+    analysis = FileAnalysis(ctx, project, source)
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef):
+            first = analysis.calls_and_loops(function)
+            assert analysis.calls_and_loops(function) is first
+            assert first == _calls_and_loops(function)
+    forget_walks()
+
+
 def _labels_match(tree: ast.AST) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.expr):

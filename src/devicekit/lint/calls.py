@@ -8,6 +8,7 @@ import ast
 import re
 
 from devicekit.lint.core import Context
+from devicekit.lint.index import walk
 from devicekit.lint.names import has_star_kwargs, keyword
 from devicekit.lint.saves import (
     SavedHere,
@@ -148,7 +149,7 @@ def _shuffling_loader_in(project, source, function, seen: set[int], depth: int) 
         return None
     seen.add(id(function))
     names = source.names
-    calls = [n for n in ast.walk(function) if isinstance(n, ast.Call)]
+    calls = [n for n in walk(function) if isinstance(n, ast.Call)]
     for call in calls:
         full = names.resolve(call.func) or ""
         if (full.endswith("DataLoader") and full.startswith("torch.")) or full == "DataLoader":

@@ -128,7 +128,7 @@ _NUMPY_HARMLESS = frozenset(
 
 
 @functools.lru_cache(maxsize=4096)  # half the calls ask again for a node already shown (ast.unparse is slow);
-# emptied after each file (`check_dataflow`)
+# emptied after each file linted alone, or each project (`forget_labels`)
 def _label(expr: ast.AST) -> str | None:
     """Short code for a message (`noise`, `batch["x"]`), or None when it would be long."""
     try:
@@ -515,7 +515,7 @@ class FileAnalysis:
             calls = self.ctx.function_calls.get(function, [])
             loops = self.ctx.index.function_loops.get(function, [])
         else:
-            calls, loops = _calls_and_loops(function)
+            calls, loops = self.calls_and_loops(function)
         outer, self._current = self._current, function
         try:
             answer = any(self._gives_a_place(source, call) for call in calls) or any(
@@ -725,7 +725,7 @@ class FileAnalysis:
         class the project defines is read instead, and a library's class is left unknown."""
         own_package = set(source.package.split(".")) - {""}
         built: dict[str, bool] = {}  # attribute -> every assignment in __init__ such a class
-        for node in ast.walk(init):
+        for node in walk(init):
             if not isinstance(node, ast.Assign):
                 continue
             for target in node.targets:
@@ -751,7 +751,7 @@ class FileAnalysis:
         if not candidates:
             return set()
         called = set()
-        for node in ast.walk(cls):
+        for node in walk(cls):
             if (
                 isinstance(node, ast.Call)
                 and (node.args or node.keywords)
@@ -791,10 +791,18 @@ class FileAnalysis:
                 )
                 answer = answer or any(
                     isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda")
-                    for c in _calls_and_loops(init)[0]
+                    for c in self.calls_and_loops(init)[0]
                 )
             cache[id(cls)] = answer
         return cache[id(cls)]
+
+    def calls_and_loops(self, function: ast.AST) -> tuple[list[ast.Call], list[ast.AST]]:
+        """`_calls_and_loops` of a function of another file, kept for the project: each file that calls
+        into it asks `worth_reading` and `places_itself` about the same functions again."""
+        cache = self.project.cache.setdefault("calls-and-loops", {})
+        if id(function) not in cache:
+            cache[id(function)] = _calls_and_loops(function)
+        return cache[id(function)]
 
     def changed_params(self, function: ast.AST) -> set[str]:
         """`_changed_params` of a function, kept for the project: the parameters it sets attributes on (a
@@ -2942,9 +2950,15 @@ def check_dataflow(ctx) -> None:
         # the analysis and its questions refer to each other: without this cycle, reference counting
         # frees the file's tree and tables at once instead of Python's cycle collector walking them later
         analysis.questions = None  # type: ignore[assignment]
-        # the labels kept for this file's nodes would keep those nodes alive, and every collection of a
-        # program that lints would walk them
-        _label.cache_clear()
+        if ctx.project is None:  # alone: the labels kept for this file's nodes would keep those nodes
+            forget_labels()  # alive, and every collection of a program that lints would walk them
+
+
+def forget_labels() -> None:
+    """Drop the labels `_label` keeps. A file linted alone drops them when it is done; a project
+    (`lint_paths`) keeps them until all its files are: its trees stay alive until then anyway, and the
+    other files' calls into a file ask for the labels of the same nodes again."""
+    _label.cache_clear()
 
 
 def places(source: str, function: str | None = None, path: str = "<string>") -> dict[str, Val]:

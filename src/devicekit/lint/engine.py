@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from devicekit.lint.calls import check_calls
 from devicekit.lint.core import Context, Finding
-from devicekit.lint.dataflow import check_dataflow
+from devicekit.lint.dataflow import check_dataflow, forget_labels
 from devicekit.lint.flow import check_flow
 from devicekit.lint.index import forget_walks
 from devicekit.lint.modules import check_modules
@@ -267,6 +267,7 @@ def lint_paths(
         return _lint_paths(paths, codes)
     finally:
         forget_walks()
+        forget_labels()
         if paused:
             gc.enable()
 

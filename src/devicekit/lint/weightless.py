@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 
+from devicekit.lint.index import walk
 from devicekit.lint.names import dotted
 from devicekit.lint.project import Project, SourceFile
 
@@ -73,7 +74,7 @@ def _class_weightless(project: Project, source: SourceFile, cls: ast.ClassDef, d
             return False
         if not _class_weightless(project, found[0], found[1], depth + 1):
             return False
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, ast.Attribute) and node.attr in _REGISTERS:
             return False
         if not isinstance(node, ast.Call):
