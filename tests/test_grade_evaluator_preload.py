@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
@@ -24,6 +26,7 @@ def _run(code: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.integration  # a fresh Python that imports torch
 def test_a_judge_reference_checkpoint_imports_dynamo_without_the_preload() -> None:
     """The PyTorch behaviour the preload answers: lab 6's judge copy of the checkpoint imports Dynamo."""
     seen = _run(
@@ -36,6 +39,7 @@ def test_a_judge_reference_checkpoint_imports_dynamo_without_the_preload() -> No
     assert seen == {"before": False, "after": True}
 
 
+@pytest.mark.integration  # a fresh Python that imports torch
 def test_the_preload_imports_dynamo_and_starts_no_thread() -> None:
     """The zygote forks after the preload: it must add no thread (a fork copies only the calling one)."""
     seen = _run(
