@@ -2,6 +2,7 @@
 kernel, ranks, fork server, evaluator), counted by a cgroup v1 ``cpuacct`` group the command runs in.
 
     sudo .venv/bin/python benchmarks/grade_cpu.py 08-multi-gpu 10-compile 11-sharded [--reps 2]
+    sudo .venv/bin/python benchmarks/grade_cpu.py 06-checkpoints --copies 6 -j 2  # a class: CPU per notebook
 
 Needs root and ``/sys/fs/cgroup/cpuacct`` (a group ``devicekit-grade-cpu`` is made there and removed at
 the end). Wall time on a shared machine says little; the CPU of a process tree does, and ``getrusage`` of
@@ -34,14 +35,16 @@ def _enter() -> None:  # in the child, before exec: it and all it starts are cou
     (GROUP / "cgroup.procs").write_text(str(os.getpid()))
 
 
-def grade_one(lab: str, timeout: int) -> str:
-    """Grade a correct notebook of ``lab`` alone; one line: status, score, row duration, CPU, wall, load."""
+def grade_one(lab: str, timeout: int, copies: int = 1, jobs: int = 1) -> str:
+    """Grade ``copies`` correct notebooks of ``lab`` in one run at ``-j jobs``; one line: status, score,
+    row duration (of the first), CPU of the whole run and per notebook, wall, load."""
     with tempfile.TemporaryDirectory(prefix="grade-cpu-") as tmp:
         subs = Path(tmp, "subs")
         subs.mkdir()
-        write(solved_lab(lab), subs / f"{lab}-student.ipynb")
+        for n in range(copies):
+            write(solved_lab(lab), subs / f"{lab}-student{n}.ipynb")
         load, before, started = os.getloadavg()[0], _usage(), time.monotonic()
-        cmd = [sys.executable, "-m", "devicekit_grade", "--out", str(Path(tmp, "out")), "-j", "1"]
+        cmd = [sys.executable, "-m", "devicekit_grade", "--out", str(Path(tmp, "out")), "-j", str(jobs)]
         done = subprocess.run(
             [*cmd, "--timeout", str(timeout), str(subs)], capture_output=True, text=True, preexec_fn=_enter
         )
@@ -50,10 +53,12 @@ def grade_one(lab: str, timeout: int) -> str:
         cpu = _usage() - before
         if done.returncode:
             return f"{lab}: exit {done.returncode}: {done.stderr[-500:]}"
-        row = json.loads(Path(tmp, "out", "grades.json").read_text(encoding="utf-8"))[0]
+        rows = json.loads(Path(tmp, "out", "grades.json").read_text(encoding="utf-8"))
+        row = rows[0]
+        scores = sorted({str(r.get("score")) for r in rows})
         return (
-            f"{lab}: {row['status']} {row.get('score')}, row {row['duration_s']:.1f} s, "
-            f"whole run {cpu:.2f} s CPU, {wall:.1f} s wall, load {load:.1f}"
+            f"{lab}: {row['status']} {'/'.join(scores)} ({len(rows)} rows), row {row['duration_s']:.1f} s, "
+            f"whole run {cpu:.2f} s CPU ({cpu / copies:.2f} per notebook), {wall:.1f} s wall, load {load:.1f}"
         )
 
 
@@ -62,12 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("labs", nargs="+")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--timeout", type=int, default=60, help="per-cell limit passed to the grader")
+    parser.add_argument("--copies", type=int, default=1, help="correct notebooks per run (one class)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="the grader's -j")
     args = parser.parse_args(argv)
     GROUP.mkdir(exist_ok=True)
     try:
         for _ in range(args.reps):
             for lab in args.labs:
-                print(grade_one(lab, args.timeout), flush=True)
+                print(grade_one(lab, args.timeout, args.copies, args.jobs), flush=True)
     finally:
         time.sleep(1)
         GROUP.rmdir()  # empty once every process of the runs has ended

@@ -7,8 +7,9 @@ Prints, per lab, the kernel's start (CPU of the kernel process before its first 
 CPU seconds (the kernel and the processes it started and waited for: ``/proc/<pid>/stat`` utime, stime,
 cutime, cstime) with its wall seconds and first line, and then each exercise's probe run on the solved
 notebook's answer, as the grader's answer cell runs it. No sandbox: bubblewrap's own cost is not in these
-figures, nor the evaluator's judges (plain data, milliseconds). CPU seconds, not wall, because the course
-machine's cores are shared. Not a test.
+figures, nor the evaluator's judges (milliseconds in a child of the evaluator zygote, which preloads Dynamo:
+a judge that builds an optimizer imports it otherwise, about 1.4 s; benchmarks/README.md, stop 49). CPU
+seconds, not wall, because the course machine's cores are shared. Not a test.
 """
 
 from __future__ import annotations
