@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from devicekit.cpu_args import cpu_positions
 from devicekit.lint import places as why
@@ -725,28 +725,18 @@ class FileAnalysis:
         class the project defines is read instead, and a library's class is left unknown."""
         own_package = set(source.package.split(".")) - {""}
         built: dict[str, bool] = {}  # attribute -> every assignment in __init__ such a class
-        for node in walk(init):
-            if not isinstance(node, ast.Assign):
-                continue
-            for target in node.targets:
-                if not (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == self_name
-                ):
-                    continue
-                value = node.value
-                ok = isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute))
-                if ok:
-                    full = source.names.resolve(value.func) or ""
-                    last = full.rsplit(".", 1)[-1]
-                    ok = (
-                        "." in full
-                        and full.split(".", 1)[0] in own_package
-                        and _CLASS_NAME.match(last) is not None
-                        and self.project.lookup(full, source) is None
-                    )
-                built[target.attr] = built.get(target.attr, True) and ok
+        for attr, value in _self_assignments(init, self_name):
+            ok = isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute))
+            if ok:
+                full = source.names.resolve(value.func) or ""
+                last = full.rsplit(".", 1)[-1]
+                ok = (
+                    "." in full
+                    and full.split(".", 1)[0] in own_package
+                    and _CLASS_NAME.match(last) is not None
+                    and self.project.lookup(full, source) is None
+                )
+            built[attr] = built.get(attr, True) and ok
         candidates = {name for name, ok in built.items() if ok}
         if not candidates:
             return set()
@@ -1001,25 +991,29 @@ def _optional_submodules(source: SourceFile, init: ast.AST, self_name: str) -> s
     names = source.names
     judged: dict[str, bool] = {}  # name -> every assignment a layer or None
     layers: set[str] = set()  # names assigned a layer at least once
-    for node in walk(init):
-        if not isinstance(node, ast.Assign):
-            continue
-        for target in node.targets:
-            if not (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == self_name
-            ):
-                continue
-            value = node.value
-            options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
-            for option in options:
-                if isinstance(option, ast.Call) and names.is_module_constructor(option):
-                    layers.add(target.attr)
-                elif not (isinstance(option, ast.Constant) and option.value is None):
-                    judged[target.attr] = False  # something else: not judged
-            judged.setdefault(target.attr, True)
+    for attr, value in _self_assignments(init, self_name):
+        options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+        for option in options:
+            if isinstance(option, ast.Call) and names.is_module_constructor(option):
+                layers.add(attr)
+            elif not (isinstance(option, ast.Constant) and option.value is None):
+                judged[attr] = False  # something else: not judged
+        judged.setdefault(attr, True)
     return {name for name, ok in judged.items() if ok and name in layers}
+
+
+def _self_assignments(function: ast.AST, self_name: str) -> Iterator[tuple[str, ast.expr]]:
+    """``(attribute, value)`` of every ``self.attribute = value`` in ``function`` (each target of a chained
+    assignment), in the order of the code."""
+    for node in walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == self_name
+                ):
+                    yield target.attr, node.value
 
 
 def _calls_base_init(init: ast.AST) -> bool:
